@@ -1,0 +1,75 @@
+#!/usr/bin/env bash
+# Idempotent tool setup for reconnect-dedupe. A no-op (seconds) when everything
+# is already present; on a fresh Debian machine it installs what is missing.
+set -euo pipefail
+cd "$(dirname "${BASH_SOURCE[0]}")/.."
+export PATH="$HOME/.cargo/bin:$PATH"
+
+ok()   { printf 'ok: %s\n' "$*"; }
+doing() { printf 'installing: %s\n' "$*"; }
+die()  { printf 'error: %s\n' "$*" >&2; exit 1; }
+as_root() {
+  if [ "$(id -u)" -eq 0 ]; then "$@"
+  elif command -v sudo >/dev/null 2>&1; then sudo "$@"
+  else die "need root (or sudo) to run: $*"; fi
+}
+
+# --- Rust: wasm target and the components `npm test` uses -------------------
+command -v rustup >/dev/null 2>&1 || die "rustup not found; install it from https://rustup.rs"
+if ! rustup target list --installed | grep -qx wasm32-unknown-unknown; then
+  doing "rust target wasm32-unknown-unknown"
+  rustup target add wasm32-unknown-unknown
+fi
+ok "rust target wasm32-unknown-unknown ($(rustc --version | cut -d' ' -f2))"
+for comp in rustfmt clippy; do
+  if ! rustup component list --installed | grep -q "^$comp"; then
+    doing "rust component $comp"
+    rustup component add "$comp"
+  fi
+done
+ok "rustfmt, clippy"
+
+# --- wasm-bindgen-cli: must match the wasm-bindgen version in Cargo.lock -----
+wb_want=$(awk '$0 == "name = \"wasm-bindgen\"" { getline; gsub(/version = |"/, ""); print; exit }' Cargo.lock)
+[ -n "$wb_want" ] || die "could not find wasm-bindgen in Cargo.lock"
+wb_have=$(wasm-bindgen --version 2>/dev/null | awk '{print $2}' || true)
+if [ "$wb_have" != "$wb_want" ]; then
+  doing "wasm-bindgen-cli $wb_want (found: ${wb_have:-none})"
+  # --locked can fail when the registry mirror lacks a pinned dependency
+  # (seen: webpki-roots); fall back to a fresh resolution.
+  cargo install wasm-bindgen-cli --version "$wb_want" --force --locked \
+    || cargo install wasm-bindgen-cli --version "$wb_want" --force
+fi
+ok "wasm-bindgen $wb_want"
+
+# --- wasm-pack: any recent version -------------------------------------------
+if ! command -v wasm-pack >/dev/null 2>&1; then
+  doing "wasm-pack"
+  cargo install wasm-pack --locked || cargo install wasm-pack
+fi
+ok "$(wasm-pack --version)"
+
+# --- Debian packages: headless browser, its driver, wasm-opt -----------------
+# binary -> Debian package
+declare -A apt_pkg=([chromium]=chromium [chromedriver]=chromium-driver [wasm-opt]=binaryen)
+missing=()
+for bin in "${!apt_pkg[@]}"; do
+  command -v "$bin" >/dev/null 2>&1 || missing+=("${apt_pkg[$bin]}")
+done
+if [ ${#missing[@]} -gt 0 ]; then
+  command -v apt-get >/dev/null 2>&1 || die "missing ${missing[*]} and no apt-get; install them by hand"
+  doing "apt packages ${missing[*]}"
+  as_root env DEBIAN_FRONTEND=noninteractive apt-get update -q
+  as_root env DEBIAN_FRONTEND=noninteractive apt-get install -y -q --no-install-recommends "${missing[@]}"
+fi
+ok "chromium $(chromium --version 2>/dev/null | awk '{print $2}'), chromedriver, wasm-opt $(wasm-opt --version | awk '{print $3}')"
+
+# --- Node dependencies ---------------------------------------------------------
+command -v npm >/dev/null 2>&1 || die "node/npm not found (need node >= 20)"
+node_major=$(node -p 'process.versions.node.split(".")[0]')
+[ "$node_major" -ge 20 ] || die "node >= 20 required, found $(node --version)"
+if [ ! -f node_modules/.package-lock.json ] || [ package-lock.json -nt node_modules/.package-lock.json ]; then
+  doing "npm ci"
+  npm ci --no-audit --no-fund
+fi
+ok "node $(node --version), node_modules"

@@ -1,0 +1,17 @@
+#!/usr/bin/env bash
+# Full check, in order: format, lint, native tests, browser tests, build, JS tests.
+set -euo pipefail
+cd "$(dirname "${BASH_SOURCE[0]}")/.."
+bash scripts/setup.sh
+export PATH="$HOME/.cargo/bin:$PATH"
+# wasm-bindgen-test-runner drives the Debian chromium through this driver,
+# with the capabilities in ./webdriver.json.
+export CHROMEDRIVER="${CHROMEDRIVER:-$(command -v chromedriver)}"
+
+step() { printf '\n==> %s\n' "$*"; "$@"; }
+step cargo fmt --all -- --check
+step cargo clippy --all-targets -- -D warnings
+step cargo test
+step wasm-pack test --headless --chrome
+step npm run --silent build   # the JS tests load pkg/
+step node --test tests/js/

@@ -1,0 +1,267 @@
+//! The deduplicator: validates a burst, keys each reading, asks the seen-set, and
+//! accounts for every reading in exactly one bucket, written to one audit record.
+//!
+//! `received = unique + duplicates_suppressed + pending + rejected` holds for every
+//! burst. `pending` is only non-zero while provisional admissions are open, so
+//! outside that use it is the seed's `received = unique + duplicates_suppressed`
+//! plus the readings rejected at the boundary.
+
+use super::error::Error;
+use super::key::{content_digest, format_key};
+use super::reading::{validate, RawBurst, RawReading, Reading};
+use super::seen::{Admission, Config, SeenSet, Stats, MAX_TIME_MS};
+use super::timestamp::isoformat;
+use serde::Serialize;
+
+/// A reading admitted as new, with its idempotency key and its index in the burst.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct Admitted<'a> {
+    pub index: usize,
+    pub key: String,
+    #[serde(flatten)]
+    pub reading: Reading<'a>,
+}
+
+/// A reading refused at the boundary, with the reason.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct Rejection {
+    pub index: usize,
+    pub field: &'static str,
+    pub code: &'static str,
+    pub message: String,
+}
+
+/// The counts of one burst, as written to the audit line.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+pub struct AuditCounts {
+    pub received: usize,
+    pub unique: usize,
+    pub duplicates_suppressed: usize,
+    pub pending: usize,
+    pub rejected: usize,
+    pub seq_reuses: usize,
+    /// Keys pushed out by the cap during this burst, before their TTL ran out.
+    pub evicted_before_ttl: u64,
+}
+
+/// One audit record: `{"logged_at","level","event","payload"}`, one per burst.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct Audit {
+    pub logged_at: String,
+    pub level: &'static str,
+    pub event: &'static str,
+    pub payload: AuditCounts,
+}
+
+/// Everything decided about one burst.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct BurstOutcome<'a> {
+    /// Admitted readings in arrival order, normalised.
+    pub unique: Vec<Admitted<'a>>,
+    pub duplicates_suppressed: usize,
+    /// Indices of the suppressed duplicates.
+    pub duplicates: Vec<usize>,
+    /// Indices of readings whose key an earlier burst holds provisionally.
+    pub pending: Vec<usize>,
+    pub rejected: Vec<Rejection>,
+    pub seq_reuses: usize,
+    /// The ticket to `confirm` or `release` a provisional admission.
+    pub ticket: Option<u32>,
+    pub audit: Audit,
+}
+
+/// A seen-set with the burst logic around it.
+#[derive(Debug, Clone)]
+pub struct Deduplicator {
+    seen: SeenSet,
+    scratch: String,
+}
+
+impl Default for Deduplicator {
+    fn default() -> Self {
+        Deduplicator::new(Config::default())
+    }
+}
+
+impl Deduplicator {
+    pub fn new(config: Config) -> Deduplicator {
+        Deduplicator::from_seen(SeenSet::new(config))
+    }
+
+    pub fn from_seen(seen: SeenSet) -> Deduplicator {
+        Deduplicator {
+            seen,
+            scratch: String::with_capacity(64),
+        }
+    }
+
+    pub fn seen(&self) -> &SeenSet {
+        &self.seen
+    }
+
+    pub fn stats(&self) -> Stats {
+        self.seen.stats()
+    }
+
+    /// Parses a JSON burst (an array, or `{"readings": [...]}`) and processes it.
+    ///
+    /// # Errors
+    /// [`Error::InvalidJson`] / [`Error::InvalidBurst`] when the body cannot be read as a
+    /// burst at all, [`Error::InvalidTime`] for a bad `now_ms`. Bad readings are not
+    /// errors: they come back in `rejected`.
+    pub fn process_json<'a>(
+        &mut self,
+        json: &'a [u8],
+        now_ms: f64,
+        provisional: bool,
+    ) -> Result<BurstOutcome<'a>, Error> {
+        let burst: RawBurst<'a> = serde_json::from_slice(json).map_err(|e| {
+            if e.is_data() {
+                Error::InvalidBurst(e.to_string())
+            } else {
+                Error::InvalidJson(e.to_string())
+            }
+        })?;
+        self.process_burst(burst.0, now_ms, provisional)
+    }
+
+    /// Processes one burst at `now_ms` (ms since the Unix epoch, the caller's clock).
+    ///
+    /// Every reading ends in exactly one of `unique`, `duplicates`, `pending`,
+    /// `rejected`. With `provisional`, admitted keys stay pending under the returned
+    /// ticket until [`Self::confirm`] or [`Self::release`].
+    ///
+    /// # Errors
+    /// [`Error::InvalidTime`] for a `now_ms` that is not finite or outside
+    /// `0 ..= 8.64e15`; [`Error::NoEntropy`] if the hash cannot be seeded.
+    ///
+    /// ```
+    /// use reconnect_dedupe::{Deduplicator, RawBurst};
+    /// let body = br#"[
+    ///   {"device_id":"bin-A17","seq":41,"ts":"2026-07-16T09:00:00Z","fill_pct":62.5},
+    ///   {"device_id":"bin-A17","seq":41,"ts":"2026-07-16T09:00:00Z","fill_pct":62.5},
+    ///   {"device_id":"bin-A17","seq":42,"ts":"2026-07-16T09:00:00Z","fill_pct":71.0},
+    ///   {"device_id":"bin-B04","seq":8,"ts":"2026-07-16T09:00:05Z","fill_pct":15.0}
+    /// ]"#;
+    /// let mut dedup = Deduplicator::default();
+    /// let out = dedup.process_json(body, 1_784_192_411_204.0, false).unwrap();
+    /// assert_eq!((out.unique.len(), out.duplicates_suppressed), (3, 1));
+    /// ```
+    pub fn process_burst<'a>(
+        &mut self,
+        readings: Vec<RawReading<'a>>,
+        now_ms: f64,
+        provisional: bool,
+    ) -> Result<BurstOutcome<'a>, Error> {
+        let now = check_time(now_ms)?;
+        let received = readings.len();
+        let evicted_before = self.seen.stats().evicted_before_ttl;
+        self.seen.sweep(now);
+        let ticket = provisional.then(|| self.seen.open_ticket());
+        let burst_start = self.seen.next_position();
+        let mut unique = Vec::with_capacity(received);
+        let mut duplicates = Vec::new();
+        let mut pending = Vec::new();
+        let mut rejected = Vec::new();
+        let mut seq_reuses = 0;
+        for (index, raw) in readings.into_iter().enumerate() {
+            let reading = match validate(raw) {
+                Ok(r) => r,
+                Err(e) => {
+                    rejected.push(Rejection {
+                        index,
+                        field: e.field(),
+                        code: e.code(),
+                        message: e.to_string(),
+                    });
+                    continue;
+                }
+            };
+            let digest = content_digest(&reading, &mut self.scratch);
+            let fp = self
+                .seen
+                .fingerprint(&reading.device_id, reading.seq, digest)?;
+            match self.seen.check_and_add(fp, now, ticket, burst_start) {
+                Admission::Admitted { seq_reuse } => {
+                    seq_reuses += usize::from(seq_reuse);
+                    unique.push(Admitted {
+                        index,
+                        key: format_key(&reading.device_id, reading.seq, digest),
+                        reading,
+                    });
+                }
+                Admission::Duplicate => duplicates.push(index),
+                Admission::Pending => pending.push(index),
+            }
+        }
+        let payload = AuditCounts {
+            received,
+            unique: unique.len(),
+            duplicates_suppressed: duplicates.len(),
+            pending: pending.len(),
+            rejected: rejected.len(),
+            seq_reuses,
+            evicted_before_ttl: self.seen.stats().evicted_before_ttl - evicted_before,
+        };
+        debug_assert_eq!(
+            payload.received,
+            payload.unique + payload.duplicates_suppressed + payload.pending + payload.rejected
+        );
+        Ok(BurstOutcome {
+            unique,
+            duplicates_suppressed: duplicates.len(),
+            duplicates,
+            pending,
+            rejected,
+            seq_reuses,
+            ticket,
+            audit: Audit {
+                logged_at: isoformat(now * 1000),
+                level: "INFO",
+                event: "burst_deduplicated",
+                payload,
+            },
+        })
+    }
+
+    /// Makes a provisional admission permanent; see [`SeenSet::confirm`].
+    ///
+    /// # Errors
+    /// [`Error::UnknownTicket`] for a ticket never issued.
+    pub fn confirm(&mut self, ticket: u32) -> Result<usize, Error> {
+        self.seen.confirm(ticket)
+    }
+
+    /// Withdraws a provisional admission so a retry is admitted; see [`SeenSet::release`].
+    ///
+    /// # Errors
+    /// [`Error::UnknownTicket`] for a ticket never issued.
+    pub fn release(&mut self, ticket: u32) -> Result<usize, Error> {
+        self.seen.release(ticket)
+    }
+
+    /// See [`SeenSet::snapshot`].
+    pub fn snapshot(&self) -> Vec<u8> {
+        self.seen.snapshot()
+    }
+
+    /// See [`SeenSet::restore`].
+    ///
+    /// # Errors
+    /// [`Error::InvalidSnapshot`] for bytes that are not a valid snapshot.
+    pub fn restore(bytes: &[u8], config: Option<Config>) -> Result<Deduplicator, Error> {
+        SeenSet::restore(bytes, config).map(Deduplicator::from_seen)
+    }
+}
+
+/// Checks a caller's `now_ms` and turns it into whole milliseconds.
+///
+/// # Errors
+/// [`Error::InvalidTime`] unless finite and within `0 ..= 8.64e15`.
+pub fn check_time(now_ms: f64) -> Result<i64, Error> {
+    if now_ms.is_finite() && (0.0..=MAX_TIME_MS).contains(&now_ms) {
+        Ok(now_ms.floor() as i64)
+    } else {
+        Err(Error::InvalidTime(now_ms))
+    }
+}

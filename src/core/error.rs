@@ -1,0 +1,99 @@
+//! The one error type of the core. Every variant has a stable `code()` string that
+//! the worker maps to an HTTP status and that clients may match on.
+
+use std::fmt;
+
+/// A reading's field, as named in rejections.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Field {
+    DeviceId,
+    Seq,
+    Ts,
+    FillPct,
+}
+
+impl Field {
+    pub fn name(self) -> &'static str {
+        match self {
+            Field::DeviceId => "device_id",
+            Field::Seq => "seq",
+            Field::Ts => "ts",
+            Field::FillPct => "fill_pct",
+        }
+    }
+}
+
+#[derive(Debug, Clone, PartialEq)]
+pub enum Error {
+    /// The element of a burst is not a JSON object.
+    InvalidReading(&'static str),
+    /// A required field is absent.
+    Missing(Field),
+    /// A field is present but breaks its rule; the text says which rule.
+    Invalid(Field, &'static str),
+    /// The body is not JSON (serde_json's message, with line and column).
+    InvalidJson(String),
+    /// The body is JSON but neither an array nor `{"readings": [...]}`.
+    InvalidBurst(String),
+    /// A configuration value out of its documented range.
+    InvalidConfig(String),
+    /// Snapshot bytes that are truncated, corrupt, of another format or version.
+    InvalidSnapshot(&'static str),
+    /// `confirm`/`release` of a ticket that is not open.
+    UnknownTicket(u32),
+    /// `now_ms` is not a finite time within the range of JS dates.
+    InvalidTime(f64),
+    /// The platform gave no random bytes for the hash seed.
+    NoEntropy,
+}
+
+impl Error {
+    /// The stable, machine-readable code of this error.
+    pub fn code(&self) -> &'static str {
+        match self {
+            Error::InvalidReading(_) => "invalid_reading",
+            Error::Missing(Field::DeviceId) => "missing_device_id",
+            Error::Missing(Field::Seq) => "missing_seq",
+            Error::Missing(Field::Ts) => "missing_ts",
+            Error::Missing(Field::FillPct) => "missing_fill_pct",
+            Error::Invalid(Field::DeviceId, _) => "invalid_device_id",
+            Error::Invalid(Field::Seq, _) => "invalid_seq",
+            Error::Invalid(Field::Ts, _) => "invalid_ts",
+            Error::Invalid(Field::FillPct, _) => "invalid_fill_pct",
+            Error::InvalidJson(_) => "invalid_json",
+            Error::InvalidBurst(_) => "invalid_burst",
+            Error::InvalidConfig(_) => "invalid_config",
+            Error::InvalidSnapshot(_) => "invalid_snapshot",
+            Error::UnknownTicket(_) => "unknown_ticket",
+            Error::InvalidTime(_) => "invalid_time",
+            Error::NoEntropy => "no_entropy",
+        }
+    }
+
+    /// The reading field this error is about, or `"reading"` for the whole reading.
+    pub fn field(&self) -> &'static str {
+        match self {
+            Error::Missing(f) | Error::Invalid(f, _) => f.name(),
+            _ => "reading",
+        }
+    }
+}
+
+impl fmt::Display for Error {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            Error::InvalidReading(why) => f.write_str(why),
+            Error::Missing(field) => write!(f, "{} is missing", field.name()),
+            Error::Invalid(field, why) => write!(f, "{} {why}", field.name()),
+            Error::InvalidJson(why) => write!(f, "body is not valid JSON: {why}"),
+            Error::InvalidBurst(why) => write!(f, "body is not a burst: {why}"),
+            Error::InvalidConfig(why) => write!(f, "invalid configuration: {why}"),
+            Error::InvalidSnapshot(why) => write!(f, "invalid snapshot: {why}"),
+            Error::UnknownTicket(t) => write!(f, "ticket {t} is not open"),
+            Error::InvalidTime(t) => write!(f, "now_ms {t} is not a valid time in ms"),
+            Error::NoEntropy => f.write_str("no random bytes available to seed the hash"),
+        }
+    }
+}
+
+impl std::error::Error for Error {}

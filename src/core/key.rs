@@ -1,0 +1,119 @@
+//! The idempotency key of one logical reading, byte-compatible with the seed.
+//!
+//! ```text
+//! key     = "{device_id}:{seq}:{first 16 hex chars of sha256(content)}"
+//! content = {"fill_pct":<repr(fill_pct)>,"ts":"<isoformat(ts in UTC)>"}
+//! ```
+//!
+//! `content` is what the seed's `json.dumps(..., sort_keys=True, separators=(",", ":"))`
+//! prints: the keys sorted, no spaces, the float as Python's `repr` and the time as
+//! `datetime.isoformat()`. The only departure from the seed is on purpose: the instant
+//! is converted to UTC first, so one instant written with two offsets gets one key.
+
+use super::reading::Reading;
+use super::timestamp::write_isoformat;
+use sha2::{Digest, Sha256};
+use std::fmt::Write;
+
+/// Appends Python's `repr(x)` of a finite, non-negative float.
+///
+/// Shortest round-trip digits; integral values keep a `.0`; values below 1e-4 use
+/// exponent form with a signed exponent of at least two digits (`1e-05`, `1.5e-07`).
+/// Values of 1e16 and above would also switch to exponent form in Python; a fill
+/// level never reaches them, but they are handled the same way for completeness.
+pub fn write_py_float_repr(out: &mut String, x: f64) {
+    debug_assert!(x.is_finite() && x >= 0.0);
+    if x == 0.0 {
+        out.push_str("0.0");
+    } else if !(1e-4..1e16).contains(&x) {
+        // Rust's `{:e}` gives the same shortest digits: "1e-5", "1.5e-7", "1e16".
+        let start = out.len();
+        let _ = write!(out, "{x:e}");
+        let e_at = start + out[start..].find('e').unwrap_or(out.len() - start);
+        let exp: i32 = out[e_at + 1..].parse().unwrap_or(0);
+        out.truncate(e_at);
+        let sign = if exp < 0 { '-' } else { '+' };
+        let _ = write!(out, "e{sign}{:02}", exp.unsigned_abs());
+    } else {
+        let start = out.len();
+        let _ = write!(out, "{x}");
+        if !out[start..].contains('.') {
+            out.push_str(".0");
+        }
+    }
+}
+
+/// Appends the canonical content string that is hashed: `{"fill_pct":F,"ts":"T"}`.
+pub fn write_content(out: &mut String, reading: &Reading<'_>) {
+    out.push_str("{\"fill_pct\":");
+    write_py_float_repr(out, reading.fill_pct);
+    out.push_str(",\"ts\":\"");
+    write_isoformat(out, reading.ts);
+    out.push_str("\"}");
+}
+
+/// The first 8 bytes of SHA-256 over the canonical content, as a big-endian integer;
+/// its 16 lower-case hex digits are the key's last part.
+///
+/// `scratch` is reused between calls so the hot path allocates nothing.
+pub fn content_digest(reading: &Reading<'_>, scratch: &mut String) -> u64 {
+    scratch.clear();
+    write_content(scratch, reading);
+    let hash = Sha256::digest(scratch.as_bytes());
+    let mut first = [0u8; 8];
+    first.copy_from_slice(&hash[..8]);
+    u64::from_be_bytes(first)
+}
+
+/// Formats the key string from its parts.
+pub fn format_key(device_id: &str, seq: i64, digest: u64) -> String {
+    let mut key = String::with_capacity(device_id.len() + 40);
+    let _ = write!(key, "{device_id}:{seq}:{digest:016x}");
+    key
+}
+
+/// The idempotency key of a validated reading.
+///
+/// ```
+/// use reconnect_dedupe::{idempotency_key, parse_reading};
+/// let r = parse_reading(r#"{"device_id":"bin-A17","seq":-1,
+///     "ts":"2030-12-31T00:00:00.250Z","fill_pct":0.30000000000000004}"#).unwrap();
+/// assert_eq!(idempotency_key(&r), "bin-A17:-1:ae4e63efd7f66f28");
+/// ```
+pub fn idempotency_key(reading: &Reading<'_>) -> String {
+    let digest = content_digest(reading, &mut String::with_capacity(64));
+    format_key(&reading.device_id, reading.seq, digest)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn repr(x: f64) -> String {
+        let mut s = String::new();
+        write_py_float_repr(&mut s, x);
+        s
+    }
+
+    #[test]
+    fn float_repr_matches_python() {
+        for (x, want) in [
+            (0.0, "0.0"),
+            (100.0, "100.0"),
+            (62.5, "62.5"),
+            (0.1, "0.1"),
+            (0.30000000000000004, "0.30000000000000004"),
+            (33.333333333333336, "33.333333333333336"),
+            (0.0001, "0.0001"),
+            (1e-05, "1e-05"),
+            (1.5e-05, "1.5e-05"),
+            (9.999999999999999e-05, "9.999999999999999e-05"),
+            (1.25e-100, "1.25e-100"),
+            (5e-324, "5e-324"),
+            (1e16, "1e+16"),
+            (1234567890123456.0, "1234567890123456.0"),
+        ] {
+            assert_eq!(repr(x), want, "{x:?}");
+        }
+    }
+}

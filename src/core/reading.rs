@@ -1,0 +1,423 @@
+//! One reading at the boundary: the raw shape as it arrives, the rules that turn it
+//! into a validated [`Reading`], and the stable rejection codes when it cannot be.
+//!
+//! Raw readings are deserialised by hand-written serde visitors that never fail on
+//! content: a bad field is remembered and reported, so one malformed reading is
+//! rejected on its own while the rest of its burst is processed. The same visitors
+//! serve `serde_json` (bulk path) and `serde-wasm-bindgen` (object path).
+
+use super::error::{Error, Field};
+use super::timestamp::{isoformat, parse_rfc3339, Micros};
+use serde::de::{self, Deserialize, Deserializer, IgnoredAny, MapAccess, SeqAccess, Visitor};
+use serde::ser::{Serialize, SerializeStruct, Serializer};
+use std::borrow::Cow;
+use std::fmt;
+
+/// Longest accepted `device_id`, in UTF-8 bytes.
+pub const MAX_DEVICE_ID_BYTES: usize = 128;
+/// Largest magnitude of `seq`: the integers a JSON number and a JS number hold exactly.
+pub const MAX_SAFE_SEQ: i64 = (1 << 53) - 1;
+
+/// A validated, normalised reading: `ts` is a UTC instant, `fill_pct` is never `-0.0`.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Reading<'a> {
+    pub device_id: Cow<'a, str>,
+    pub seq: i64,
+    /// Microseconds since the Unix epoch, UTC.
+    pub ts: Micros,
+    /// Percent, 0.0 ..= 100.0.
+    pub fill_pct: f64,
+}
+
+impl Reading<'_> {
+    /// Detaches the reading from the buffer it was parsed from.
+    pub fn into_owned(self) -> Reading<'static> {
+        Reading {
+            device_id: Cow::Owned(self.device_id.into_owned()),
+            seq: self.seq,
+            ts: self.ts,
+            fill_pct: self.fill_pct,
+        }
+    }
+}
+
+/// Serialises as `{device_id, seq, ts, fill_pct}` with `ts` in the canonical
+/// `isoformat()` form that was hashed.
+impl Serialize for Reading<'_> {
+    fn serialize<S: Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
+        let mut st = s.serialize_struct("Reading", 4)?;
+        st.serialize_field("device_id", &self.device_id)?;
+        st.serialize_field("seq", &self.seq)?;
+        st.serialize_field("ts", &isoformat(self.ts))?;
+        st.serialize_field("fill_pct", &self.fill_pct)?;
+        st.end()
+    }
+}
+
+/// One JSON value as far as validation cares.
+#[derive(Debug, Clone, PartialEq)]
+pub enum Scalar<'a> {
+    Null,
+    Bool,
+    Int(i64),
+    Float(f64),
+    Str(Cow<'a, str>),
+    /// An array or object where a scalar belongs.
+    Nested,
+}
+
+impl<'de> Deserialize<'de> for Scalar<'de> {
+    fn deserialize<D: Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
+        d.deserialize_any(ScalarVisitor)
+    }
+}
+
+struct ScalarVisitor;
+
+impl<'de> Visitor<'de> for ScalarVisitor {
+    type Value = Scalar<'de>;
+    fn expecting(&self, f: &mut fmt::Formatter) -> fmt::Result {
+        f.write_str("a JSON value")
+    }
+    fn visit_unit<E>(self) -> Result<Self::Value, E> {
+        Ok(Scalar::Null)
+    }
+    fn visit_none<E>(self) -> Result<Self::Value, E> {
+        Ok(Scalar::Null)
+    }
+    fn visit_some<D: Deserializer<'de>>(self, d: D) -> Result<Self::Value, D::Error> {
+        d.deserialize_any(self)
+    }
+    fn visit_bool<E>(self, _: bool) -> Result<Self::Value, E> {
+        Ok(Scalar::Bool)
+    }
+    fn visit_i64<E>(self, v: i64) -> Result<Self::Value, E> {
+        Ok(Scalar::Int(v))
+    }
+    fn visit_u64<E>(self, v: u64) -> Result<Self::Value, E> {
+        Ok(i64::try_from(v).map_or(Scalar::Float(v as f64), Scalar::Int))
+    }
+    fn visit_f64<E>(self, v: f64) -> Result<Self::Value, E> {
+        Ok(Scalar::Float(v))
+    }
+    fn visit_borrowed_str<E>(self, v: &'de str) -> Result<Self::Value, E> {
+        Ok(Scalar::Str(Cow::Borrowed(v)))
+    }
+    fn visit_str<E>(self, v: &str) -> Result<Self::Value, E> {
+        Ok(Scalar::Str(Cow::Owned(v.to_owned())))
+    }
+    fn visit_string<E>(self, v: String) -> Result<Self::Value, E> {
+        Ok(Scalar::Str(Cow::Owned(v)))
+    }
+    fn visit_seq<A: SeqAccess<'de>>(self, mut a: A) -> Result<Self::Value, A::Error> {
+        while a.next_element::<IgnoredAny>()?.is_some() {}
+        Ok(Scalar::Nested)
+    }
+    fn visit_map<A: MapAccess<'de>>(self, mut a: A) -> Result<Self::Value, A::Error> {
+        while a.next_entry::<IgnoredAny, IgnoredAny>()?.is_some() {}
+        Ok(Scalar::Nested)
+    }
+}
+
+/// A reading as it arrived, before validation. Unknown members are ignored.
+#[derive(Debug, Clone, PartialEq, Default)]
+pub struct RawReading<'a> {
+    /// False when the element was not a JSON object at all.
+    pub is_object: bool,
+    /// Set when a member appeared twice; the reading is then rejected.
+    pub repeated: Option<Field>,
+    pub device_id: Option<Scalar<'a>>,
+    pub seq: Option<Scalar<'a>>,
+    pub ts: Option<Scalar<'a>>,
+    pub fill_pct: Option<Scalar<'a>>,
+}
+
+impl<'de> Deserialize<'de> for RawReading<'de> {
+    fn deserialize<D: Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
+        d.deserialize_any(RawReadingVisitor)
+    }
+}
+
+struct RawReadingVisitor;
+
+impl<'de> Visitor<'de> for RawReadingVisitor {
+    type Value = RawReading<'de>;
+    fn expecting(&self, f: &mut fmt::Formatter) -> fmt::Result {
+        f.write_str("a reading object")
+    }
+    fn visit_map<A: MapAccess<'de>>(self, mut a: A) -> Result<Self::Value, A::Error> {
+        let mut raw = RawReading {
+            is_object: true,
+            ..RawReading::default()
+        };
+        while let Some(name) = a.next_key::<Cow<'de, str>>()? {
+            let (field, slot) = match name.as_ref() {
+                "device_id" => (Field::DeviceId, &mut raw.device_id),
+                "seq" => (Field::Seq, &mut raw.seq),
+                "ts" => (Field::Ts, &mut raw.ts),
+                "fill_pct" => (Field::FillPct, &mut raw.fill_pct),
+                _ => {
+                    a.next_value::<IgnoredAny>()?;
+                    continue;
+                }
+            };
+            let value = a.next_value::<Scalar<'de>>()?;
+            if slot.replace(value).is_some() && raw.repeated.is_none() {
+                raw.repeated = Some(field);
+            }
+        }
+        Ok(raw)
+    }
+    fn visit_seq<A: SeqAccess<'de>>(self, mut a: A) -> Result<Self::Value, A::Error> {
+        while a.next_element::<IgnoredAny>()?.is_some() {}
+        Ok(RawReading::default())
+    }
+    fn visit_unit<E>(self) -> Result<Self::Value, E> {
+        Ok(RawReading::default())
+    }
+    fn visit_none<E>(self) -> Result<Self::Value, E> {
+        Ok(RawReading::default())
+    }
+    fn visit_bool<E>(self, _: bool) -> Result<Self::Value, E> {
+        Ok(RawReading::default())
+    }
+    fn visit_i64<E>(self, _: i64) -> Result<Self::Value, E> {
+        Ok(RawReading::default())
+    }
+    fn visit_u64<E>(self, _: u64) -> Result<Self::Value, E> {
+        Ok(RawReading::default())
+    }
+    fn visit_f64<E>(self, _: f64) -> Result<Self::Value, E> {
+        Ok(RawReading::default())
+    }
+    fn visit_str<E>(self, _: &str) -> Result<Self::Value, E> {
+        Ok(RawReading::default())
+    }
+}
+
+/// A burst body: a JSON array of readings, or an object with a `readings` array.
+#[derive(Debug, Default)]
+pub struct RawBurst<'a>(pub Vec<RawReading<'a>>);
+
+impl<'de> Deserialize<'de> for RawBurst<'de> {
+    fn deserialize<D: Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
+        d.deserialize_any(RawBurstVisitor)
+    }
+}
+
+struct RawBurstVisitor;
+
+impl<'de> Visitor<'de> for RawBurstVisitor {
+    type Value = RawBurst<'de>;
+    fn expecting(&self, f: &mut fmt::Formatter) -> fmt::Result {
+        f.write_str(r#"an array of readings or {"readings": [...]}"#)
+    }
+    fn visit_seq<A: SeqAccess<'de>>(self, mut a: A) -> Result<Self::Value, A::Error> {
+        let mut v = Vec::with_capacity(a.size_hint().unwrap_or(0).min(4096));
+        while let Some(r) = a.next_element::<RawReading<'de>>()? {
+            v.push(r);
+        }
+        Ok(RawBurst(v))
+    }
+    fn visit_map<A: MapAccess<'de>>(self, mut a: A) -> Result<Self::Value, A::Error> {
+        let mut readings = None;
+        while let Some(name) = a.next_key::<Cow<'de, str>>()? {
+            if name == "readings" && readings.is_none() {
+                readings = Some(a.next_value::<ReadingsArray<'de>>()?.0);
+            } else {
+                a.next_value::<IgnoredAny>()?;
+            }
+        }
+        readings
+            .map(RawBurst)
+            .ok_or_else(|| de::Error::custom(r#"object has no "readings" array"#))
+    }
+}
+
+/// The value of a `readings` member, which must itself be an array.
+struct ReadingsArray<'a>(Vec<RawReading<'a>>);
+
+impl<'de> Deserialize<'de> for ReadingsArray<'de> {
+    fn deserialize<D: Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
+        struct V;
+        impl<'de> Visitor<'de> for V {
+            type Value = ReadingsArray<'de>;
+            fn expecting(&self, f: &mut fmt::Formatter) -> fmt::Result {
+                f.write_str(r#""readings" to be an array"#)
+            }
+            fn visit_seq<A: SeqAccess<'de>>(self, a: A) -> Result<Self::Value, A::Error> {
+                RawBurstVisitor.visit_seq(a).map(|b| ReadingsArray(b.0))
+            }
+        }
+        d.deserialize_seq(V)
+    }
+}
+
+/// Validates one raw reading. The first bad field, in the order device_id, seq,
+/// ts, fill_pct, is the one reported.
+///
+/// # Errors
+/// [`Error::InvalidReading`], [`Error::Missing`] or [`Error::Invalid`] naming the field.
+pub fn validate<'a>(raw: RawReading<'a>) -> Result<Reading<'a>, Error> {
+    if !raw.is_object {
+        return Err(Error::InvalidReading("a reading must be a JSON object"));
+    }
+    if let Some(field) = raw.repeated {
+        return Err(Error::Invalid(field, "appears more than once in the reading"));
+    }
+    let device_id = device_id(required(raw.device_id, Field::DeviceId)?)?;
+    let seq = seq(required(raw.seq, Field::Seq)?)?;
+    let ts = ts(required(raw.ts, Field::Ts)?)?;
+    let fill_pct = fill_pct(required(raw.fill_pct, Field::FillPct)?)?;
+    Ok(Reading {
+        device_id,
+        seq,
+        ts,
+        fill_pct,
+    })
+}
+
+/// Parses and validates one reading from JSON text.
+///
+/// # Errors
+/// [`Error::InvalidJson`] when the text is not JSON, else as [`validate`].
+pub fn parse_reading(json: &str) -> Result<Reading<'_>, Error> {
+    let raw: RawReading<'_> =
+        serde_json::from_str(json).map_err(|e| Error::InvalidJson(e.to_string()))?;
+    validate(raw)
+}
+
+fn required<T>(v: Option<T>, field: Field) -> Result<T, Error> {
+    v.ok_or(Error::Missing(field))
+}
+
+fn device_id(v: Scalar<'_>) -> Result<Cow<'_, str>, Error> {
+    let Scalar::Str(s) = v else {
+        return Err(Error::Invalid(Field::DeviceId, "must be a string"));
+    };
+    if s.is_empty() {
+        return Err(Error::Invalid(Field::DeviceId, "must not be empty"));
+    }
+    if s.len() > MAX_DEVICE_ID_BYTES {
+        return Err(Error::Invalid(Field::DeviceId, "is longer than 128 bytes"));
+    }
+    if s.chars().any(char::is_control) {
+        return Err(Error::Invalid(
+            Field::DeviceId,
+            "must not contain control characters",
+        ));
+    }
+    Ok(s)
+}
+
+fn seq(v: Scalar<'_>) -> Result<i64, Error> {
+    let n = match v {
+        Scalar::Int(n) => n,
+        Scalar::Float(f) if f.fract() == 0.0 && f.abs() <= MAX_SAFE_SEQ as f64 => f as i64,
+        Scalar::Float(f) if f.is_finite() && f.fract() != 0.0 => {
+            return Err(Error::Invalid(Field::Seq, "must be a whole number"))
+        }
+        Scalar::Float(_) => return Err(Error::Invalid(Field::Seq, "is outside ±(2^53−1)")),
+        _ => return Err(Error::Invalid(Field::Seq, "must be a JSON number")),
+    };
+    if n.abs() > MAX_SAFE_SEQ {
+        return Err(Error::Invalid(Field::Seq, "is outside ±(2^53−1)"));
+    }
+    Ok(n)
+}
+
+fn ts(v: Scalar<'_>) -> Result<Micros, Error> {
+    let Scalar::Str(s) = v else {
+        return Err(Error::Invalid(Field::Ts, "must be an RFC 3339 string"));
+    };
+    parse_rfc3339(&s).map_err(|e| Error::Invalid(Field::Ts, e.describe()))
+}
+
+fn fill_pct(v: Scalar<'_>) -> Result<f64, Error> {
+    let x = match v {
+        Scalar::Int(n) => n as f64,
+        Scalar::Float(f) => f,
+        _ => return Err(Error::Invalid(Field::FillPct, "must be a JSON number")),
+    };
+    if !x.is_finite() {
+        return Err(Error::Invalid(Field::FillPct, "must be finite"));
+    }
+    if !(0.0..=100.0).contains(&x) {
+        return Err(Error::Invalid(Field::FillPct, "must be between 0 and 100"));
+    }
+    // `-0.0 + 0.0` is `+0.0`: one key for both zeros.
+    Ok(x + 0.0)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn code(json: &str) -> &'static str {
+        parse_reading(json).unwrap_err().code()
+    }
+
+    #[test]
+    fn accepts_and_normalises() {
+        let r = parse_reading(
+            r#"{"device_id":"bin-A17","seq":41.0,"ts":"2026-07-16T11:00:00+02:00","fill_pct":-0.0,"rssi":-97}"#,
+        )
+        .unwrap();
+        assert_eq!(r.seq, 41);
+        assert_eq!(isoformat(r.ts), "2026-07-16T09:00:00+00:00");
+        assert!(r.fill_pct.is_sign_positive() && r.fill_pct == 0.0);
+    }
+
+    #[test]
+    fn seq_bounds() {
+        let ok = |s: &str| parse_reading(&format!(r#"{{"device_id":"d","seq":{s},"ts":"2026-07-16T09:00:00Z","fill_pct":1}}"#)).map(|r| r.seq);
+        assert_eq!(ok("9007199254740991"), Ok(MAX_SAFE_SEQ));
+        assert_eq!(ok("-9007199254740991"), Ok(-MAX_SAFE_SEQ));
+        assert_eq!(ok("1e3"), Ok(1000));
+        assert_eq!(ok("9007199254740992").unwrap_err().code(), "invalid_seq");
+        assert_eq!(ok("18446744073709551615").unwrap_err().code(), "invalid_seq");
+        assert_eq!(ok("1e300").unwrap_err().code(), "invalid_seq");
+        assert_eq!(ok("41.5").unwrap_err().code(), "invalid_seq");
+        assert_eq!(ok("\"41\"").unwrap_err().code(), "invalid_seq");
+        assert_eq!(ok("true").unwrap_err().code(), "invalid_seq");
+    }
+
+    #[test]
+    fn first_bad_field_is_reported() {
+        assert_eq!(code(r#"[1,2]"#), "invalid_reading");
+        assert_eq!(code(r#"{}"#), "missing_device_id");
+        assert_eq!(code(r#"{"device_id":"","seq":"x"}"#), "invalid_device_id");
+        assert_eq!(code(r#"{"device_id":"a\u0007b"}"#), "invalid_device_id");
+        assert_eq!(code(r#"{"device_id":"d"}"#), "missing_seq");
+        assert_eq!(code(r#"{"device_id":"d","seq":1,"ts":null}"#), "invalid_ts");
+        assert_eq!(
+            code(r#"{"device_id":"d","seq":1,"ts":"2026-07-16T09:00:00Z"}"#),
+            "missing_fill_pct"
+        );
+        assert_eq!(
+            code(r#"{"device_id":"d","seq":1,"ts":"2026-07-16T09:00:00Z","fill_pct":100.0000001}"#),
+            "invalid_fill_pct"
+        );
+        assert_eq!(
+            code(r#"{"device_id":"d","seq":1,"seq":2,"ts":"2026-07-16T09:00:00Z","fill_pct":1}"#),
+            "invalid_seq"
+        );
+    }
+
+    #[test]
+    fn device_id_length_is_counted_in_bytes() {
+        let mk = |id: &str| format!(r#"{{"device_id":"{id}","seq":1,"ts":"2026-07-16T09:00:00Z","fill_pct":1}}"#);
+        assert!(parse_reading(&mk(&"a".repeat(128))).is_ok());
+        assert_eq!(code(&mk(&"a".repeat(129))), "invalid_device_id");
+        assert_eq!(code(&mk(&"ü".repeat(65))), "invalid_device_id");
+    }
+
+    #[test]
+    fn burst_shapes() {
+        let b: RawBurst = serde_json::from_str(r#"{"readings":[{},3],"x":1}"#).unwrap();
+        assert_eq!(b.0.len(), 2);
+        assert!(serde_json::from_str::<RawBurst>(r#"{"readings":{}}"#).is_err());
+        assert!(serde_json::from_str::<RawBurst>(r#"{"x":[]}"#).is_err());
+        assert!(serde_json::from_str::<RawBurst>(r#""readings""#).is_err());
+    }
+}

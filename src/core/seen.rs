@@ -1,0 +1,739 @@
+//! The bounded memory of keys already admitted: first write wins, a TTL counted
+//! from first admission, a cap on the number of keys, oldest admission out first.
+//!
+//! # Layout (20 bytes a key plus the index, ≈ 25–29 bytes a key in all)
+//! * `ring`: a FIFO of [`Entry`] in admission order, so expiry and eviction both take
+//!   from the front. An entry is a 128-bit fingerprint and a `u32` admission time.
+//! * `table`: an open-addressing index (linear probing, load ≤ 3/4) of `u32` ring
+//!   positions, keyed by the fingerprint's `device_id + seq` half.
+//!
+//! # Fingerprints
+//! `(h1, h2) = SipHash-2-4-128(secret, device_id ‖ seq)`; an entry stores
+//! `id = h1` (62 bits; two bits hold the entry's state) and `tag = h2 XOR d`, where
+//! `d` is the key's 64-bit content digest. Two readings of the same device and seq
+//! get the same `id` and equal `tag`s exactly when their digests, hence their key
+//! strings, are equal: within a device+seq there is no false match at all. Readings
+//! of different devices or seqs match only if SipHash collides on all 126 bits:
+//! 2^-126 a pair, so a full window of 2^24 held keys checked against 2^24 new ones
+//! (2^48 pairs) is falsely suppressed with probability ≤ 2^-78, far under 2^-40.
+//! The secret comes from `getrandom` on first use, never at module scope.
+//!
+//! # Time
+//! `now_ms` is always passed in. A key admitted at `t` is a duplicate for
+//! `now < t + ttl` and **expired at exactly `now == t + ttl`**. A duplicate does not
+//! refresh it. The set's clock never runs backwards: an earlier `now_ms` than one
+//! already seen is treated as the latest one seen.
+
+use super::error::Error;
+use super::siphash::{siphash128, SipKey};
+use sha2::{Digest, Sha256};
+use std::collections::{HashMap, VecDeque};
+
+/// Default time-to-live: 6 hours, longer than a daily-route bin's offline buffer.
+pub const DEFAULT_TTL_MS: u64 = 6 * 3600 * 1000;
+/// Default cap on remembered keys.
+pub const DEFAULT_MAX_KEYS: usize = 100_000;
+/// Longest accepted TTL: 31 days. Admission times are held as `u32` ms offsets.
+pub const MAX_TTL_MS: u64 = 31 * 24 * 3600 * 1000;
+/// Largest accepted cap: 2^24 keys (≈ 420 MB, far past an edge isolate's 128 MB).
+pub const MAX_MAX_KEYS: usize = 1 << 24;
+
+const STATE_SHIFT: u32 = 62;
+const ID_MASK: u64 = (1 << STATE_SHIFT) - 1;
+const EMPTY: u32 = u32::MAX;
+/// Ring positions count modulo 2^31, so `EMPTY` is never a position.
+const POS_MASK: u32 = (1 << 31) - 1;
+
+/// Largest `now_ms` accepted: the last millisecond a JS `Date` can hold.
+pub const MAX_TIME_MS: f64 = 8.64e15;
+
+/// Validated limits of a seen-set.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Config {
+    ttl_ms: u64,
+    max_keys: usize,
+}
+
+impl Default for Config {
+    fn default() -> Self {
+        Config {
+            ttl_ms: DEFAULT_TTL_MS,
+            max_keys: DEFAULT_MAX_KEYS,
+        }
+    }
+}
+
+impl Config {
+    /// Checks the limits: `1 ..= MAX_TTL_MS` ms and `1 ..= MAX_MAX_KEYS` keys.
+    ///
+    /// # Errors
+    /// [`Error::InvalidConfig`] naming the value out of range.
+    pub fn new(ttl_ms: u64, max_keys: usize) -> Result<Config, Error> {
+        if ttl_ms == 0 || ttl_ms > MAX_TTL_MS {
+            return Err(Error::InvalidConfig(format!(
+                "ttl_ms must be 1 ..= {MAX_TTL_MS} (31 days), got {ttl_ms}"
+            )));
+        }
+        if max_keys == 0 || max_keys > MAX_MAX_KEYS {
+            return Err(Error::InvalidConfig(format!(
+                "max_keys must be 1 ..= {MAX_MAX_KEYS}, got {max_keys}"
+            )));
+        }
+        Ok(Config { ttl_ms, max_keys })
+    }
+
+    pub fn ttl_ms(&self) -> u64 {
+        self.ttl_ms
+    }
+
+    pub fn max_keys(&self) -> usize {
+        self.max_keys
+    }
+}
+
+/// Lifetime counters. `keys` and `pending` are current sizes; the rest only grow.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, serde::Serialize)]
+pub struct Stats {
+    /// Keys held now, pending ones included.
+    pub keys: u64,
+    /// Keys held provisionally, awaiting confirm or release.
+    pub pending: u64,
+    /// Keys ever admitted (provisionally or not).
+    pub admitted: u64,
+    /// Lookups that found a confirmed key.
+    pub duplicates: u64,
+    /// Lookups that found a pending key (of an earlier burst).
+    pub pending_hits: u64,
+    /// Keys dropped because the cap was reached before their TTL ran out.
+    pub evicted_before_ttl: u64,
+    /// Keys dropped because their TTL ran out.
+    pub expired: u64,
+    /// Pending keys withdrawn by `release`.
+    pub released: u64,
+    /// Admissions whose device+seq was already held with other content.
+    pub seq_reuses: u64,
+}
+
+/// A key's fingerprint: see the module docs.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub struct Fingerprint {
+    pub id: u64,
+    pub tag: u64,
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum State {
+    Dead = 0,
+    Confirmed = 1,
+    Pending = 2,
+}
+
+/// One remembered key. `packed(4)` keeps it at 20 bytes instead of 24.
+#[derive(Debug, Clone, Copy)]
+#[repr(C, packed(4))]
+struct Entry {
+    /// Fingerprint id in the low 62 bits, [`State`] in the top two.
+    id_state: u64,
+    tag: u64,
+    /// Admission time, ms after `SeenSet::epoch_ms`.
+    at: u32,
+}
+
+impl Entry {
+    fn id(&self) -> u64 {
+        self.id_state & ID_MASK
+    }
+    fn state(&self) -> State {
+        match self.id_state >> STATE_SHIFT {
+            1 => State::Confirmed,
+            2 => State::Pending,
+            _ => State::Dead,
+        }
+    }
+    fn set_state(&mut self, s: State) {
+        self.id_state = self.id() | ((s as u64) << STATE_SHIFT);
+    }
+}
+
+/// What [`SeenSet::check_and_add`] decided for one key.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Admission {
+    /// New: now remembered. `seq_reuse` when its device+seq was held with other content.
+    Admitted { seq_reuse: bool },
+    /// Already held and confirmed: first write wins, this copy is suppressed.
+    Duplicate,
+    /// Already held provisionally by an open ticket of an earlier burst.
+    Pending,
+}
+
+#[derive(Debug, Clone)]
+pub struct SeenSet {
+    config: Config,
+    ring: VecDeque<Entry>,
+    /// Position of `ring[0]`; positions count up modulo 2^31.
+    head: u32,
+    table: Vec<u32>,
+    /// Entries in `table`: live ones, confirmed or pending.
+    live: usize,
+    epoch_ms: i64,
+    clock_ms: i64,
+    hash_key: Option<SipKey>,
+    stats: Stats,
+    /// Open tickets and the positions they admitted.
+    tickets: HashMap<u32, Vec<u32>>,
+    next_ticket: u32,
+}
+
+impl SeenSet {
+    pub fn new(config: Config) -> SeenSet {
+        SeenSet {
+            config,
+            ring: VecDeque::new(),
+            head: 0,
+            table: Vec::new(),
+            live: 0,
+            epoch_ms: 0,
+            clock_ms: 0,
+            hash_key: None,
+            stats: Stats::default(),
+            tickets: HashMap::new(),
+            next_ticket: 1,
+        }
+    }
+
+    pub fn config(&self) -> Config {
+        self.config
+    }
+
+    pub fn stats(&self) -> Stats {
+        Stats {
+            keys: self.live as u64,
+            ..self.stats
+        }
+    }
+
+    /// Bytes held by the ring and the index (the allocations that scale with keys).
+    pub fn memory_bytes(&self) -> usize {
+        self.ring.capacity() * std::mem::size_of::<Entry>() + self.table.capacity() * 4
+    }
+
+    /// The fingerprint of a key given as its parts, seeding the hash key on first use.
+    ///
+    /// # Errors
+    /// [`Error::NoEntropy`] if the platform has no random source (never in a browser,
+    /// workerd or on a desktop OS).
+    pub fn fingerprint(
+        &mut self,
+        device_id: &str,
+        seq: i64,
+        digest: u64,
+    ) -> Result<Fingerprint, Error> {
+        let key = match self.hash_key {
+            Some(k) => k,
+            None => {
+                let mut bytes = [0u8; 16];
+                getrandom::fill(&mut bytes).map_err(|_| Error::NoEntropy)?;
+                let k = SipKey(
+                    u64::from_le_bytes(bytes[..8].try_into().unwrap_or_default()),
+                    u64::from_le_bytes(bytes[8..].try_into().unwrap_or_default()),
+                );
+                self.hash_key = Some(k);
+                k
+            }
+        };
+        let (h1, h2) = siphash128(key, &[device_id.as_bytes(), &seq.to_le_bytes()]);
+        Ok(Fingerprint {
+            id: h1 & ID_MASK,
+            tag: h2 ^ digest,
+        })
+    }
+
+    /// Whether a key is held (confirmed or pending) at `now_ms`. Changes nothing:
+    /// neither order, nor expiry, nor counters.
+    pub fn contains(&self, fp: Fingerprint, now_ms: i64) -> bool {
+        let now = now_ms.max(self.clock_ms);
+        match self.find(fp) {
+            Probe::Found { ring_idx, .. } => {
+                let at = self.epoch_ms + i64::from(self.ring[ring_idx].at);
+                now - at < self.config.ttl_ms as i64
+            }
+            Probe::Missing { .. } => false,
+        }
+    }
+
+    /// Advances the clock to `now_ms` and drops every key whose TTL has run out.
+    pub fn sweep(&mut self, now_ms: i64) {
+        let now = now_ms.max(self.clock_ms);
+        self.clock_ms = now;
+        let ttl = self.config.ttl_ms as i64;
+        while let Some(front) = self.ring.front().copied() {
+            if front.state() != State::Dead && self.epoch_ms + i64::from(front.at) + ttl > now {
+                break;
+            }
+            if front.state() != State::Dead {
+                self.stats.expired += 1;
+            }
+            self.pop_front();
+        }
+        if self.ring.is_empty() {
+            self.epoch_ms = now;
+        } else if now - self.epoch_ms > i64::from(u32::MAX) {
+            // Rebase the u32 offsets: every live entry is younger than ttl < 2^32 ms.
+            let new_epoch = now - ttl;
+            let shift = new_epoch - self.epoch_ms;
+            for e in self.ring.iter_mut() {
+                e.at = (i64::from(e.at) - shift).max(0) as u32;
+            }
+            self.epoch_ms = new_epoch;
+        }
+        if self.stats.pending == 0 && !self.tickets.is_empty() {
+            self.tickets.clear();
+        }
+    }
+
+    /// Opens a ticket for a provisional admission.
+    pub fn open_ticket(&mut self) -> u32 {
+        let t = self.next_ticket;
+        self.next_ticket = self.next_ticket.wrapping_add(1).max(1);
+        self.tickets.insert(t, Vec::new());
+        t
+    }
+
+    /// The position the next admitted key will get; with [`Self::admitted_since`]
+    /// it tells whether a key was admitted after a given point (e.g. in this burst).
+    pub fn next_position(&self) -> u32 {
+        self.head.wrapping_add(self.ring.len() as u32) & POS_MASK
+    }
+
+    /// Sweeps, then looks the key up and admits it if new. With a ticket the key is
+    /// admitted provisionally. `burst_start` (a [`Self::next_position`] taken at the
+    /// start of a burst) makes a pending key admitted by this same burst count as a
+    /// plain duplicate rather than `Pending`.
+    pub fn check_and_add(
+        &mut self,
+        fp: Fingerprint,
+        now_ms: i64,
+        ticket: Option<u32>,
+        burst_start: u32,
+    ) -> Admission {
+        self.sweep(now_ms);
+        let seq_reuse = match self.find(fp) {
+            Probe::Found { ring_idx, .. } => {
+                let pos = self.head.wrapping_add(ring_idx as u32) & POS_MASK;
+                let this_burst = (pos.wrapping_sub(burst_start) & POS_MASK)
+                    < (self.next_position().wrapping_sub(burst_start) & POS_MASK);
+                return if self.ring[ring_idx].state() == State::Pending && !this_burst {
+                    self.stats.pending_hits += 1;
+                    Admission::Pending
+                } else {
+                    self.stats.duplicates += 1;
+                    Admission::Duplicate
+                };
+            }
+            Probe::Missing { same_id } => same_id,
+        };
+        if self.ring.len() >= self.config.max_keys {
+            if let Some(front) = self.ring.front() {
+                if front.state() != State::Dead {
+                    self.stats.evicted_before_ttl += 1;
+                }
+            }
+            self.pop_front();
+        }
+        self.insert(fp, self.clock_ms, ticket);
+        self.stats.admitted += 1;
+        if seq_reuse {
+            self.stats.seq_reuses += 1;
+        }
+        Admission::Admitted { seq_reuse }
+    }
+
+    /// Makes the keys of a provisional admission permanent. Returns how many keys
+    /// were still pending (some may have expired or been evicted meanwhile).
+    ///
+    /// # Errors
+    /// [`Error::UnknownTicket`] for a ticket never issued. A ticket already closed
+    /// (confirmed, released, or with all its keys gone) returns `Ok(0)`.
+    pub fn confirm(&mut self, ticket: u32) -> Result<usize, Error> {
+        self.close_ticket(ticket, State::Confirmed)
+    }
+
+    /// Withdraws the keys of a provisional admission, so a retry of the same readings
+    /// is admitted again. Returns how many keys were withdrawn.
+    ///
+    /// # Errors
+    /// As [`Self::confirm`].
+    pub fn release(&mut self, ticket: u32) -> Result<usize, Error> {
+        self.close_ticket(ticket, State::Dead)
+    }
+
+    fn close_ticket(&mut self, ticket: u32, to: State) -> Result<usize, Error> {
+        let Some(positions) = self.tickets.remove(&ticket) else {
+            let issued = ticket != 0 && ticket < self.next_ticket;
+            return if issued {
+                Ok(0)
+            } else {
+                Err(Error::UnknownTicket(ticket))
+            };
+        };
+        let mut changed = 0;
+        for pos in positions {
+            let idx = (pos.wrapping_sub(self.head) & POS_MASK) as usize;
+            if idx >= self.ring.len() || self.ring[idx].state() != State::Pending {
+                continue;
+            }
+            changed += 1;
+            self.stats.pending -= 1;
+            if to == State::Dead {
+                self.unindex(idx);
+                self.stats.released += 1;
+            }
+            self.ring[idx].set_state(to);
+        }
+        while self.ring.back().is_some_and(|e| e.state() == State::Dead) {
+            self.ring.pop_back();
+        }
+        while self.ring.front().is_some_and(|e| e.state() == State::Dead) {
+            self.pop_front();
+        }
+        Ok(changed)
+    }
+
+    fn insert(&mut self, fp: Fingerprint, now: i64, ticket: Option<u32>) {
+        if self.ring.len() == self.ring.capacity() {
+            let want = (self.ring.capacity() * 2).clamp(16, self.config.max_keys);
+            self.ring.reserve_exact(want.saturating_sub(self.ring.len()).max(1));
+        }
+        if (self.live + 1) * 4 > self.table.len() * 3 {
+            self.grow_table();
+        }
+        let pos = self.next_position();
+        let state = if ticket.is_some() {
+            State::Pending
+        } else {
+            State::Confirmed
+        };
+        let mut entry = Entry {
+            id_state: fp.id,
+            tag: fp.tag,
+            at: (now - self.epoch_ms) as u32,
+        };
+        entry.set_state(state);
+        self.ring.push_back(entry);
+        let slot = self.empty_slot_for(fp.id);
+        self.table[slot] = pos;
+        self.live += 1;
+        if let Some(t) = ticket {
+            self.stats.pending += 1;
+            self.tickets.entry(t).or_default().push(pos);
+        }
+    }
+
+    fn pop_front(&mut self) {
+        if let Some(front) = self.ring.front() {
+            match front.state() {
+                State::Dead => {}
+                State::Pending => {
+                    self.stats.pending -= 1;
+                    self.unindex(0);
+                }
+                State::Confirmed => self.unindex(0),
+            }
+            self.ring.pop_front();
+            self.head = self.head.wrapping_add(1) & POS_MASK;
+        }
+    }
+
+    fn bucket(&self, id: u64) -> usize {
+        (id as usize) & (self.table.len() - 1)
+    }
+
+    fn find(&self, fp: Fingerprint) -> Probe {
+        let mut same_id = false;
+        if self.table.is_empty() {
+            return Probe::Missing { same_id };
+        }
+        let mask = self.table.len() - 1;
+        let mut slot = self.bucket(fp.id);
+        loop {
+            let pos = self.table[slot];
+            if pos == EMPTY {
+                return Probe::Missing { same_id };
+            }
+            let ring_idx = (pos.wrapping_sub(self.head) & POS_MASK) as usize;
+            let e = self.ring[ring_idx];
+            if e.id() == fp.id {
+                if e.tag == fp.tag {
+                    return Probe::Found { ring_idx };
+                }
+                same_id = true;
+            }
+            slot = (slot + 1) & mask;
+        }
+    }
+
+    fn empty_slot_for(&self, id: u64) -> usize {
+        let mask = self.table.len() - 1;
+        let mut slot = self.bucket(id);
+        while self.table[slot] != EMPTY {
+            slot = (slot + 1) & mask;
+        }
+        slot
+    }
+
+    /// Removes ring entry `idx` from the index (backward-shift deletion).
+    fn unindex(&mut self, idx: usize) {
+        let pos = self.head.wrapping_add(idx as u32) & POS_MASK;
+        let mask = self.table.len() - 1;
+        let mut hole = self.bucket(self.ring[idx].id());
+        while self.table[hole] != pos {
+            hole = (hole + 1) & mask;
+        }
+        let mut next = (hole + 1) & mask;
+        while self.table[next] != EMPTY {
+            let moved = self.table[next];
+            let home =
+                self.bucket(self.ring[(moved.wrapping_sub(self.head) & POS_MASK) as usize].id());
+            // Move it back unless its home lies cyclically in (hole, next].
+            if (next.wrapping_sub(home) & mask) >= (next.wrapping_sub(hole) & mask) {
+                self.table[hole] = moved;
+                hole = next;
+            }
+            next = (next + 1) & mask;
+        }
+        self.table[hole] = EMPTY;
+        self.live -= 1;
+    }
+
+    fn grow_table(&mut self) {
+        let slots = (self.table.len() * 2).max(16);
+        self.table = vec![EMPTY; slots];
+        for idx in 0..self.ring.len() {
+            let e = self.ring[idx];
+            if e.state() != State::Dead {
+                let slot = self.empty_slot_for(e.id());
+                self.table[slot] = self.head.wrapping_add(idx as u32) & POS_MASK;
+            }
+        }
+    }
+}
+
+enum Probe {
+    Found { ring_idx: usize },
+    Missing { same_id: bool },
+}
+
+// ---- Snapshot -------------------------------------------------------------------
+
+const MAGIC: &[u8; 4] = b"RDDS";
+const VERSION: u16 = 1;
+const HEADER_LEN: usize = 4 + 2 + 2 + 8 * 5 + 8 * 8 + 8;
+const ENTRY_LEN: usize = 24;
+const CHECKSUM_LEN: usize = 8;
+
+impl SeenSet {
+    /// Serialises the confirmed keys, limits, counters and hash key to bytes.
+    ///
+    /// Format v1, little-endian: `"RDDS"`, version u16, flags u16 (bit 0: hash key
+    /// present), ttl_ms, max_keys, clock_ms, hash key k0, k1, the eight lifetime
+    /// counters, entry count, then per entry id u64, tag u64, admitted_ms i64, and
+    /// finally the first 8 bytes of SHA-256 over everything before. Pending keys are
+    /// left out: after a restore their readings count as never admitted.
+    pub fn snapshot(&self) -> Vec<u8> {
+        let confirmed: Vec<&Entry> = self
+            .ring
+            .iter()
+            .filter(|e| e.state() == State::Confirmed)
+            .collect();
+        let mut out = Vec::with_capacity(HEADER_LEN + confirmed.len() * ENTRY_LEN + CHECKSUM_LEN);
+        out.extend_from_slice(MAGIC);
+        out.extend_from_slice(&VERSION.to_le_bytes());
+        out.extend_from_slice(&u16::from(self.hash_key.is_some()).to_le_bytes());
+        let key = self.hash_key.unwrap_or(SipKey(0, 0));
+        let s = &self.stats;
+        for v in [
+            self.config.ttl_ms,
+            self.config.max_keys as u64,
+            self.clock_ms as u64,
+            key.0,
+            key.1,
+            s.admitted,
+            s.duplicates,
+            s.pending_hits,
+            s.evicted_before_ttl,
+            s.expired,
+            s.released + s.pending, // pending keys are dropped: count them released
+            s.seq_reuses,
+            0, // reserved
+            confirmed.len() as u64,
+        ] {
+            out.extend_from_slice(&v.to_le_bytes());
+        }
+        for e in confirmed {
+            out.extend_from_slice(&e.id().to_le_bytes());
+            out.extend_from_slice(&{ e.tag }.to_le_bytes());
+            out.extend_from_slice(&(self.epoch_ms + i64::from(e.at)).to_le_bytes());
+        }
+        let sum = Sha256::digest(&out);
+        out.extend_from_slice(&sum[..CHECKSUM_LEN]);
+        out
+    }
+
+    /// Rebuilds a set from [`Self::snapshot`] bytes. `config`, when given, replaces the
+    /// stored limits; a smaller cap keeps the newest keys and counts the rest as
+    /// evicted.
+    ///
+    /// # Errors
+    /// [`Error::InvalidSnapshot`] for bytes that are truncated, corrupt (checksum),
+    /// of another format or version, or internally inconsistent.
+    pub fn restore(bytes: &[u8], config: Option<Config>) -> Result<SeenSet, Error> {
+        let bad = Error::InvalidSnapshot;
+        if bytes.len() < HEADER_LEN + CHECKSUM_LEN || &bytes[..4] != MAGIC {
+            return Err(bad("not a reconnect-dedupe snapshot"));
+        }
+        let (body, sum) = bytes.split_at(bytes.len() - CHECKSUM_LEN);
+        if Sha256::digest(body)[..CHECKSUM_LEN] != *sum {
+            return Err(bad("checksum mismatch: the bytes are corrupt"));
+        }
+        let mut r = Reader { buf: body, at: 4 };
+        if r.u16()? != VERSION {
+            return Err(bad("unsupported snapshot version"));
+        }
+        let flags = r.u16()?;
+        let stored = Config::new(r.u64()?, r.u64()? as usize)
+            .map_err(|_| bad("stored limits out of range"))?;
+        let clock_ms = r.u64()? as i64;
+        let key = SipKey(r.u64()?, r.u64()?);
+        let mut stats = Stats {
+            admitted: r.u64()?,
+            duplicates: r.u64()?,
+            pending_hits: r.u64()?,
+            evicted_before_ttl: r.u64()?,
+            expired: r.u64()?,
+            released: r.u64()?,
+            seq_reuses: r.u64()?,
+            ..Stats::default()
+        };
+        r.u64()?;
+        let n = r.u64()?;
+        if n > stored.max_keys as u64 || (body.len() - r.at) as u64 != n * ENTRY_LEN as u64 {
+            return Err(bad("entry count does not match the length"));
+        }
+        if !(0.0..=MAX_TIME_MS).contains(&(clock_ms as f64)) {
+            return Err(bad("clock out of range"));
+        }
+        let config = config.unwrap_or(stored);
+        let mut set = SeenSet::new(config);
+        set.hash_key = (flags & 1 == 1).then_some(key);
+        set.clock_ms = clock_ms;
+        let skip = (n as usize).saturating_sub(config.max_keys);
+        stats.evicted_before_ttl += skip as u64;
+        let mut last_at = i64::MIN;
+        for i in 0..n as usize {
+            let fp = Fingerprint {
+                id: r.u64()?,
+                tag: r.u64()?,
+            };
+            let at = r.u64()? as i64;
+            if fp.id & !ID_MASK != 0
+                || at < last_at
+                || at > clock_ms
+                || clock_ms - at >= stored.ttl_ms as i64
+            {
+                return Err(bad("entries out of order or out of range"));
+            }
+            last_at = at;
+            if i < skip {
+                continue;
+            }
+            if set.ring.is_empty() {
+                set.epoch_ms = at;
+            }
+            if matches!(set.find(fp), Probe::Found { .. }) {
+                return Err(bad("repeated entry"));
+            }
+            set.insert(fp, at, None);
+        }
+        set.stats = stats;
+        set.sweep(clock_ms);
+        Ok(set)
+    }
+}
+
+struct Reader<'a> {
+    buf: &'a [u8],
+    at: usize,
+}
+
+impl Reader<'_> {
+    fn take<const N: usize>(&mut self) -> Result<[u8; N], Error> {
+        let bytes = self
+            .buf
+            .get(self.at..self.at + N)
+            .ok_or(Error::InvalidSnapshot("truncated"))?;
+        self.at += N;
+        let mut out = [0u8; N];
+        out.copy_from_slice(bytes);
+        Ok(out)
+    }
+    fn u16(&mut self) -> Result<u16, Error> {
+        self.take().map(u16::from_le_bytes)
+    }
+    fn u64(&mut self) -> Result<u64, Error> {
+        self.take().map(u64::from_le_bytes)
+    }
+}
+
+// ---- Invariant checker ----------------------------------------------------------
+
+#[cfg(test)]
+impl SeenSet {
+    /// Panics if any internal invariant is broken. Called after every step of the
+    /// randomised tests.
+    pub fn validate(&self) {
+        let ttl = self.config.ttl_ms as i64;
+        assert!(self.ring.len() <= self.config.max_keys, "ring over the cap");
+        let mut live = 0;
+        let mut pending = 0;
+        let mut last_at = 0u32;
+        for (idx, e) in self.ring.iter().enumerate() {
+            assert!(e.at >= last_at, "admission times out of order");
+            last_at = e.at;
+            let at = self.epoch_ms + i64::from(e.at);
+            assert!(at <= self.clock_ms, "entry from the future");
+            if e.state() == State::Dead {
+                continue;
+            }
+            assert!(self.clock_ms - at < ttl, "expired entry still held");
+            live += 1;
+            pending += usize::from(e.state() == State::Pending);
+            let pos = self.head.wrapping_add(idx as u32) & POS_MASK;
+            assert_eq!(
+                self.table.iter().filter(|&&p| p == pos).count(),
+                1,
+                "live entry not indexed exactly once"
+            );
+            let fp = Fingerprint {
+                id: e.id(),
+                tag: e.tag,
+            };
+            assert!(
+                matches!(self.find(fp), Probe::Found { ring_idx } if ring_idx == idx),
+                "entry not reachable from its bucket"
+            );
+        }
+        assert!(self.ring.front().is_none_or(|e| e.state() != State::Dead));
+        assert!(self.ring.back().is_none_or(|e| e.state() != State::Dead));
+        assert_eq!(live, self.live, "live count");
+        assert_eq!(pending as u64, self.stats.pending, "pending count");
+        let indexed = self.table.iter().filter(|&&p| p != EMPTY).count();
+        assert_eq!(indexed, live, "index holds dead or foreign positions");
+        assert!(self.table.is_empty() || live * 4 <= self.table.len() * 3);
+        let s = self.stats;
+        assert_eq!(
+            s.admitted,
+            live as u64 + s.expired + s.evicted_before_ttl + s.released,
+            "admitted = held + expired + evicted + released"
+        );
+    }
+}
