@@ -49,9 +49,10 @@ if ! command -v wasm-pack >/dev/null 2>&1; then
 fi
 ok "$(wasm-pack --version)"
 
-# --- Debian packages: headless browser, its driver, wasm-opt -----------------
-# binary -> Debian package
-declare -A apt_pkg=([chromium]=chromium [chromedriver]=chromium-driver [wasm-opt]=binaryen)
+# --- Debian packages: headless browser and its driver --------------------------
+# binary -> Debian package. (wasm-opt comes from npm, see below: Debian's
+# binaryen 108 exports the wrong table as __wbindgen_externrefs.)
+declare -A apt_pkg=([chromium]=chromium [chromedriver]=chromium-driver)
 missing=()
 for bin in "${!apt_pkg[@]}"; do
   command -v "$bin" >/dev/null 2>&1 || missing+=("${apt_pkg[$bin]}")
@@ -62,7 +63,7 @@ if [ ${#missing[@]} -gt 0 ]; then
   as_root env DEBIAN_FRONTEND=noninteractive apt-get update -q
   as_root env DEBIAN_FRONTEND=noninteractive apt-get install -y -q --no-install-recommends "${missing[@]}"
 fi
-ok "chromium $(chromium --version 2>/dev/null | awk '{print $2}'), chromedriver, wasm-opt $(wasm-opt --version | awk '{print $3}')"
+ok "chromium $(chromium --version 2>/dev/null | awk '{print $2}'), chromedriver"
 
 # --- Node dependencies ---------------------------------------------------------
 command -v npm >/dev/null 2>&1 || die "node/npm not found (need node >= 20)"
@@ -73,3 +74,5 @@ if [ ! -f node_modules/.package-lock.json ] || [ package-lock.json -nt node_modu
   npm ci --no-audit --no-fund
 fi
 ok "node $(node --version), node_modules"
+# npm puts node_modules/.bin first on PATH, so wasm-pack picks this wasm-opt.
+ok "wasm-opt $(node_modules/.bin/wasm-opt --version | awk '{print $3}') (npm binaryen)"

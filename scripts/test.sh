@@ -3,7 +3,8 @@
 set -euo pipefail
 cd "$(dirname "${BASH_SOURCE[0]}")/.."
 bash scripts/setup.sh
-export PATH="$HOME/.cargo/bin:$PATH"
+# node_modules/.bin first: wasm-pack must use npm binaryen's wasm-opt, not /usr/bin.
+export PATH="$PWD/node_modules/.bin:$HOME/.cargo/bin:$PATH"
 # wasm-bindgen-test-runner drives the Debian chromium through this driver,
 # with the capabilities in ./webdriver.json.
 export CHROMEDRIVER="${CHROMEDRIVER:-$(command -v chromedriver)}"

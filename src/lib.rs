@@ -11,7 +11,7 @@
 
 pub mod core;
 #[cfg(target_arch = "wasm32")]
-mod wasm;
+pub mod wasm;
 
 pub use crate::core::dedup::{
     check_time, Admitted, Audit, AuditCounts, BurstOutcome, Deduplicator, Rejection,

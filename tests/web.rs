@@ -1,16 +1,301 @@
-// TODO(lead): replace with real browser tests
-//! Throwaway smoke test proving `wasm-pack test --headless --chrome` runs in Chromium.
+//! Browser tests: the exported JavaScript API driven with real JS values in headless
+//! Chromium (`wasm-pack test --headless --chrome`). Values go in as `JSON.parse`d
+//! objects and come out through `JSON.stringify`, as a page would see them.
 #![cfg(target_arch = "wasm32")]
 
+use js_sys::{Reflect, Uint8Array, JSON};
+use reconnect_dedupe::wasm::{idempotency_key_js, JsDeduplicator};
+use serde_json::{json, Value};
+use wasm_bindgen::{JsCast, JsValue};
 use wasm_bindgen_test::*;
 
 wasm_bindgen_test_configure!(run_in_browser);
 
+const KEYS: &str = include_str!("vectors/keys.json");
+const REJECTIONS: &str = include_str!("vectors/rejections.json");
+const NOW: f64 = 1_784_192_411_204.0;
+
+fn js(v: &Value) -> JsValue {
+    JSON::parse(&v.to_string()).unwrap()
+}
+
+fn rust(v: &JsValue) -> Value {
+    serde_json::from_str(&String::from(JSON::stringify(v).unwrap())).unwrap()
+}
+
+fn code_of(err: JsValue) -> String {
+    assert!(err.is_instance_of::<js_sys::Error>(), "throws an Error");
+    Reflect::get(&err, &"code".into())
+        .unwrap()
+        .as_string()
+        .unwrap()
+}
+
+fn list(file: &str, name: &str) -> Vec<Value> {
+    serde_json::from_str::<Value>(file).unwrap()[name]
+        .as_array()
+        .unwrap()
+        .clone()
+}
+
+fn dedup() -> JsDeduplicator {
+    JsDeduplicator::new(JsValue::UNDEFINED).unwrap()
+}
+
+fn reading(device: &str, seq: i64, fill: f64, ts: &str) -> Value {
+    json!({"device_id": device, "seq": seq, "ts": ts, "fill_pct": fill})
+}
+
+fn process(d: &mut JsDeduplicator, readings: &[Value], now: f64) -> Value {
+    let out = rust(&d.process_burst(js(&json!(readings)), now, None).unwrap());
+    let p = &out["audit"]["payload"];
+    let n = |k: &str| p[k].as_u64().unwrap();
+    assert_eq!(
+        n("received"),
+        n("unique") + n("duplicates_suppressed") + n("pending") + n("rejected"),
+        "the audit reconciles"
+    );
+    out
+}
+
 #[wasm_bindgen_test]
-fn runs_in_a_browser() {
-    let ua = js_sys::eval("navigator.userAgent")
-        .ok()
-        .and_then(|v| v.as_string())
-        .unwrap_or_default();
-    assert!(ua.contains("Chrome"), "unexpected user agent: {ua}");
+fn key_vectors_agree_with_the_native_core() {
+    for v in list(KEYS, "vectors") {
+        let key = idempotency_key_js(js(&v["reading"])).unwrap();
+        assert_eq!(key, v["key"].as_str().unwrap(), "{}", v["name"]);
+    }
+}
+
+#[wasm_bindgen_test]
+fn rejection_vectors_throw_errors_with_stable_codes() {
+    for v in list(REJECTIONS, "cases") {
+        let err = idempotency_key_js(js(&v["reading"])).unwrap_err();
+        assert_eq!(code_of(err), v["code"].as_str().unwrap(), "{}", v["name"]);
+    }
+}
+
+#[wasm_bindgen_test]
+fn a_replayed_burst_is_suppressed() {
+    let mut d = dedup();
+    let burst = [
+        reading("bin-A17", 41, 62.5, "2026-07-16T09:00:00Z"),
+        reading("bin-A17", 42, 71.0, "2026-07-16T09:00:00Z"),
+        reading("bin-B04", 8, 15.0, "2026-07-16T09:00:05Z"),
+    ];
+    let first = process(&mut d, &burst, NOW);
+    assert_eq!(first["unique"].as_array().unwrap().len(), 3);
+    assert_eq!(first["unique"][0]["key"], "bin-A17:41:76c73ee2946cc70e");
+    let replay = process(&mut d, &burst, NOW + 60_000.0);
+    assert_eq!(replay["unique"], json!([]));
+    assert_eq!(replay["duplicates_suppressed"], 3);
+    assert_eq!(replay["duplicates"], json!([0, 1, 2]));
+}
+
+#[wasm_bindgen_test]
+fn two_same_second_readings_are_both_kept() {
+    let mut d = dedup();
+    let out = process(
+        &mut d,
+        &[
+            reading("bin-A17", 41, 62.5, "2026-07-16T09:00:00Z"),
+            reading("bin-A17", 42, 71.0, "2026-07-16T09:00:00Z"),
+        ],
+        NOW,
+    );
+    assert_eq!(out["unique"].as_array().unwrap().len(), 2);
+    assert_eq!(out["duplicates_suppressed"], 0);
+}
+
+#[wasm_bindgen_test]
+fn an_invalid_reading_is_rejected_while_the_rest_survive() {
+    let mut d = dedup();
+    let out = process(
+        &mut d,
+        &[
+            reading("bin-A17", 41, 62.5, "2026-07-16T09:00:00Z"),
+            reading("bin-A17", 42, 162.5, "2026-07-16T09:00:00Z"),
+            json!({"device_id": "bin-A17", "seq": "43", "ts": "2026-07-16T09:00:00Z", "fill_pct": 1}),
+            reading("bin-A17", 44, 80.0, "2026-07-16T09:00:00"),
+            reading("bin-A17", 45, 90.0, "2026-07-16T09:00:00Z"),
+        ],
+        NOW,
+    );
+    let kept: Vec<_> = out["unique"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|u| u["index"].as_u64().unwrap())
+        .collect();
+    assert_eq!(kept, [0, 4]);
+    let rejected: Vec<_> = out["rejected"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|r| {
+            (
+                r["index"].as_u64().unwrap(),
+                r["field"].as_str().unwrap().to_string(),
+                r["code"].as_str().unwrap().to_string(),
+            )
+        })
+        .collect();
+    assert_eq!(
+        rejected,
+        [
+            (1, "fill_pct".into(), "invalid_fill_pct".into()),
+            (2, "seq".into(), "invalid_seq".into()),
+            (3, "ts".into(), "invalid_ts".into()),
+        ]
+    );
+}
+
+#[wasm_bindgen_test]
+fn the_bulk_path_gives_the_same_outcome_as_the_object_path() {
+    let mut readings: Vec<Value> = list(KEYS, "vectors")
+        .iter()
+        .map(|v| v["reading"].clone())
+        .collect();
+    readings.extend(
+        list(REJECTIONS, "cases")
+            .iter()
+            .map(|v| v["reading"].clone()),
+    );
+    let body = json!({ "readings": readings }).to_string();
+    let objects = rust(
+        &dedup()
+            .process_burst(js(&json!(readings)), NOW, None)
+            .unwrap(),
+    );
+    // Through JSON.parse, as a JS caller reads it (100.0 and 100 are one JS number).
+    let parsed = |text: String| rust(&JSON::parse(&text).unwrap());
+    let text = parsed(
+        dedup()
+            .process_burst_json(body.clone().into(), NOW, None)
+            .unwrap(),
+    );
+    let bytes = Uint8Array::from(body.as_bytes());
+    let from_bytes = parsed(dedup().process_burst_json(bytes.into(), NOW, None).unwrap());
+    assert_eq!(objects, text);
+    assert_eq!(text, from_bytes);
+    assert!(!objects["rejected"].as_array().unwrap().is_empty());
+    assert!(objects["duplicates_suppressed"].as_u64().unwrap() > 0);
+}
+
+#[wasm_bindgen_test]
+fn snapshot_round_trip_keeps_suppressing() {
+    let mut d = JsDeduplicator::new(js(&json!({"ttlMs": 3_600_000, "maxKeys": 500}))).unwrap();
+    let burst: Vec<Value> = (0..200)
+        .map(|i| {
+            reading(
+                "70B3D57ED0041234",
+                i,
+                (i % 100) as f64,
+                "2026-07-16T09:00:00Z",
+            )
+        })
+        .collect();
+    process(&mut d, &burst, NOW);
+    let bytes = Uint8Array::from(&d.snapshot()[..]);
+    let mut restored = JsDeduplicator::restore(&bytes.to_vec(), JsValue::UNDEFINED).unwrap();
+    let stats = rust(&restored.stats().unwrap());
+    assert_eq!(
+        (stats["keys"].as_u64(), stats["max_keys"].as_u64()),
+        (Some(200), Some(500))
+    );
+    let replay = process(&mut restored, &burst, NOW + 1000.0);
+    assert_eq!(replay["duplicates_suppressed"], 200);
+    // Corrupt bytes are an error with a code, never a trap.
+    let mut bad = d.snapshot();
+    bad[20] ^= 1;
+    assert_eq!(
+        code_of(
+            JsDeduplicator::restore(&bad, JsValue::UNDEFINED)
+                .err()
+                .unwrap()
+        ),
+        "invalid_snapshot"
+    );
+    assert_eq!(
+        code_of(
+            JsDeduplicator::restore(b"nope", JsValue::UNDEFINED)
+                .err()
+                .unwrap()
+        ),
+        "invalid_snapshot"
+    );
+}
+
+#[wasm_bindgen_test]
+fn provisional_admission_is_pending_then_released_for_a_retry() {
+    let mut d = dedup();
+    let burst = js(&json!([reading(
+        "bin-A17",
+        1,
+        10.0,
+        "2026-07-16T09:00:00Z"
+    )]));
+    let first = rust(&d.process_burst(burst.clone(), NOW, Some(true)).unwrap());
+    let ticket = first["ticket"].as_u64().unwrap() as u32;
+    let again = rust(&d.process_burst(burst.clone(), NOW + 1.0, None).unwrap());
+    assert_eq!(
+        (
+            again["pending"].clone(),
+            again["duplicates_suppressed"].clone()
+        ),
+        (json!([0]), json!(0))
+    );
+    assert_eq!(d.release(ticket).unwrap(), 1);
+    let retry = rust(&d.process_burst(burst.clone(), NOW + 2.0, None).unwrap());
+    assert_eq!(retry["unique"].as_array().unwrap().len(), 1);
+    assert_eq!(code_of(d.confirm(4242).unwrap_err()), "unknown_ticket");
+}
+
+#[wasm_bindgen_test]
+fn bad_options_and_bodies_throw_coded_errors_and_the_instance_keeps_working() {
+    for opts in [
+        json!({"ttlMs": 0}),
+        json!({"maxKeys": 0}),
+        json!({"ttlMs": 1.5}),
+        json!({"maxKeys": -3}),
+        json!({"ttlMs": "6h"}),
+    ] {
+        assert_eq!(
+            code_of(JsDeduplicator::new(js(&opts)).err().unwrap()),
+            "invalid_config",
+            "{opts}"
+        );
+    }
+    let mut d = dedup();
+    assert_eq!(
+        code_of(d.process_burst_json("[{".into(), NOW, None).unwrap_err()),
+        "invalid_json"
+    );
+    assert_eq!(
+        code_of(
+            d.process_burst_json(JsValue::from(42), NOW, None)
+                .unwrap_err()
+        ),
+        "invalid_burst"
+    );
+    assert_eq!(
+        code_of(d.process_burst(js(&json!("x")), NOW, None).unwrap_err()),
+        "invalid_burst"
+    );
+    assert_eq!(
+        code_of(d.process_burst(js(&json!([])), f64::NAN, None).unwrap_err()),
+        "invalid_time"
+    );
+    let out = process(
+        &mut d,
+        &[reading("bin-A17", 1, 10.0, "2026-07-16T09:00:00Z")],
+        NOW,
+    );
+    assert_eq!(out["unique"].as_array().unwrap().len(), 1);
+    let held = d
+        .contains(
+            js(&reading("bin-A17", 1, 10.0, "2026-07-16T11:00:00+02:00")),
+            NOW,
+        )
+        .unwrap();
+    assert!(held);
 }

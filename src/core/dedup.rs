@@ -240,6 +240,20 @@ impl Deduplicator {
         self.seen.release(ticket)
     }
 
+    /// Whether the reading's key is held at `now_ms`; changes no order, expiry or
+    /// counter (it may seed the hash key on first use).
+    ///
+    /// # Errors
+    /// [`Error::InvalidTime`] for a bad `now_ms`.
+    pub fn contains(&mut self, reading: &Reading<'_>, now_ms: f64) -> Result<bool, Error> {
+        let now = check_time(now_ms)?;
+        let digest = content_digest(reading, &mut self.scratch);
+        let fp = self
+            .seen
+            .fingerprint(&reading.device_id, reading.seq, digest)?;
+        Ok(self.seen.contains(fp, now))
+    }
+
     /// See [`SeenSet::snapshot`].
     pub fn snapshot(&self) -> Vec<u8> {
         self.seen.snapshot()
@@ -248,9 +262,14 @@ impl Deduplicator {
     /// See [`SeenSet::restore`].
     ///
     /// # Errors
-    /// [`Error::InvalidSnapshot`] for bytes that are not a valid snapshot.
-    pub fn restore(bytes: &[u8], config: Option<Config>) -> Result<Deduplicator, Error> {
-        SeenSet::restore(bytes, config).map(Deduplicator::from_seen)
+    /// [`Error::InvalidSnapshot`] for bytes that are not a valid snapshot,
+    /// [`Error::InvalidConfig`] for an override out of range.
+    pub fn restore(
+        bytes: &[u8],
+        ttl_ms: Option<u64>,
+        max_keys: Option<usize>,
+    ) -> Result<Deduplicator, Error> {
+        SeenSet::restore(bytes, ttl_ms, max_keys).map(Deduplicator::from_seen)
     }
 }
 

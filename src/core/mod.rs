@@ -6,5 +6,7 @@ pub mod error;
 pub mod key;
 pub mod reading;
 pub mod seen;
+#[cfg(test)]
+mod seen_tests;
 pub mod siphash;
 pub mod timestamp;

@@ -263,7 +263,10 @@ pub fn validate<'a>(raw: RawReading<'a>) -> Result<Reading<'a>, Error> {
         return Err(Error::InvalidReading("a reading must be a JSON object"));
     }
     if let Some(field) = raw.repeated {
-        return Err(Error::Invalid(field, "appears more than once in the reading"));
+        return Err(Error::Invalid(
+            field,
+            "appears more than once in the reading",
+        ));
     }
     let device_id = device_id(required(raw.device_id, Field::DeviceId)?)?;
     let seq = seq(required(raw.seq, Field::Seq)?)?;
@@ -370,12 +373,20 @@ mod tests {
 
     #[test]
     fn seq_bounds() {
-        let ok = |s: &str| parse_reading(&format!(r#"{{"device_id":"d","seq":{s},"ts":"2026-07-16T09:00:00Z","fill_pct":1}}"#)).map(|r| r.seq);
+        let ok = |s: &str| {
+            parse_reading(&format!(
+                r#"{{"device_id":"d","seq":{s},"ts":"2026-07-16T09:00:00Z","fill_pct":1}}"#
+            ))
+            .map(|r| r.seq)
+        };
         assert_eq!(ok("9007199254740991"), Ok(MAX_SAFE_SEQ));
         assert_eq!(ok("-9007199254740991"), Ok(-MAX_SAFE_SEQ));
         assert_eq!(ok("1e3"), Ok(1000));
         assert_eq!(ok("9007199254740992").unwrap_err().code(), "invalid_seq");
-        assert_eq!(ok("18446744073709551615").unwrap_err().code(), "invalid_seq");
+        assert_eq!(
+            ok("18446744073709551615").unwrap_err().code(),
+            "invalid_seq"
+        );
         assert_eq!(ok("1e300").unwrap_err().code(), "invalid_seq");
         assert_eq!(ok("41.5").unwrap_err().code(), "invalid_seq");
         assert_eq!(ok("\"41\"").unwrap_err().code(), "invalid_seq");
@@ -406,7 +417,9 @@ mod tests {
 
     #[test]
     fn device_id_length_is_counted_in_bytes() {
-        let mk = |id: &str| format!(r#"{{"device_id":"{id}","seq":1,"ts":"2026-07-16T09:00:00Z","fill_pct":1}}"#);
+        let mk = |id: &str| {
+            format!(r#"{{"device_id":"{id}","seq":1,"ts":"2026-07-16T09:00:00Z","fill_pct":1}}"#)
+        };
         assert!(parse_reading(&mk(&"a".repeat(128))).is_ok());
         assert_eq!(code(&mk(&"a".repeat(129))), "invalid_device_id");
         assert_eq!(code(&mk(&"ü".repeat(65))), "invalid_device_id");

@@ -339,6 +339,7 @@ impl SeenSet {
                 }
             }
             self.pop_front();
+            self.trim_dead_front();
         }
         self.insert(fp, self.clock_ms, ticket);
         self.stats.admitted += 1;
@@ -393,16 +394,15 @@ impl SeenSet {
         while self.ring.back().is_some_and(|e| e.state() == State::Dead) {
             self.ring.pop_back();
         }
-        while self.ring.front().is_some_and(|e| e.state() == State::Dead) {
-            self.pop_front();
-        }
+        self.trim_dead_front();
         Ok(changed)
     }
 
     fn insert(&mut self, fp: Fingerprint, now: i64, ticket: Option<u32>) {
         if self.ring.len() == self.ring.capacity() {
-            let want = (self.ring.capacity() * 2).clamp(16, self.config.max_keys);
-            self.ring.reserve_exact(want.saturating_sub(self.ring.len()).max(1));
+            let want = (self.ring.capacity() * 2).max(16).min(self.config.max_keys);
+            self.ring
+                .reserve_exact(want.saturating_sub(self.ring.len()).max(1));
         }
         if (self.live + 1) * 4 > self.table.len() * 3 {
             self.grow_table();
@@ -441,6 +441,12 @@ impl SeenSet {
             }
             self.ring.pop_front();
             self.head = self.head.wrapping_add(1) & POS_MASK;
+        }
+    }
+
+    fn trim_dead_front(&mut self) {
+        while self.ring.front().is_some_and(|e| e.state() == State::Dead) {
+            self.pop_front();
         }
     }
 
@@ -579,14 +585,19 @@ impl SeenSet {
         out
     }
 
-    /// Rebuilds a set from [`Self::snapshot`] bytes. `config`, when given, replaces the
-    /// stored limits; a smaller cap keeps the newest keys and counts the rest as
-    /// evicted.
+    /// Rebuilds a set from [`Self::snapshot`] bytes. `ttl_ms` and `max_keys`, when
+    /// given, replace the stored limits; a smaller cap keeps the newest keys and
+    /// counts the rest as evicted.
     ///
     /// # Errors
     /// [`Error::InvalidSnapshot`] for bytes that are truncated, corrupt (checksum),
-    /// of another format or version, or internally inconsistent.
-    pub fn restore(bytes: &[u8], config: Option<Config>) -> Result<SeenSet, Error> {
+    /// of another format or version, or internally inconsistent;
+    /// [`Error::InvalidConfig`] for an override out of range.
+    pub fn restore(
+        bytes: &[u8],
+        ttl_ms: Option<u64>,
+        max_keys: Option<usize>,
+    ) -> Result<SeenSet, Error> {
         let bad = Error::InvalidSnapshot;
         if bytes.len() < HEADER_LEN + CHECKSUM_LEN || &bytes[..4] != MAGIC {
             return Err(bad("not a reconnect-dedupe snapshot"));
@@ -622,7 +633,10 @@ impl SeenSet {
         if !(0.0..=MAX_TIME_MS).contains(&(clock_ms as f64)) {
             return Err(bad("clock out of range"));
         }
-        let config = config.unwrap_or(stored);
+        let config = Config::new(
+            ttl_ms.unwrap_or(stored.ttl_ms),
+            max_keys.unwrap_or(stored.max_keys),
+        )?;
         let mut set = SeenSet::new(config);
         set.hash_key = (flags & 1 == 1).then_some(key);
         set.clock_ms = clock_ms;

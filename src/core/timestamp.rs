@@ -29,10 +29,10 @@ pub enum TsError {
 impl TsError {
     pub fn describe(self) -> &'static str {
         match self {
-            TsError::Syntax => "ts must be an RFC 3339 date-time such as 2026-07-16T09:00:00Z",
-            TsError::NoOffset => "ts has no UTC offset; add Z or ±hh:mm",
-            TsError::OutOfRange => "ts has a date, time or offset field out of range",
-            TsError::YearOutOfRange => "ts falls outside years 0001-9999 in UTC",
+            TsError::Syntax => "must be an RFC 3339 date-time such as 2026-07-16T09:00:00Z",
+            TsError::NoOffset => "has no UTC offset; add Z or ±hh:mm",
+            TsError::OutOfRange => "has a date, time or offset field out of range",
+            TsError::YearOutOfRange => "falls outside years 0001-9999 in UTC",
         }
     }
 }
@@ -270,20 +270,14 @@ mod tests {
             iso("2026-07-16T09:00:00.123456789Z").unwrap(),
             "2026-07-16T09:00:00.123456+00:00"
         );
-        assert_eq!(
-            iso("2026-07-16T09:00:00.1234567891Z"),
-            Err(TsError::Syntax)
-        );
+        assert_eq!(iso("2026-07-16T09:00:00.1234567891Z"), Err(TsError::Syntax));
     }
 
     #[test]
     fn epoch_and_range_edges() {
         assert_eq!(parse_rfc3339("1970-01-01T00:00:00Z"), Ok(0));
         assert_eq!(parse_rfc3339("0001-01-01T00:00:00Z"), Ok(MIN_MICROS));
-        assert_eq!(
-            parse_rfc3339("9999-12-31T23:59:59.999999Z"),
-            Ok(MAX_MICROS)
-        );
+        assert_eq!(parse_rfc3339("9999-12-31T23:59:59.999999Z"), Ok(MAX_MICROS));
         assert_eq!(
             parse_rfc3339("0001-01-01T00:30:00+01:00"),
             Err(TsError::YearOutOfRange)

@@ -1,0 +1,233 @@
+//! The JavaScript API: the only module with `#[wasm_bindgen]`. It converts values at
+//! the boundary and turns every [`Error`] into a JS `Error` with a stable `code`; it
+//! never panics on input (a panic would poison the Wasm instance).
+
+use crate::core::dedup::Deduplicator;
+use crate::core::error::Error;
+use crate::core::key::idempotency_key;
+use crate::core::reading::{validate, RawBurst, RawReading};
+use crate::core::seen::{Config, Stats};
+use serde::{Deserialize, Serialize};
+use wasm_bindgen::prelude::*;
+
+#[wasm_bindgen(typescript_custom_section)]
+const TS_TYPES: &str = r#"
+/** One sensor reading as sent by a device. */
+export interface Reading { device_id: string; seq: number; ts: string; fill_pct: number; }
+/** Limits of the seen-set. ttlMs: 1 ..= 2678400000 (31 days), default 21600000 (6 h).
+ *  maxKeys: 1 ..= 16777216, default 100000. */
+export interface DeduplicatorOptions { ttlMs?: number; maxKeys?: number; }
+export interface AdmittedReading extends Reading { index: number; key: string; }
+export interface Rejection { index: number; field: string; code: string; message: string; }
+export interface AuditRecord {
+  logged_at: string; level: "INFO"; event: "burst_deduplicated";
+  payload: { received: number; unique: number; duplicates_suppressed: number; pending: number;
+             rejected: number; seq_reuses: number; evicted_before_ttl: number; };
+}
+export interface BurstOutcome {
+  unique: AdmittedReading[]; duplicates_suppressed: number; duplicates: number[];
+  pending: number[]; rejected: Rejection[]; seq_reuses: number; ticket: number | null;
+  audit: AuditRecord;
+}
+export interface DeduplicatorStats {
+  keys: number; pending: number; admitted: number; duplicates: number; pending_hits: number;
+  evicted_before_ttl: number; expired: number; released: number; seq_reuses: number;
+  memory_bytes: number; ttl_ms: number; max_keys: number;
+}
+"#;
+
+#[wasm_bindgen(start)]
+fn start() {
+    #[cfg(feature = "console_error_panic_hook")]
+    console_error_panic_hook::set_once();
+}
+
+fn to_js(e: Error) -> JsValue {
+    let err = js_sys::Error::new(&e.to_string());
+    // Setting a property on a fresh Error object cannot fail.
+    let _ = js_sys::Reflect::set(&err, &"code".into(), &e.code().into());
+    err.into()
+}
+
+fn serializer() -> serde_wasm_bindgen::Serializer {
+    serde_wasm_bindgen::Serializer::json_compatible()
+}
+
+fn to_value<T: Serialize>(v: &T) -> Result<JsValue, JsValue> {
+    v.serialize(&serializer())
+        .map_err(|e| to_js(Error::InvalidBurst(e.to_string())))
+}
+
+/// Reads a JS value into a raw shape; its strings are copied, so `'static`.
+fn from_js<T: Deserialize<'static>>(v: JsValue) -> Result<T, JsValue> {
+    T::deserialize(serde_wasm_bindgen::Deserializer::from(v))
+        .map_err(|e| to_js(Error::InvalidBurst(e.to_string())))
+}
+
+/// The idempotency key of one reading: `device_id:seq:<16 hex of SHA-256>`.
+///
+/// Throws an `Error` whose `code` names the problem (`invalid_fill_pct`, ...).
+#[wasm_bindgen(js_name = idempotencyKey)]
+pub fn idempotency_key_js(
+    #[wasm_bindgen(unchecked_param_type = "Reading")] reading: JsValue,
+) -> Result<String, JsValue> {
+    let raw: RawReading = from_js(reading)?;
+    let reading = validate(raw).map_err(to_js)?;
+    Ok(idempotency_key(&reading))
+}
+
+#[derive(Deserialize, Default)]
+#[serde(rename_all = "camelCase")]
+struct Options {
+    ttl_ms: Option<f64>,
+    max_keys: Option<f64>,
+}
+
+/// Reads `{ ttlMs, maxKeys }` (either may be absent) into whole numbers.
+fn options_from(options: JsValue) -> Result<(Option<u64>, Option<usize>), JsValue> {
+    let opts: Options = if options.is_undefined() || options.is_null() {
+        Options::default()
+    } else {
+        serde_wasm_bindgen::from_value(options)
+            .map_err(|e| to_js(Error::InvalidConfig(e.to_string())))?
+    };
+    let whole = |v: Option<f64>, name: &str| -> Result<Option<u64>, JsValue> {
+        match v {
+            None => Ok(None),
+            Some(x) if x.is_finite() && x.fract() == 0.0 && x >= 0.0 => Ok(Some(x as u64)),
+            Some(x) => Err(to_js(Error::InvalidConfig(format!(
+                "{name} must be a whole number, got {x}"
+            )))),
+        }
+    };
+    let ttl = whole(opts.ttl_ms, "ttlMs")?;
+    let max = whole(opts.max_keys, "maxKeys")?.map(|m| usize::try_from(m).unwrap_or(usize::MAX));
+    Ok((ttl, max))
+}
+
+#[derive(Serialize)]
+struct StatsView {
+    #[serde(flatten)]
+    stats: Stats,
+    memory_bytes: usize,
+    ttl_ms: u64,
+    max_keys: usize,
+}
+
+/// A deduplicator with its bounded seen-set. Time is always passed in (`Date.now()`).
+#[wasm_bindgen(js_name = Deduplicator)]
+pub struct JsDeduplicator {
+    inner: Deduplicator,
+}
+
+#[wasm_bindgen(js_class = Deduplicator)]
+impl JsDeduplicator {
+    /// `new Deduplicator({ ttlMs, maxKeys })`; both optional. Throws `invalid_config`.
+    #[wasm_bindgen(constructor)]
+    pub fn new(
+        #[wasm_bindgen(unchecked_param_type = "DeduplicatorOptions | undefined")] options: JsValue,
+    ) -> Result<JsDeduplicator, JsValue> {
+        let (ttl, max) = options_from(options)?;
+        let base = Config::default();
+        let config = Config::new(ttl.unwrap_or(base.ttl_ms()), max.unwrap_or(base.max_keys()))
+            .map_err(to_js)?;
+        Ok(JsDeduplicator {
+            inner: Deduplicator::new(config),
+        })
+    }
+
+    /// Processes an array of reading objects (or `{readings: [...]}`) at `nowMs`.
+    /// With `provisional`, admitted keys stay pending under `outcome.ticket`.
+    #[wasm_bindgen(js_name = processBurst, unchecked_return_type = "BurstOutcome")]
+    pub fn process_burst(
+        &mut self,
+        #[wasm_bindgen(unchecked_param_type = "Reading[] | { readings: Reading[] }")]
+        readings: JsValue,
+        now_ms: f64,
+        provisional: Option<bool>,
+    ) -> Result<JsValue, JsValue> {
+        let burst: RawBurst = from_js(readings)?;
+        let out = self
+            .inner
+            .process_burst(burst.0, now_ms, provisional.unwrap_or(false))
+            .map_err(to_js)?;
+        to_value(&out)
+    }
+
+    /// The bulk path: the burst as JSON text or UTF-8 bytes in, the outcome as JSON
+    /// text out. No reading crosses the boundary as an object.
+    #[wasm_bindgen(js_name = processBurstJson)]
+    pub fn process_burst_json(
+        &mut self,
+        #[wasm_bindgen(unchecked_param_type = "string | Uint8Array")] json: JsValue,
+        now_ms: f64,
+        provisional: Option<bool>,
+    ) -> Result<String, JsValue> {
+        let bytes = if let Some(s) = json.as_string() {
+            s.into_bytes()
+        } else if let Some(a) = json.dyn_ref::<js_sys::Uint8Array>() {
+            a.to_vec()
+        } else {
+            return Err(to_js(Error::InvalidBurst(
+                "processBurstJson takes a string or a Uint8Array".into(),
+            )));
+        };
+        let out = self
+            .inner
+            .process_json(&bytes, now_ms, provisional.unwrap_or(false))
+            .map_err(to_js)?;
+        serde_json::to_string(&out).map_err(|e| to_js(Error::InvalidBurst(e.to_string())))
+    }
+
+    /// Makes a provisional admission permanent. Returns the number of keys confirmed.
+    /// Throws `unknown_ticket` for a ticket never issued.
+    pub fn confirm(&mut self, ticket: u32) -> Result<u32, JsValue> {
+        self.inner.confirm(ticket).map(|n| n as u32).map_err(to_js)
+    }
+
+    /// Withdraws a provisional admission so a retry is admitted. Returns the number
+    /// of keys withdrawn. Throws `unknown_ticket` for a ticket never issued.
+    pub fn release(&mut self, ticket: u32) -> Result<u32, JsValue> {
+        self.inner.release(ticket).map(|n| n as u32).map_err(to_js)
+    }
+
+    /// Whether `reading`'s key is held at `nowMs`. Changes nothing.
+    pub fn contains(
+        &mut self,
+        #[wasm_bindgen(unchecked_param_type = "Reading")] reading: JsValue,
+        now_ms: f64,
+    ) -> Result<bool, JsValue> {
+        let raw: RawReading = from_js(reading)?;
+        let reading = validate(raw).map_err(to_js)?;
+        self.inner.contains(&reading, now_ms).map_err(to_js)
+    }
+
+    /// Counters, current sizes and limits.
+    #[wasm_bindgen(unchecked_return_type = "DeduplicatorStats")]
+    pub fn stats(&self) -> Result<JsValue, JsValue> {
+        let seen = self.inner.seen();
+        to_value(&StatsView {
+            stats: seen.stats(),
+            memory_bytes: seen.memory_bytes(),
+            ttl_ms: seen.config().ttl_ms(),
+            max_keys: seen.config().max_keys(),
+        })
+    }
+
+    /// The confirmed keys, limits, counters and hash key as versioned bytes.
+    pub fn snapshot(&self) -> Vec<u8> {
+        self.inner.snapshot()
+    }
+
+    /// Rebuilds a deduplicator from `snapshot()` bytes; `options` override the stored
+    /// limits. Throws `invalid_snapshot` for corrupt or foreign bytes.
+    pub fn restore(
+        bytes: &[u8],
+        #[wasm_bindgen(unchecked_param_type = "DeduplicatorOptions | undefined")] options: JsValue,
+    ) -> Result<JsDeduplicator, JsValue> {
+        let (ttl, max) = options_from(options)?;
+        Deduplicator::restore(bytes, ttl, max)
+            .map(|inner| JsDeduplicator { inner })
+            .map_err(to_js)
+    }
+}
