@@ -12,6 +12,7 @@ export CHROMEDRIVER="${CHROMEDRIVER:-$(command -v chromedriver)}"
 step() { printf '\n==> %s\n' "$*"; "$@"; }
 step cargo fmt --all -- --check
 step cargo clippy --all-targets -- -D warnings
+step cargo clippy --all-targets --target wasm32-unknown-unknown -- -D warnings
 step cargo test
 step wasm-pack test --headless --chrome
 step npm run --silent build   # the JS tests load pkg/
