@@ -125,7 +125,7 @@ impl JsDeduplicator {
     /// `new Deduplicator({ ttlMs, maxKeys })`; both optional. Throws `invalid_config`.
     #[wasm_bindgen(constructor)]
     pub fn new(
-        #[wasm_bindgen(unchecked_param_type = "DeduplicatorOptions | undefined")] options: JsValue,
+        #[wasm_bindgen(unchecked_optional_param_type = "DeduplicatorOptions")] options: JsValue,
     ) -> Result<JsDeduplicator, JsValue> {
         let (ttl, max) = options_from(options)?;
         let base = Config::default();
@@ -223,7 +223,7 @@ impl JsDeduplicator {
     /// limits. Throws `invalid_snapshot` for corrupt or foreign bytes.
     pub fn restore(
         bytes: &[u8],
-        #[wasm_bindgen(unchecked_param_type = "DeduplicatorOptions | undefined")] options: JsValue,
+        #[wasm_bindgen(unchecked_optional_param_type = "DeduplicatorOptions")] options: JsValue,
     ) -> Result<JsDeduplicator, JsValue> {
         let (ttl, max) = options_from(options)?;
         Deduplicator::restore(bytes, ttl, max)
