@@ -231,3 +231,20 @@ impl JsDeduplicator {
             .map_err(to_js)
     }
 }
+
+/// The floor of `npm run bench` (cargo feature `bench` only, never in `pkg/`): SHA-256
+/// of each already canonical content, `contents` concatenated, `lengths` the byte
+/// length of each. No deduplicator can be faster than hashing every reading once.
+/// Returns the XOR of the digests so the work cannot be optimised away.
+#[cfg(feature = "bench")]
+#[wasm_bindgen(js_name = benchHashFloor)]
+pub fn bench_hash_floor(contents: &[u8], lengths: &[u32]) -> f64 {
+    let mut at = 0;
+    let mut acc = 0u64;
+    for &n in lengths {
+        let end = (at + n as usize).min(contents.len());
+        acc ^= crate::core::key::digest_of(&contents[at..end]);
+        at = end;
+    }
+    (acc >> 12) as f64
+}

@@ -59,7 +59,12 @@ pub fn write_content(out: &mut String, reading: &Reading<'_>) {
 pub fn content_digest(reading: &Reading<'_>, scratch: &mut String) -> u64 {
     scratch.clear();
     write_content(scratch, reading);
-    let hash = Sha256::digest(scratch.as_bytes());
+    digest_of(scratch.as_bytes())
+}
+
+/// The first 8 bytes of SHA-256 over already formatted content, big-endian.
+pub fn digest_of(content: &[u8]) -> u64 {
+    let hash = Sha256::digest(content);
     let mut first = [0u8; 8];
     first.copy_from_slice(&hash[..8]);
     u64::from_be_bytes(first)

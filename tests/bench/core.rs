@@ -1,0 +1,233 @@
+//! Criterion benches of the native core (`cargo bench`): key derivation, seen-set
+//! insert and lookup at 1 k / 100 k / 1 M keys, and whole bursts through
+//! `Deduplicator::process_json`. Seeded data; throughput in elements (readings, keys).
+//! Short measurement times keep a full run at a few minutes on two cores.
+
+//! The benches are native only: criterion does not build for wasm32, where this file
+//! (compiled by `cargo clippy --all-targets --target wasm32-unknown-unknown`) is empty.
+
+fn main() {
+    #[cfg(not(target_arch = "wasm32"))]
+    {
+        native::all();
+        criterion::Criterion::default()
+            .configure_from_args()
+            .final_summary();
+    }
+}
+
+#[cfg(not(target_arch = "wasm32"))]
+mod native {
+    use criterion::{criterion_group, BatchSize, Criterion, Throughput};
+    use reconnect_dedupe::key::content_digest;
+    use reconnect_dedupe::{
+        idempotency_key, parse_reading, Config, Deduplicator, Fingerprint, Reading, SeenSet,
+    };
+    use std::hint::black_box;
+    use std::time::Duration;
+
+    const NOW: i64 = 1_784_192_400_000; // 2026-07-16T09:00:00Z
+    const TTL_MS: u64 = 31 * 24 * 3600 * 1000; // nothing expires during a bench
+
+    /// splitmix64: seeded and dependency-free.
+    struct Rng(u64);
+    impl Rng {
+        fn next(&mut self) -> u64 {
+            self.0 = self.0.wrapping_add(0x9e37_79b9_7f4a_7c15);
+            let mut z = self.0;
+            z = (z ^ (z >> 30)).wrapping_mul(0xbf58_476d_1ce4_e5b9);
+            z = (z ^ (z >> 27)).wrapping_mul(0x94d0_49bb_1331_11eb);
+            z ^ (z >> 31)
+        }
+        fn below(&mut self, n: u64) -> u64 {
+            self.next() % n
+        }
+    }
+
+    /// One reading as JSON, in the shapes devices send (whole seconds, milliseconds,
+    /// nanoseconds, an offset; one-decimal, integral and full-double fill levels).
+    fn reading_json(rng: &mut Rng, device: u64, seq: u64) -> String {
+        let sec = rng.below(86_400);
+        let (h, m, s) = (sec / 3600, sec / 60 % 60, sec % 60);
+        let ts = match rng.below(4) {
+            0 => format!("2026-07-16T{h:02}:{m:02}:{s:02}Z"),
+            1 => format!("2026-07-16T{h:02}:{m:02}:{s:02}.{:03}Z", rng.below(1000)),
+            2 => format!(
+                "2026-07-16T{h:02}:{m:02}:{s:02}.{:09}Z",
+                rng.below(1_000_000_000)
+            ),
+            _ => format!("2026-07-16T{h:02}:{m:02}:{s:02}+02:00"),
+        };
+        let fill = match rng.below(10) {
+            0..=5 => format!("{:.1}", rng.below(1001) as f64 / 10.0),
+            6..=8 => format!("{}", rng.below(101)),
+            _ => format!(
+                "{:?}",
+                rng.below(1 << 53) as f64 / (1u64 << 53) as f64 * 100.0
+            ),
+        };
+        format!(
+            r#"{{"device_id":"bin-{device:05}","seq":{seq},"ts":"{ts}","fill_pct":{fill},"rssi":-97}}"#
+        )
+    }
+
+    /// Bursts of 1–100 readings from 20 000 devices, about 30 % of them replays of a
+    /// reading already sent.
+    fn workload(seed: u64, readings: usize) -> Vec<String> {
+        let mut rng = Rng(seed);
+        let mut seqs = vec![0u64; 20_000];
+        let mut sent: Vec<String> = Vec::new();
+        let mut bursts = Vec::new();
+        let mut total = 0;
+        while total < readings {
+            let size = (1 + rng.below(100) as usize).min(readings - total);
+            let mut parts = Vec::with_capacity(size);
+            for _ in 0..size {
+                if !sent.is_empty() && rng.below(10) < 3 {
+                    let back = rng.below(sent.len().min(5000) as u64) as usize;
+                    parts.push(sent[sent.len() - 1 - back].clone());
+                } else {
+                    let device = rng.below(20_000);
+                    seqs[device as usize] += 1;
+                    let r = reading_json(&mut rng, device, seqs[device as usize]);
+                    sent.push(r.clone());
+                    parts.push(r);
+                }
+            }
+            total += size;
+            bursts.push(format!("[{}]", parts.join(",")));
+        }
+        bursts
+    }
+
+    fn key_derivation(c: &mut Criterion) {
+        let mut rng = Rng(1);
+        let texts: Vec<String> = (0..1000)
+            .map(|i| reading_json(&mut rng, i % 97, i))
+            .collect();
+        let readings: Vec<Reading> = texts.iter().map(|t| parse_reading(t).unwrap()).collect();
+        let mut g = c.benchmark_group("key");
+        g.throughput(Throughput::Elements(readings.len() as u64));
+        g.bench_function("content_digest", |b| {
+            let mut scratch = String::new();
+            b.iter(|| {
+                readings.iter().fold(0u64, |acc, r| {
+                    acc ^ content_digest(black_box(r), &mut scratch)
+                })
+            })
+        });
+        g.bench_function("idempotency_key", |b| {
+            b.iter(|| {
+                readings
+                    .iter()
+                    .map(|r| idempotency_key(black_box(r)).len())
+                    .sum::<usize>()
+            })
+        });
+        g.bench_function("parse_reading+idempotency_key", |b| {
+            b.iter(|| {
+                texts
+                    .iter()
+                    .map(|t| idempotency_key(&parse_reading(black_box(t)).unwrap()).len())
+                    .sum::<usize>()
+            })
+        });
+        g.finish();
+    }
+
+    /// The `i`-th fingerprint of a seeded sequence (distinct for distinct `i`).
+    fn fingerprint(seed: u64, i: u64) -> Fingerprint {
+        let mut rng = Rng(seed ^ i.wrapping_mul(0x2545_f491_4f6c_dd1d));
+        Fingerprint {
+            id: rng.next() >> 2,
+            tag: rng.next(),
+        }
+    }
+
+    /// A set of `n` keys at its cap `n`.
+    fn full_set(n: usize) -> SeenSet {
+        let mut s = SeenSet::new(Config::new(TTL_MS, n).unwrap());
+        for i in 0..n as u64 {
+            s.check_and_add(fingerprint(7, i), NOW, None, 0);
+        }
+        s
+    }
+
+    fn seen_set(c: &mut Criterion) {
+        const BATCH: u64 = 1000;
+        for n in [1_000, 100_000, 1_000_000] {
+            let mut g = c.benchmark_group(format!("seen_set/{n}_keys"));
+            g.throughput(Throughput::Elements(BATCH));
+            let mut set = full_set(n);
+            // New keys into a full set: each admission also evicts the oldest.
+            let mut next = n as u64;
+            g.bench_function("insert_evict", |b| {
+                b.iter(|| {
+                    for _ in 0..BATCH {
+                        black_box(set.check_and_add(fingerprint(7, next), NOW, None, 0));
+                        next += 1;
+                    }
+                })
+            });
+            // Held keys: the duplicate path of check_and_add, and the read-only contains.
+            let held: Vec<Fingerprint> = (0..BATCH)
+                .map(|i| fingerprint(7, next - 1 - i * (n as u64 / BATCH)))
+                .collect();
+            g.bench_function("lookup_duplicate", |b| {
+                b.iter(|| {
+                    for &f in &held {
+                        black_box(set.check_and_add(f, NOW, None, 0));
+                    }
+                })
+            });
+            let absent: Vec<Fingerprint> = (0..BATCH).map(|i| fingerprint(99, i)).collect();
+            g.bench_function("contains_absent", |b| {
+                b.iter(|| absent.iter().filter(|&&f| set.contains(f, NOW)).count())
+            });
+            g.finish();
+        }
+        let mut g = c.benchmark_group("seen_set/fill");
+        g.throughput(Throughput::Elements(100_000));
+        g.bench_function("100k_keys_from_empty", |b| {
+            b.iter(|| full_set(100_000).stats().keys)
+        });
+        g.finish();
+    }
+
+    fn bursts(c: &mut Criterion) {
+        let stream = workload(20260716, 20_000);
+        let count: usize = stream
+            .iter()
+            .map(|b| {
+                serde_json::from_str::<Vec<serde_json::Value>>(b)
+                    .unwrap()
+                    .len()
+            })
+            .sum();
+        let mut g = c.benchmark_group("process_json");
+        g.throughput(Throughput::Elements(count as u64));
+        g.bench_function("workload_20k_readings_30pct_replayed", |b| {
+            b.iter_batched(
+                || Deduplicator::new(Config::new(3_600_000, 100_000).unwrap()),
+                |mut d| {
+                    for (i, body) in stream.iter().enumerate() {
+                        let out =
+                            d.process_json(body.as_bytes(), (NOW + i as i64 * 1000) as f64, false);
+                        black_box(serde_json::to_string(&out.unwrap()).unwrap());
+                    }
+                },
+                BatchSize::LargeInput,
+            )
+        });
+        g.finish();
+    }
+
+    criterion_group! {
+        name = all;
+        config = Criterion::default()
+            .sample_size(10)
+            .warm_up_time(Duration::from_millis(500))
+            .measurement_time(Duration::from_secs(2));
+        targets = key_derivation, seen_set, bursts
+    }
+}
