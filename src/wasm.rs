@@ -7,6 +7,7 @@ use crate::core::error::Error;
 use crate::core::key::idempotency_key;
 use crate::core::reading::{validate, RawBurst, RawReading};
 use crate::core::seen::{Config, Stats};
+use crate::core::uplink::{plan, FieldNames, Format, DEFAULT_MAX_READINGS};
 use serde::{Deserialize, Serialize};
 use wasm_bindgen::prelude::*;
 
@@ -29,6 +30,8 @@ export interface BurstOutcome {
   pending: number[]; rejected: Rejection[]; seq_reuses: number; ticket: number | null;
   audit: AuditRecord;
 }
+/** Overrides for parseUplink: decoded-payload member names and the reading cap. */
+export interface UplinkOptions { seqField?: string; tsField?: string; fillField?: string; maxReadings?: number; }
 export interface DeduplicatorStats {
   keys: number; pending: number; admitted: number; duplicates: number; pending_hits: number;
   evicted_before_ttl: number; expired: number; released: number; seq_reuses: number;
@@ -47,6 +50,19 @@ fn to_js(e: Error) -> JsValue {
     // Setting a property on a fresh Error object cannot fail.
     let _ = js_sys::Reflect::set(&err, &"code".into(), &e.code().into());
     err.into()
+}
+
+/// The bytes of a body passed as a string or a `Uint8Array`.
+fn body_bytes(body: JsValue, function: &str) -> Result<Vec<u8>, JsValue> {
+    if let Some(s) = body.as_string() {
+        Ok(s.into_bytes())
+    } else if let Some(a) = body.dyn_ref::<js_sys::Uint8Array>() {
+        Ok(a.to_vec())
+    } else {
+        Err(to_js(Error::InvalidBurst(format!(
+            "{function} takes a string or a Uint8Array"
+        ))))
+    }
 }
 
 fn serializer() -> serde_wasm_bindgen::Serializer {
@@ -163,15 +179,7 @@ impl JsDeduplicator {
         now_ms: f64,
         provisional: Option<bool>,
     ) -> Result<String, JsValue> {
-        let bytes = if let Some(s) = json.as_string() {
-            s.into_bytes()
-        } else if let Some(a) = json.dyn_ref::<js_sys::Uint8Array>() {
-            a.to_vec()
-        } else {
-            return Err(to_js(Error::InvalidBurst(
-                "processBurstJson takes a string or a Uint8Array".into(),
-            )));
-        };
+        let bytes = body_bytes(json, "processBurstJson")?;
         let out = self
             .inner
             .process_json(&bytes, now_ms, provisional.unwrap_or(false))
@@ -230,6 +238,53 @@ impl JsDeduplicator {
             .map(|inner| JsDeduplicator { inner })
             .map_err(to_js)
     }
+}
+
+#[derive(Deserialize, Default)]
+#[serde(rename_all = "camelCase")]
+struct UplinkOptions {
+    seq_field: Option<String>,
+    ts_field: Option<String>,
+    fill_field: Option<String>,
+    max_readings: Option<f64>,
+}
+
+/// Maps a webhook body (`format`: `ttn`, `chirpstack`, `helium`, `loriot` or
+/// `readings`) to readings and splits them per device. Returns the JSON text of
+/// `{received, devices: [{device_id, indices, readings}], rejected: [{index, field,
+/// code, message, device_id}]}`. Throws `unknown_format`, `invalid_json`,
+/// `invalid_burst`, `too_many_readings` (default limit 10 000) or `invalid_config`.
+#[wasm_bindgen(js_name = parseUplink)]
+pub fn parse_uplink(
+    format: &str,
+    #[wasm_bindgen(unchecked_param_type = "string | Uint8Array")] body: JsValue,
+    #[wasm_bindgen(unchecked_optional_param_type = "UplinkOptions")] options: JsValue,
+) -> Result<String, JsValue> {
+    let format = Format::from_name(format).map_err(to_js)?;
+    let opts: UplinkOptions = if options.is_undefined() || options.is_null() {
+        UplinkOptions::default()
+    } else {
+        serde_wasm_bindgen::from_value(options)
+            .map_err(|e| to_js(Error::InvalidConfig(e.to_string())))?
+    };
+    let base = FieldNames::default();
+    let names = FieldNames {
+        seq: opts.seq_field.unwrap_or(base.seq),
+        ts: opts.ts_field.unwrap_or(base.ts),
+        fill_pct: opts.fill_field.unwrap_or(base.fill_pct),
+    };
+    let max = match opts.max_readings {
+        None => DEFAULT_MAX_READINGS,
+        Some(x) if x.is_finite() && x.fract() == 0.0 && x >= 0.0 => x as usize,
+        Some(x) => {
+            return Err(to_js(Error::InvalidConfig(format!(
+                "maxReadings must be a whole number, got {x}"
+            ))))
+        }
+    };
+    let bytes = body_bytes(body, "parseUplink")?;
+    let out = plan(format, &bytes, &names, max).map_err(to_js)?;
+    serde_json::to_string(&out).map_err(|e| to_js(Error::InvalidBurst(e.to_string())))
 }
 
 /// The floor of `npm run bench` (cargo feature `bench` only, never in `pkg/`): SHA-256

@@ -4,7 +4,7 @@
 #![cfg(target_arch = "wasm32")]
 
 use js_sys::{Reflect, Uint8Array, JSON};
-use reconnect_dedupe::wasm::{idempotency_key_js, JsDeduplicator};
+use reconnect_dedupe::wasm::{idempotency_key_js, parse_uplink, JsDeduplicator};
 use serde_json::{json, Value};
 use wasm_bindgen::{JsCast, JsValue};
 use wasm_bindgen_test::*;
@@ -298,4 +298,47 @@ fn bad_options_and_bodies_throw_coded_errors_and_the_instance_keeps_working() {
         )
         .unwrap();
     assert!(held);
+}
+
+#[wasm_bindgen_test]
+fn parse_uplink_maps_a_tts_webhook_and_its_readings_key_like_the_vectors() {
+    let sample = include_str!("fixtures/webhooks/tts-v3-uplink-docs-example.json");
+    let mut uplink: Value = serde_json::from_str(sample).unwrap();
+    // A buffered burst inside one uplink: every key vector of the device, sent
+    // as bytes. The DevEUI names the device; the decoded readings give the rest.
+    let vectors: Vec<Value> = list(KEYS, "vectors")
+        .into_iter()
+        .filter(|v| v["reading"]["device_id"] == "70B3D57ED0041234")
+        .collect();
+    assert!(!vectors.is_empty());
+    uplink["end_device_ids"]["dev_eui"] = json!("70b3d57ed0041234");
+    uplink["uplink_message"]["decoded_payload"] = json!({
+        "readings": vectors.iter().map(|v| v["reading"].clone()).collect::<Vec<_>>()
+    });
+    let bytes = Uint8Array::from(uplink.to_string().as_bytes());
+    let plan: Value =
+        serde_json::from_str(&parse_uplink("ttn", bytes.into(), JsValue::UNDEFINED).unwrap())
+            .unwrap();
+    assert_eq!(plan["received"], vectors.len());
+    assert_eq!(plan["rejected"], json!([]));
+    let group = &plan["devices"][0];
+    assert_eq!(group["device_id"], "70B3D57ED0041234");
+    for (reading, v) in group["readings"].as_array().unwrap().iter().zip(&vectors) {
+        assert_eq!(
+            idempotency_key_js(js(reading)).unwrap(),
+            v["key"].as_str().unwrap()
+        );
+    }
+    // The docs sample itself has no fill level: rejected with a code, not dropped.
+    let plan: Value = serde_json::from_str(
+        &parse_uplink("ttn", JsValue::from_str(sample), JsValue::UNDEFINED).unwrap(),
+    )
+    .unwrap();
+    assert_eq!(plan["rejected"][0]["code"], "missing_fill_pct");
+    assert_eq!(plan["rejected"][0]["device_id"], "0004A30B001C0530");
+    let err = parse_uplink("mqtt", JsValue::from_str("{}"), JsValue::UNDEFINED).unwrap_err();
+    assert_eq!(code_of(err), "unknown_format");
+    let opts = js(&json!({"maxReadings": 1}));
+    let err = parse_uplink("readings", JsValue::from_str("[{},{}]"), opts).unwrap_err();
+    assert_eq!(code_of(err), "too_many_readings");
 }

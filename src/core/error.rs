@@ -45,6 +45,10 @@ pub enum Error {
     InvalidTime(f64),
     /// The platform gave no random bytes for the hash seed.
     NoEntropy,
+    /// A webhook format name the worker does not know.
+    UnknownFormat(String),
+    /// More readings in one request than allowed: (found, limit).
+    TooManyReadings(usize, usize),
 }
 
 impl Error {
@@ -67,6 +71,8 @@ impl Error {
             Error::UnknownTicket(_) => "unknown_ticket",
             Error::InvalidTime(_) => "invalid_time",
             Error::NoEntropy => "no_entropy",
+            Error::UnknownFormat(_) => "unknown_format",
+            Error::TooManyReadings(..) => "too_many_readings",
         }
     }
 
@@ -92,6 +98,13 @@ impl fmt::Display for Error {
             Error::UnknownTicket(t) => write!(f, "ticket {t} is not open"),
             Error::InvalidTime(t) => write!(f, "now_ms {t} is not a valid time in ms"),
             Error::NoEntropy => f.write_str("no random bytes available to seed the hash"),
+            Error::UnknownFormat(name) => write!(
+                f,
+                "unknown format \"{name}\"; expected ttn, chirpstack, helium, loriot or readings"
+            ),
+            Error::TooManyReadings(n, max) => {
+                write!(f, "{n} readings in one request; at most {max} are accepted")
+            }
         }
     }
 }

@@ -10,3 +10,4 @@ pub mod seen;
 mod seen_tests;
 pub mod siphash;
 pub mod timestamp;
+pub mod uplink;
