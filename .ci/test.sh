@@ -17,3 +17,4 @@ step cargo test
 step wasm-pack test --headless --chrome
 step npm run --silent build   # the JS tests load pkg/
 step node --test tests/js/
+step node --test tests/e2e/   # the demo page (www/) in headless Chromium

@@ -1,0 +1,154 @@
+// The demo page (www/) in Debian's headless Chromium through playwright-core: a
+// fixed-seed run to the end, scored against the simulator's ground truth.
+// Needs www/pkg/ (`npm run build`); never downloads a browser.
+import { test, before, after } from 'node:test';
+import assert from 'node:assert/strict';
+import fs from 'node:fs';
+import { chromium } from 'playwright-core';
+import { serveWww } from '../../.ci/serve-www.mjs';
+
+const OUT = new URL('../../test-output/', import.meta.url);
+const SEED = 20260716; // the page's default; any fixed seed works
+const WAIT = { timeout: 60_000 };
+
+assert.ok(
+  fs.existsSync(new URL('../../www/pkg/reconnect_dedupe_bg.wasm', import.meta.url)),
+  'www/pkg/ is missing: run `npm run build` first',
+);
+
+let server;
+let browser;
+let base;
+
+before(async () => {
+  fs.mkdirSync(OUT, { recursive: true });
+  server = serveWww();
+  await new Promise((resolve) => server.listen(0, '127.0.0.1', resolve));
+  base = `http://127.0.0.1:${server.address().port}/`;
+  browser = await chromium.launch({
+    executablePath: process.env.CHROMIUM ?? '/usr/bin/chromium',
+    args: ['--no-sandbox', '--disable-gpu', '--disable-dev-shm-usage', '--disable-background-networking',
+      '--disable-component-update', '--disable-sync', '--no-first-run'],
+  });
+});
+
+after(async () => {
+  await browser?.close();
+  await new Promise((resolve) => (server ? server.close(resolve) : resolve()));
+});
+
+/** Opens the page and records console errors, page errors and failed or foreign requests. */
+async function open(viewport, query = '') {
+  const page = await browser.newPage({ viewport });
+  const problems = [];
+  const wasmLoads = [];
+  page.on('console', (m) => m.type() === 'error' && problems.push(`console: ${m.text()}`));
+  page.on('pageerror', (e) => problems.push(`page error: ${e.message}`));
+  page.on('requestfailed', (r) => problems.push(`request failed: ${r.url()} ${r.failure()?.errorText}`));
+  page.on('request', (r) => {
+    if (!r.url().startsWith(base) && !r.url().startsWith('data:')) problems.push(`external request: ${r.url()}`);
+    if (r.url().endsWith('.wasm')) wasmLoads.push(r.url());
+  });
+  page.on('response', (r) => r.status() >= 400 && problems.push(`HTTP ${r.status()}: ${r.url()}`));
+  await page.goto(`${base}${query}`);
+  await page.waitForSelector('body[data-run="idle"]', WAIT);
+  return { page, problems, wasmLoads };
+}
+
+const num = async (page, sel) => Number((await page.textContent(sel)).replace(/,/g, ''));
+
+test('a fixed-seed run: reconnect-dedupe loses nothing and passes no duplicate, naive loses', async () => {
+  const { page, problems, wasmLoads } = await open({ width: 1280, height: 900 }, `?seed=${SEED}`);
+  assert.equal(await page.inputValue('#seed'), String(SEED));
+
+  // Step once by hand, then run the rest through the page's own button.
+  await page.click('#step');
+  await page.waitForFunction(() => document.getElementById('clock').textContent.startsWith('minute 1 '), null, WAIT);
+  await page.click('#toEnd');
+  await page.waitForSelector('body[data-run="done"]', WAIT);
+  const minutes = Number(await page.inputValue('#minutes'));
+  assert.match(await page.textContent('#clock'), new RegExp(`^minute ${minutes} / ${minutes} `));
+
+  // Big numbers against the ground truth.
+  assert.equal(await num(page, '[data-stat="wasm-lost"]'), 0, 'reconnect-dedupe lost a real reading');
+  assert.equal(await num(page, '[data-stat="wasm-dups"]'), 0, 'reconnect-dedupe passed a duplicate');
+  assert.ok((await num(page, '[data-stat="naive-lost"]')) > 0, 'naive dedupe should lose same-timestamp readings');
+  assert.ok((await num(page, '[data-stat="none-dups"]')) > 0, 'no dedupe should pass duplicates');
+  assert.equal(await num(page, '[data-stat="none-lost"]'), 0);
+
+  // The core's counters reconcile, and agree with the ground truth.
+  const c = {};
+  for (const k of ['received', 'unique', 'duplicates_suppressed', 'rejected', 'pending', 'keys', 'memory_bytes', 'copies', 'corrupted', 'intact']) {
+    c[k] = await num(page, `[data-counter="${k}"]`);
+  }
+  assert.ok(c.received > 1000, `a real run, got ${c.received} readings`);
+  assert.equal(c.received, c.unique + c.duplicates_suppressed + c.rejected + c.pending);
+  assert.equal(c.received, c.copies, 'the core received every delivered copy');
+  assert.equal(c.rejected, c.corrupted, 'exactly the corrupted copies are rejected');
+  assert.ok(c.corrupted > 0, 'the scenario includes corrupted retransmissions');
+  assert.equal(c.unique, c.intact, 'one admission per real reading that arrived intact');
+  assert.equal(c.keys, c.unique, 'nothing expired or evicted with the default limits');
+  assert.ok(c.memory_bytes > 0);
+  assert.match(await page.textContent('#reconcile'), /^✓ /);
+
+  // The audit lines are the core's JSON, one per burst, reconciling on their own.
+  const lines = await page.$$eval('#audit li', (items) => items.map((li) => li.textContent));
+  assert.equal(lines.length, 8);
+  for (const line of lines) {
+    const a = JSON.parse(line);
+    assert.equal(a.event, 'burst_deduplicated');
+    const p = a.payload;
+    assert.equal(p.received, p.unique + p.duplicates_suppressed + p.pending + p.rejected);
+  }
+  assert.equal(JSON.parse(lines.at(-1)).logged_at, '2026-07-16T10:00:00+00:00', 'simulated time is the core clock');
+
+  // Reset reproduces the same run from the same seed.
+  const first = await page.evaluate(() => window.demo.snapshot().summary);
+  await page.click('#reset');
+  await page.waitForSelector('body[data-run="idle"]', WAIT);
+  assert.equal(await num(page, '[data-counter="received"]'), 0);
+  const again = await page.evaluate(() => window.demo.runToEnd().then((s) => s.summary));
+  assert.deepEqual(again, first);
+
+  await page.screenshot({ path: new URL('demo.png', OUT).pathname, fullPage: true });
+  assert.deepEqual(wasmLoads, [`${base}pkg/reconnect_dedupe_bg.wasm`], 'the Wasm module is fetched once');
+  assert.deepEqual(problems, []);
+  await page.close();
+});
+
+test('a max keys cap too small lets duplicates through and counts evictions', async () => {
+  const { page, problems } = await open({ width: 1280, height: 900 }, `?seed=${SEED}&minutes=60`);
+  await page.fill('#maxKeys', '200');
+  await page.press('#maxKeys', 'Enter'); // change event: a new deduplicator, minute 0
+  await page.waitForFunction(() => window.demo.snapshot().stats.max_keys === 200, null, WAIT);
+  await page.click('#toEnd');
+  await page.waitForSelector('body[data-run="done"]', WAIT);
+  assert.ok((await num(page, '[data-stat="wasm-dups"]')) > 0, 'evicted keys let replays through');
+  assert.ok((await num(page, '[data-counter="evicted_before_ttl"]')) > 0);
+  assert.equal(await num(page, '[data-counter="keys"]'), 200);
+  assert.equal(await num(page, '[data-stat="wasm-lost"]'), 0);
+  assert.deepEqual(problems, []);
+  await page.close();
+});
+
+test('the page fits a 375 px wide screen and its controls are labelled', async () => {
+  const { page, problems } = await open({ width: 375, height: 812 }, `?seed=${SEED}&minutes=90`);
+  // Keyboard: the first Tab lands on the play button, and Space starts the run.
+  await page.keyboard.press('Tab');
+  assert.equal(await page.evaluate(() => document.activeElement.id), 'play');
+  await page.keyboard.press('Space');
+  await page.waitForSelector('body[data-run="playing"]', WAIT);
+  await page.click('#toEnd');
+  await page.waitForSelector('body[data-run="done"]', WAIT);
+  const overflow = await page.evaluate(() => document.documentElement.scrollWidth - window.innerWidth);
+  assert.ok(overflow <= 0, `the page scrolls sideways by ${overflow}px`);
+  const unlabelled = await page.evaluate(() =>
+    [...document.querySelectorAll('input, select, button')]
+      .filter((el) => !(el.labels?.length || el.textContent.trim() || el.getAttribute('aria-label')))
+      .map((el) => el.id || el.outerHTML),
+  );
+  assert.deepEqual(unlabelled, []);
+  await page.screenshot({ path: new URL('demo-375.png', OUT).pathname, fullPage: true });
+  assert.deepEqual(problems, []);
+  await page.close();
+});
