@@ -1,0 +1,69 @@
+// Configuration from wrangler.toml [vars] (and secrets), read once per env object
+// and validated; a bad value makes every request answer 500 `invalid_config`.
+import { HttpError } from "./core.js";
+
+const DAY = 24 * 3600 * 1000;
+
+// name: [default, min, max]; whole numbers.
+const NUMBERS = {
+  TTL_MS: [6 * 3600 * 1000, 1, 31 * DAY],
+  MAX_KEYS_PER_DEVICE: [100_000, 1, 16_777_216],
+  MAX_BODY_BYTES: [1_048_576, 1, 100 * 1_048_576],
+  MAX_READINGS: [10_000, 1, 1_000_000],
+  LEDGER_RETENTION_MS: [7 * DAY, 0, 3650 * DAY],
+  ORIGIN_TIMEOUT_MS: [10_000, 1, 300_000],
+  RETRY_BASE_MS: [1_000, 1, DAY],
+  RETRY_MAX_MS: [3_600_000, 1, 7 * DAY],
+  DELIVERY_BATCH: [500, 1, 10_000],
+};
+
+const cache = new WeakMap();
+
+/** The validated configuration of `env`. Throws an HttpError 500 `invalid_config`. */
+export function config(env) {
+  let c = cache.get(env);
+  if (!c) {
+    c = read(env);
+    cache.set(env, c);
+  }
+  if (c instanceof HttpError) throw c;
+  return c;
+}
+
+function read(env) {
+  const c = {};
+  for (const [name, [dflt, min, max]] of Object.entries(NUMBERS)) {
+    const raw = env[name];
+    const v = raw === undefined || raw === "" ? dflt : Number(raw);
+    if (!Number.isInteger(v) || v < min || v > max) {
+      return new HttpError(500, "invalid_config", `${name} must be a whole number in ${min}..${max}, got ${JSON.stringify(raw)}`);
+    }
+    c[name] = v;
+  }
+  if (c.RETRY_MAX_MS < c.RETRY_BASE_MS) {
+    return new HttpError(500, "invalid_config", "RETRY_MAX_MS must be at least RETRY_BASE_MS");
+  }
+  // The ledger rows are the seen-set's source of truth: keep them at least a TTL.
+  c.RETENTION_MS = Math.max(c.LEDGER_RETENTION_MS, c.TTL_MS);
+  c.ORIGIN_URL = typeof env.ORIGIN_URL === "string" ? env.ORIGIN_URL.trim() : "";
+  if (c.ORIGIN_URL) {
+    let u;
+    try {
+      u = new URL(c.ORIGIN_URL);
+    } catch {
+      return new HttpError(500, "invalid_config", "ORIGIN_URL is not a URL");
+    }
+    if (u.protocol !== "https:" && u.protocol !== "http:") {
+      return new HttpError(500, "invalid_config", "ORIGIN_URL must be http(s)");
+    }
+  }
+  c.INGEST_TOKEN = typeof env.INGEST_TOKEN === "string" ? env.INGEST_TOKEN : "";
+  c.AUTH_HEADER = (typeof env.AUTH_HEADER === "string" && env.AUTH_HEADER.trim()) || "authorization";
+  c.uplink = {
+    maxReadings: c.MAX_READINGS,
+    seqField: env.UPLINK_SEQ_FIELD || undefined,
+    tsField: env.UPLINK_TS_FIELD || undefined,
+    fillField: env.UPLINK_FILL_FIELD || undefined,
+  };
+  return c;
+}

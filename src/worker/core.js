@@ -1,0 +1,45 @@
+// The Wasm core, instantiated once per isolate at module scope. Instantiation draws
+// no random values (the core seeds its hash lazily on first use), as workerd
+// requires of global scope.
+import wasmModule from "../../pkg/reconnect_dedupe_bg.wasm";
+import * as core from "../../pkg/reconnect_dedupe.js";
+
+core.initSync({ module: wasmModule });
+
+let generation = 0;
+
+/** Bumped on every re-instantiation: objects made before it are stale. */
+export function wasmGeneration() {
+  return generation;
+}
+
+/**
+ * Runs `fn`; if the instance traps (`WebAssembly.RuntimeError`), re-instantiates
+ * the module so the isolate keeps serving, and rethrows a coded 500 error.
+ */
+export function guarded(fn) {
+  try {
+    return fn();
+  } catch (e) {
+    if (e instanceof WebAssembly.RuntimeError) {
+      // `__wbg_reset_state` exists because the build runs wasm-bindgen with
+      // --experimental-reset-state-function (.ci/bin/wasm-bindgen).
+      core.__wbg_reset_state();
+      generation += 1;
+      throw new HttpError(500, "wasm_trap", "the core trapped; it was re-instantiated, retry the request");
+    }
+    throw e;
+  }
+}
+
+/** An error with an HTTP status and a stable code, answered as JSON. */
+export class HttpError extends Error {
+  constructor(status, code, message, headers = {}) {
+    super(message);
+    this.status = status;
+    this.code = code;
+    this.headers = headers;
+  }
+}
+
+export const { Deduplicator, parseUplink } = core;

@@ -1,0 +1,244 @@
+// The edge worker: routes, authenticates, enforces limits and hands each device's
+// readings to its Durable Object. Parsing and mapping webhooks happens in the Wasm
+// core (parseUplink); deduplication, storage and delivery in src/worker/device.js.
+import { config } from "./config.js";
+import { guarded, HttpError, parseUplink } from "./core.js";
+
+export { DeviceObject, FleetObject } from "./device.js";
+
+const UPLINK_FORMATS = new Set(["ttn", "chirpstack", "helium", "loriot"]);
+
+export default {
+  async fetch(request, env) {
+    try {
+      return await route(request, env);
+    } catch (e) {
+      if (e instanceof HttpError) return error(e.status, e.code, e.message, e.headers);
+      console.log(JSON.stringify({ level: "ERROR", event: "unhandled", error: String(e?.stack ?? e) }));
+      return error(500, "internal_error", "unexpected error; see the worker log");
+    }
+  },
+};
+
+async function route(request, env) {
+  const url = new URL(request.url);
+  const path = url.pathname.replace(/\/+$/, "") || "/";
+  const method = request.method;
+  if (path === "/v1/health") return only(method, "GET", () => json(200, { ok: true }));
+  if (!path.startsWith("/v1/")) {
+    // Static assets (www/) are served before the worker runs; this is what is left.
+    if (env.ASSETS && (method === "GET" || method === "HEAD")) return env.ASSETS.fetch(request);
+    throw new HttpError(404, "not_found", `no route for ${path}`);
+  }
+  const cfg = config(env);
+  await authenticate(request, cfg);
+  let m;
+  if ((m = path.match(/^\/v1\/uplinks\/([a-z]+)$/)) && UPLINK_FORMATS.has(m[1])) {
+    return only(method, "POST", () => {
+      if (m[1] === "chirpstack") {
+        // ChirpStack posts every event type to the same URL; only `up` carries readings.
+        const event = url.searchParams.get("event") ?? "up";
+        if (event !== "up") return new Response(null, { status: 204 });
+      }
+      return ingest(request, env, cfg, m[1], `uplinks/${m[1]}`);
+    });
+  }
+  if (path === "/v1/readings") return only(method, "POST", () => ingest(request, env, cfg, "readings", "readings"));
+  if (path === "/v1/stats") return only(method, "GET", () => stats(env));
+  if ((m = path.match(/^\/v1\/devices\/([^/]+)\/readings$/))) {
+    return only(method, "GET", () => ledger(env, decodeURIComponent(m[1]), url.searchParams));
+  }
+  throw new HttpError(404, "not_found", `no route for ${path}`);
+}
+
+function only(method, allowed, handler) {
+  if (method !== allowed) throw new HttpError(405, "method_not_allowed", `use ${allowed}`, { allow: allowed });
+  return handler();
+}
+
+// --- auth -----------------------------------------------------------------------
+
+async function authenticate(request, cfg) {
+  if (!cfg.INGEST_TOKEN) {
+    // Fail closed: a deployment without a token accepts nothing.
+    throw new HttpError(503, "auth_not_configured", "INGEST_TOKEN is not set; the worker refuses all /v1 requests but /v1/health");
+  }
+  const auth = request.headers.get("authorization");
+  const bearer = auth && /^Bearer\s+(.+)$/i.exec(auth)?.[1];
+  const custom = cfg.AUTH_HEADER !== "authorization" ? request.headers.get(cfg.AUTH_HEADER) : null;
+  const given = bearer ?? custom;
+  if (given === null || given === undefined) {
+    throw new HttpError(401, "unauthorized", `send "Authorization: Bearer <token>" or the ${cfg.AUTH_HEADER} header`, {
+      "www-authenticate": "Bearer",
+    });
+  }
+  if (!(await sameSecret(given.trim(), cfg.INGEST_TOKEN))) throw new HttpError(401, "unauthorized", "wrong token");
+}
+
+/** Constant-time comparison of SHA-256 digests (equal length, hides the token's length). */
+async function sameSecret(a, b) {
+  const enc = new TextEncoder();
+  const [da, db] = await Promise.all([crypto.subtle.digest("SHA-256", enc.encode(a)), crypto.subtle.digest("SHA-256", enc.encode(b))]);
+  return crypto.subtle.timingSafeEqual(da, db);
+}
+
+// --- ingest ---------------------------------------------------------------------
+
+async function ingest(request, env, cfg, format, routeName) {
+  const type = (request.headers.get("content-type") ?? "").split(";")[0].trim().toLowerCase();
+  if (type !== "application/json" && !type.endsWith("+json")) {
+    const hint =
+      format === "chirpstack" && /protobuf|octet-stream/.test(type)
+        ? "the Protobuf encoding is not supported; set the ChirpStack HTTP integration's payload encoding to JSON"
+        : "send Content-Type: application/json";
+    throw new HttpError(415, "unsupported_media_type", hint);
+  }
+  const body = await readBody(request, cfg.MAX_BODY_BYTES);
+  let plan;
+  try {
+    plan = JSON.parse(guarded(() => parseUplink(format, body, cfg.uplink)));
+  } catch (e) {
+    if (e instanceof HttpError) throw e;
+    const status = { too_many_readings: 413, invalid_json: 400, invalid_burst: 400, invalid_config: 500 }[e.code] ?? 400;
+    throw new HttpError(status, e.code ?? "invalid_body", e.message);
+  }
+  const burst_id = crypto.randomUUID();
+  const refusedBy = new Map();
+  const unroutable = [];
+  for (const r of plan.rejected) {
+    if (r.device_id === null) unroutable.push(r);
+    else refusedBy.set(r.device_id, (refusedBy.get(r.device_id) ?? 0) + 1);
+  }
+  // Devices with only refused readings still get their audit line and counters.
+  const groups = plan.devices.slice();
+  for (const id of refusedBy.keys()) {
+    if (!groups.some((g) => g.device_id === id)) groups.push({ device_id: id, indices: [], readings: [] });
+  }
+  const replies = await Promise.all(
+    groups.map(async (g) => {
+      try {
+        const stub = env.DEVICES.get(env.DEVICES.idFromName(g.device_id));
+        return await stub.ingest({ device_id: g.device_id, readings: g.readings, refused: refusedBy.get(g.device_id) ?? 0, route: routeName, burst_id });
+      } catch (e) {
+        return { ok: false, status: 503, code: "device_unavailable", message: String(e?.message ?? e) };
+      }
+    }),
+  );
+  if (unroutable.length) {
+    const payload = { received: unroutable.length, unique: 0, duplicates_suppressed: 0, pending: 0, rejected: unroutable.length, seq_reuses: 0, evicted_before_ttl: 0 };
+    console.log(JSON.stringify({ logged_at: new Date().toISOString(), level: "INFO", event: "burst_deduplicated", payload, device_id: null, route: routeName, burst_id }));
+    await env.FLEET.get(env.FLEET.idFromName("fleet")).unroutable(unroutable.length);
+  }
+  return merge(plan, groups, replies, burst_id, routeName);
+}
+
+/** Per-device replies back into one answer with the request's indices. */
+function merge(plan, groups, replies, burst_id, routeName) {
+  const out = { burst_id, received: plan.received, unique: 0, duplicates_suppressed: 0, admitted: [], duplicates: [], pending: [], rejected: [...plan.rejected], errors: [] };
+  groups.forEach((g, i) => {
+    const r = replies[i];
+    const at = (local) => g.indices[local];
+    if (!r.ok) {
+      out.errors.push({ device_id: g.device_id, code: r.code, message: r.message });
+      if (!r.pending) {
+        // No outcome at all (the object was unreachable or trapped).
+        out.pending.push(...g.indices);
+        console.log(JSON.stringify({ logged_at: new Date().toISOString(), level: "ERROR", event: "burst_not_stored", payload: { received: g.indices.length, unique: 0, duplicates_suppressed: 0, pending: g.indices.length, rejected: 0, seq_reuses: 0, evicted_before_ttl: 0 }, device_id: g.device_id, route: routeName, burst_id, error: r.code }));
+        return;
+      }
+    }
+    for (const u of r.unique) out.admitted.push({ index: at(u.index), key: u.key });
+    out.duplicates.push(...r.duplicates.map(at));
+    out.pending.push(...r.pending.map(at));
+    for (const x of r.rejected) out.rejected.push({ ...x, index: at(x.index), device_id: g.device_id });
+  });
+  out.unique = out.admitted.length;
+  out.duplicates_suppressed = out.duplicates.length;
+  for (const k of ["duplicates", "pending"]) out[k].sort((a, b) => a - b);
+  out.admitted.sort((a, b) => a.index - b.index);
+  out.rejected.sort((a, b) => a.index - b.index);
+  if (!out.errors.length) delete out.errors;
+  if (out.pending.length) {
+    // Not stored (or another copy is still being stored): do not claim success.
+    return json(503, { ...out, error: { code: "retry_later", message: `${out.pending.length} reading(s) not stored yet; retry the request` } }, { "retry-after": "1" });
+  }
+  return json(200, out);
+}
+
+async function readBody(request, limit) {
+  const declared = Number(request.headers.get("content-length") ?? NaN);
+  if (declared > limit) throw tooLarge(limit);
+  if (!request.body) return new Uint8Array(0);
+  const reader = request.body.getReader();
+  const chunks = [];
+  let size = 0;
+  for (;;) {
+    const { done, value } = await reader.read();
+    if (done) break;
+    size += value.byteLength;
+    if (size > limit) {
+      await reader.cancel();
+      throw tooLarge(limit);
+    }
+    chunks.push(value);
+  }
+  const body = new Uint8Array(size);
+  let at = 0;
+  for (const c of chunks) {
+    body.set(c, at);
+    at += c.byteLength;
+  }
+  return body;
+}
+
+function tooLarge(limit) {
+  return new HttpError(413, "body_too_large", `the body exceeds ${limit} bytes`);
+}
+
+// --- reads ----------------------------------------------------------------------
+
+async function stats(env) {
+  const { devices, unroutable_rejected } = await env.FLEET.get(env.FLEET.idFromName("fleet")).summary();
+  const total = { devices: devices.length, received: unroutable_rejected, unique: 0, duplicates_suppressed: 0, rejected: unroutable_rejected, pending: 0, seq_reuses: 0 };
+  const backlog = { pending_deliveries: 0, delivered: 0, failed_attempts: 0, oldest_undelivered_age_ms: null, ledger_rows: 0 };
+  let oldest = null;
+  for (let i = 0; i < devices.length; i += 50) {
+    const parts = await Promise.all(devices.slice(i, i + 50).map((id) => env.DEVICES.get(env.DEVICES.idFromName(id)).stats()));
+    for (const s of parts) {
+      const c = s.counters;
+      total.received += c.received ?? 0;
+      total.unique += c.unique ?? 0;
+      total.duplicates_suppressed += c.duplicates ?? 0;
+      total.rejected += c.rejected ?? 0;
+      total.pending += c.pending ?? 0;
+      total.seq_reuses += c.seq_reuses ?? 0;
+      backlog.pending_deliveries += s.pending_deliveries;
+      backlog.delivered += s.delivered;
+      backlog.failed_attempts += s.failed_attempts;
+      backlog.ledger_rows += s.ledger_rows;
+      if (s.oldest_undelivered_at !== null) oldest = Math.min(oldest ?? Infinity, s.oldest_undelivered_at);
+    }
+  }
+  if (oldest !== null) backlog.oldest_undelivered_age_ms = Math.max(0, Date.now() - oldest);
+  return json(200, { ...total, ...backlog });
+}
+
+async function ledger(env, deviceId, params) {
+  const limit = Number(params.get("limit") ?? 100);
+  const after = Number(params.get("after") ?? 0);
+  if (!Number.isInteger(limit) || limit < 1 || limit > 1000 || !Number.isInteger(after) || after < 0) {
+    throw new HttpError(400, "invalid_query", "limit must be 1..1000 and after a cursor from `next`");
+  }
+  const page = await env.DEVICES.get(env.DEVICES.idFromName(deviceId)).list({ after, limit });
+  return json(200, { device_id: deviceId, ...page });
+}
+
+// --- responses ------------------------------------------------------------------
+
+function json(status, body, headers = {}) {
+  return new Response(JSON.stringify(body), { status, headers: { "content-type": "application/json; charset=utf-8", ...headers } });
+}
+
+function error(status, code, message, headers = {}) {
+  return json(status, { error: { code, message } }, headers);
+}
