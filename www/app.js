@@ -1,7 +1,7 @@
 // The page: controls, playback, rendering and the worker switch. The simulation
 // (sim.js) and the scoring (strategies.js) are pure and live elsewhere.
 import init, { Deduplicator } from './pkg/reconnect_dedupe.js';
-import { PARAMS, START_MS, TICK_MS, simulate, busiestReplayer, normalizeParams } from './sim.js';
+import { PARAMS, START_MS, TICK_MS, simulate, telltaleBin, normalizeParams } from './sim.js';
 import { STRATEGIES, createRun, compareWithWorker } from './strategies.js';
 import { chartSvg } from './chart.js';
 
@@ -79,9 +79,9 @@ function reset() {
 
 function fillBinSelect(stream) {
   const sel = $('bin');
-  const pick = busiestReplayer(stream);
+  const pick = telltaleBin(stream);
   sel.replaceChildren(
-    ...stream.devices.map((id, i) => new Option(i === pick ? `${id} (most replays)` : id, String(i), i === pick, i === pick)),
+    ...stream.devices.map((id, i) => new Option(i === pick ? `${id} (most telling)` : id, String(i), i === pick, i === pick)),
   );
 }
 
@@ -243,7 +243,8 @@ function render() {
     setNum(document.querySelector(`[data-stat="${s.id}-dups"]`), r.duplicatesPassed);
     setNum(document.querySelector(`[data-stat="${s.id}-lost"]`), r.lost);
     document.querySelector(`[data-stat="${s.id}-passes"]`).textContent =
-      `${fmt(r.passes)} readings passed · ${fmt(r.rejected)} rejected`;
+      `${fmt(r.passes)} readings passed · ${fmt(r.rejected)} rejected · ` +
+      `a replay made a bin look serviced ${fmt(r.falseServices)}×`;
     document.querySelector(`[data-chart="${s.id}"]`).innerHTML = chartSvg({
       truth: stream.trueFill[dev],
       points: run.tallies[s.id].series[dev],

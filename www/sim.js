@@ -21,6 +21,8 @@ const EXTRA_READING = 0.03; // chance per device-minute of an event reading (thr
 const SERVICE_AT = 80; // fill % from which a bin may be serviced
 const SERVICE_CHANCE = 0.04; // per minute, once at or above SERVICE_AT
 const CORRUPT_FILL = 255; // what a damaged fill byte decodes to
+/** A drop of at least this many points in a bin's level reads as "serviced". */
+export const SERVICE_DROP = 30;
 
 /** Fills in defaults and clamps every parameter into its range. */
 export function normalizeParams(p = {}) {
@@ -178,13 +180,27 @@ export function simulate(rawParams) {
   return { params, devices: devices.map((d) => d.id), ticks, trueFill, trueServices, readings };
 }
 
-/** The device that receives the most retransmitted copies: the most telling chart. */
-export function busiestReplayer(stream) {
-  const counts = new Array(stream.devices.length).fill(0);
-  for (const t of stream.ticks) for (const u of t.uplinks) if (u.retransmit) counts[u.dev]++;
+/**
+ * The bin whose chart tells the story best: the one where replayed copies most often
+ * drop the level it shows by SERVICE_DROP points or more (a full bin looking serviced), then
+ * the one with the most retransmitted copies.
+ */
+export function telltaleBin(stream) {
+  const score = new Array(stream.devices.length).fill(0);
+  const last = new Array(stream.devices.length).fill(null);
+  const delivered = new Set();
+  for (const t of stream.ticks) {
+    for (const u of t.uplinks) {
+      if (u.retransmit) score[u.dev] += 1;
+      if (u.corrupted) continue;
+      if (delivered.has(u.rid) && last[u.dev] !== null && last[u.dev] - u.reading.fill_pct >= SERVICE_DROP) score[u.dev] += 1000;
+      delivered.add(u.rid);
+      last[u.dev] = u.reading.fill_pct;
+    }
+  }
   let best = 0;
-  counts.forEach((c, i) => {
-    if (c > counts[best]) best = i;
+  score.forEach((c, i) => {
+    if (c > score[best]) best = i;
   });
   return best;
 }

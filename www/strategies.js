@@ -1,8 +1,6 @@
 // The three strategies fed the same simulated stream, and the ground truth they are
 // judged against. Pure: the Wasm deduplicator is passed in, nothing touches the DOM.
-
-/** A drop of at least this many points between two readings looks like a service. */
-export const SERVICE_DROP = 30;
+import { SERVICE_DROP } from './sim.js';
 
 /** The schema check every strategy applies first (the core's fill_pct rule). */
 const validFill = (f) => typeof f === 'number' && Number.isFinite(f) && f >= 0 && f <= 100;
@@ -19,7 +17,7 @@ function newTally(deviceCount) {
     passes: 0, // readings handed downstream, copies included
     duplicatesPassed: 0, // passes of a rid already passed
     rejected: 0,
-    apparentServices: 0, // drops >= SERVICE_DROP in what downstream saw
+    falseServices: 0, // a passed duplicate dropped the level by SERVICE_DROP or more
     last: new Array(deviceCount).fill(null), // downstream's view: the last fill handed over
     series: Array.from({ length: deviceCount }, () => []), // [minute, fill, duplicate?] per pass
   };
@@ -32,7 +30,7 @@ function pass(tally, u, minute) {
   if (dup) tally.duplicatesPassed++;
   else tally.passed.add(u.rid);
   const prev = tally.last[u.dev];
-  if (prev !== null && prev - fill >= SERVICE_DROP) tally.apparentServices++;
+  if (dup && prev !== null && prev - fill >= SERVICE_DROP) tally.falseServices++;
   tally.last[u.dev] = fill;
   tally.series[u.dev].push([minute, fill, dup]);
 }
@@ -109,7 +107,7 @@ export function createRun(stream, dedup) {
         // Only intact copies pass, so every passed rid is an intact one.
         lost: truth.intact.size - t.passed.size,
         rejected: t.rejected,
-        apparentServices: t.apparentServices,
+        falseServices: t.falseServices,
       };
     }
     return result;
