@@ -17,4 +17,5 @@ step cargo test
 step wasm-pack test --headless --chrome
 step npm run --silent build   # the JS tests load pkg/
 step node --test tests/js/
+step node --test --test-concurrency=1 tests/worker/   # the worker in workerd (Miniflare)
 step node --test tests/e2e/   # the demo page (www/) in headless Chromium

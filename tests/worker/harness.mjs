@@ -1,0 +1,97 @@
+// Runs src/worker/ in workerd through Miniflare (no mocks of the runtime), with the
+// bindings wrangler.toml declares, and a real HTTP origin on 127.0.0.1 for delivery.
+import { Miniflare } from "miniflare";
+import http from "node:http";
+import fs from "node:fs";
+import os from "node:os";
+import path from "node:path";
+
+const root = new URL("../../", import.meta.url).pathname;
+export const TOKEN = "test-token";
+export const fixture = (name) => fs.readFileSync(path.join(root, "tests/fixtures/webhooks", name), "utf8");
+export const keyVectors = JSON.parse(fs.readFileSync(path.join(root, "tests/vectors/keys.json"), "utf8")).vectors;
+
+/** A persistence directory that outlives one Miniflare instance (restart tests). */
+export function tempDir() {
+  return fs.mkdtempSync(path.join(os.tmpdir(), "rd-worker-"));
+}
+
+/** Starts the worker. `vars` override [vars]; `persist` is a directory or undefined. */
+export async function start({ vars = {}, persist, log = false } = {}) {
+  assertBuilt();
+  const mf = new Miniflare({
+    modules: true,
+    modulesRoot: root,
+    scriptPath: path.join(root, "src/worker/index.js"),
+    modulesRules: [
+      { type: "ESModule", include: ["**/*.js"] },
+      { type: "CompiledWasm", include: ["**/*.wasm"] },
+    ],
+    compatibilityDate: "2026-04-01",
+    bindings: { INGEST_TOKEN: TOKEN, ...vars },
+    durableObjects: {
+      DEVICES: { className: "DeviceObject", useSQLite: true },
+      FLEET: { className: "FleetObject", useSQLite: true },
+    },
+    durableObjectsPersist: persist ?? false,
+    handleRuntimeStdio: log ? undefined : (stdout, stderr) => { stdout.resume(); stderr.resume(); },
+  });
+  await mf.ready;
+  const url = await mf.ready;
+  const call = (p, init = {}) => mf.dispatchFetch(new URL(p, url), init);
+  return { mf, call };
+}
+
+function assertBuilt() {
+  if (!fs.existsSync(path.join(root, "pkg/reconnect_dedupe_bg.wasm"))) {
+    throw new Error("pkg/ is missing: run `npm run build` first");
+  }
+}
+
+/** POST JSON with the token. */
+export function post(call, p, body, headers = {}) {
+  return call(p, {
+    method: "POST",
+    headers: { authorization: `Bearer ${TOKEN}`, "content-type": "application/json", ...headers },
+    body: typeof body === "string" ? body : JSON.stringify(body),
+  });
+}
+
+export async function get(call, p) {
+  const res = await call(p, { headers: { authorization: `Bearer ${TOKEN}` } });
+  return { status: res.status, body: await res.json() };
+}
+
+/** A real origin: answers 500 to the first `failures` requests, then 200. */
+export async function origin({ failures = 0 } = {}) {
+  const requests = [];
+  const server = http.createServer((req, res) => {
+    let data = "";
+    req.on("data", (c) => (data += c));
+    req.on("end", () => {
+      const ok = requests.length >= failures;
+      requests.push({ ok, idempotencyKey: req.headers["idempotency-key"], body: JSON.parse(data) });
+      res.writeHead(ok ? 200 : 500, { "content-type": "application/json" });
+      res.end("{}");
+    });
+  });
+  await new Promise((r) => server.listen(0, "127.0.0.1", r));
+  return {
+    url: `http://127.0.0.1:${server.address().port}/ingest`,
+    requests,
+    /** Keys the origin accepted (2xx), with repeats. */
+    accepted: () => requests.filter((r) => r.ok).flatMap((r) => r.body.readings.map((x) => x.key)),
+    close: () => new Promise((r) => server.close(r)),
+  };
+}
+
+/** Polls `check` (async, returns truthy when done) until it holds; bounded. */
+export async function until(check, what, deadlineMs = 20_000) {
+  const end = Date.now() + deadlineMs;
+  for (;;) {
+    const v = await check();
+    if (v) return v;
+    if (Date.now() > end) throw new Error(`timed out waiting for ${what}`);
+    await new Promise((r) => setTimeout(r, 20));
+  }
+}

@@ -1,0 +1,261 @@
+// The worker in workerd (Miniflare), driven over HTTP with the sample webhooks, the
+// shared key vectors and a real local origin. .ci/test.sh builds pkg/ first.
+import { test, after } from "node:test";
+import assert from "node:assert/strict";
+import fs from "node:fs";
+import { start, post, get, fixture, keyVectors, origin, until, tempDir, TOKEN } from "./harness.mjs";
+
+const pkgUrl = new URL("../../pkg/", import.meta.url);
+const pkg = await import(new URL("reconnect_dedupe.js", pkgUrl));
+pkg.initSync({ module: fs.readFileSync(new URL("reconnect_dedupe_bg.wasm", pkgUrl)) });
+
+const worker = await start();
+after(() => worker.mf.dispose());
+const { call } = worker;
+
+const reading = (device_id, seq, fill_pct, ts = "2026-07-16T09:00:00Z") => ({ device_id, seq, ts, fill_pct });
+
+/** The sample with `fill` set in its decoded payload (the samples carry none). */
+function withFill(name, fill, edit = () => {}) {
+  const v = JSON.parse(fixture(name));
+  const decoded = {
+    "tts-v3-uplink-docs-example.json": () => v.uplink_message.decoded_payload,
+    "chirpstack-v4-up-docs-example.json": () => (v.object ??= {}),
+    "helium-console-uplink-docs-example.json": () => ((v.decoded ??= { status: "success" }).payload ??= {}),
+    "loriot-rx-docs-example.json": () => (v.decoded ??= {}),
+  }[name]();
+  Object.assign(decoded, fill);
+  edit(v);
+  return JSON.stringify(v);
+}
+
+const ROUTES = [
+  ["ttn", "tts-v3-uplink-docs-example.json", "0004A30B001C0530", 1, "2020-02-12T15:15:45.789585559Z"],
+  ["chirpstack?event=up", "chirpstack-v4-up-docs-example.json", "0101010101010101", 0, "2022-07-18T09:34:15.775023242+00:00"],
+  ["helium", "helium-console-uplink-docs-example.json", "1C29FBD1D2084E21", 19, "2472-11-09T08:11:01.234Z"],
+  ["loriot", "loriot-rx-docs-example.json", "0102030405060708", 1, "2016-08-10T17:37:55.433Z"],
+];
+
+for (const [route, name, devEui, seq, ts] of ROUTES) {
+  test(`${route}: the docs sample is rejected for its missing fill level, not dropped`, async () => {
+    const res = await post(call, `/v1/uplinks/${route}`, fixture(name));
+    assert.equal(res.status, 200);
+    const body = await res.json();
+    assert.equal(body.received, 1);
+    assert.equal(body.unique, 0);
+    assert.deepEqual(body.rejected.map((r) => [r.index, r.code, r.device_id]), [[0, "missing_fill_pct", devEui]]);
+  });
+
+  test(`${route}: a sample with a fill level is admitted once, its replay suppressed`, async () => {
+    const body = withFill(name, { fill_pct: 47.5 });
+    const expected = pkg.idempotencyKey({ device_id: devEui, seq, ts, fill_pct: 47.5 });
+    const first = await (await post(call, `/v1/uplinks/${route}`, body)).json();
+    assert.deepEqual(first.admitted, [{ index: 0, key: expected }]);
+    const replay = await post(call, `/v1/uplinks/${route}`, body);
+    assert.equal(replay.status, 200);
+    const again = await replay.json();
+    assert.deepEqual([again.unique, again.duplicates_suppressed, again.duplicates], [0, 1, [0]]);
+    const ledger = await get(call, `/v1/devices/${devEui}/readings`);
+    assert.deepEqual(ledger.body.readings.map((r) => r.key), [expected]);
+    assert.equal(ledger.body.readings[0].delivery, "stored", "no ORIGIN_URL: kept in the ledger");
+  });
+}
+
+test("every shared key vector gets its key through the worker", async () => {
+  const readings = keyVectors.map((v) => v.reading);
+  const res = await post(call, "/v1/readings", { readings });
+  assert.equal(res.status, 200);
+  const out = await res.json();
+  assert.equal(out.received, readings.length);
+  assert.equal(out.unique + out.duplicates_suppressed + out.pending.length + out.rejected.length, out.received);
+  const admitted = new Map(out.admitted.map((a) => [a.index, a.key]));
+  const seen = new Set();
+  keyVectors.forEach((v, i) => {
+    if (admitted.has(i)) assert.equal(admitted.get(i), v.key, v.name);
+    else assert.ok(out.duplicates.includes(i) && seen.has(v.key), `${v.name}: a duplicate of an earlier vector`);
+    seen.add(v.key);
+  });
+});
+
+test("a replayed native burst is suppressed and same-second distinct readings are both kept", async () => {
+  const burst = [reading("bin-R1", 41, 62.5), reading("bin-R1", 42, 71.0), reading("bin-R1", 41, 62.5)];
+  const first = await (await post(call, "/v1/readings", burst)).json();
+  assert.deepEqual(first.admitted.map((a) => a.index), [0, 1], "both same-second readings kept");
+  assert.deepEqual(first.duplicates, [2]);
+  const replay = await (await post(call, "/v1/readings", { readings: burst })).json();
+  assert.deepEqual([replay.unique, replay.duplicates], [0, [0, 1, 2]]);
+});
+
+test("a burst of many devices is split per device and merged back by index", async () => {
+  const burst = [
+    reading("bin-M1", 1, 10),
+    reading("bin-M2", 1, 20),
+    reading("bin-M1", 1, 10),
+    { device_id: "bin-M2", seq: 2, ts: "2026-07-16T09:00:00Z", fill_pct: 120 },
+    { seq: 3 },
+    reading("bin-M3", 1, 30),
+  ];
+  const out = await (await post(call, "/v1/readings", burst)).json();
+  assert.deepEqual(out.admitted.map((a) => [a.index, a.key.split(":")[0]]), [[0, "bin-M1"], [1, "bin-M2"], [5, "bin-M3"]]);
+  assert.deepEqual(out.duplicates, [2]);
+  assert.deepEqual(out.rejected.map((r) => [r.index, r.code]), [[3, "invalid_fill_pct"], [4, "missing_device_id"]]);
+});
+
+test("a TTS uplink without f_cnt gets seq 0", async () => {
+  const body = withFill("tts-v3-uplink-docs-example.json", { fill_pct: 5 }, (v) => {
+    delete v.uplink_message.f_cnt;
+    v.end_device_ids.dev_eui = "00000000000000F0";
+  });
+  const out = await (await post(call, "/v1/uplinks/ttn", body)).json();
+  assert.equal(out.admitted[0].key, pkg.idempotencyKey({ device_id: "00000000000000F0", seq: 0, ts: "2020-02-12T15:15:45.789585559Z", fill_pct: 5 }));
+});
+
+test("ChirpStack: other events are acknowledged and ignored, protobuf is refused", async () => {
+  const join = await post(call, "/v1/uplinks/chirpstack?event=join", "{}");
+  assert.equal(join.status, 204);
+  const proto = await post(call, "/v1/uplinks/chirpstack?event=up", "\x0a\x01", { "content-type": "application/octet-stream" });
+  assert.equal(proto.status, 415);
+  const err = (await proto.json()).error;
+  assert.equal(err.code, "unsupported_media_type");
+  assert.match(err.message, /Protobuf/);
+});
+
+test("auth: missing and wrong tokens are refused, health is public, reads need the token", async () => {
+  const body = JSON.stringify([reading("bin-AUTH", 1, 1)]);
+  const none = await call("/v1/readings", { method: "POST", headers: { "content-type": "application/json" }, body });
+  assert.equal(none.status, 401);
+  assert.equal((await none.json()).error.code, "unauthorized");
+  const wrong = await post(call, "/v1/readings", body, { authorization: `Bearer ${TOKEN}x` });
+  assert.equal(wrong.status, 401);
+  const prefix = await post(call, "/v1/readings", body, { authorization: `Bearer ${TOKEN.slice(0, -1)}` });
+  assert.equal(prefix.status, 401);
+  assert.equal((await call("/v1/stats")).status, 401);
+  assert.equal((await call("/v1/devices/bin-AUTH/readings")).status, 401);
+  assert.deepEqual(await (await call("/v1/health")).json(), { ok: true });
+  const ledger = await get(call, "/v1/devices/bin-AUTH/readings");
+  assert.deepEqual(ledger.body.readings, [], "nothing was admitted by the refused requests");
+});
+
+test("auth: no token configured refuses ingest; a custom header name works", async () => {
+  const closed = await start({ vars: { INGEST_TOKEN: "" } });
+  const custom = await start({ vars: { AUTH_HEADER: "x-ingest-token" } });
+  try {
+    const res = await post(closed.call, "/v1/readings", [reading("bin-C", 1, 1)]);
+    assert.equal(res.status, 503);
+    assert.equal((await res.json()).error.code, "auth_not_configured");
+    const ok = await post(custom.call, "/v1/readings", [reading("bin-C", 1, 1)], { authorization: "", "x-ingest-token": TOKEN });
+    assert.equal(ok.status, 200);
+    const bad = await post(custom.call, "/v1/readings", [reading("bin-C", 1, 1)], { authorization: "", "x-ingest-token": "nope" });
+    assert.equal(bad.status, 401);
+  } finally {
+    await Promise.all([closed.mf.dispose(), custom.mf.dispose()]);
+  }
+});
+
+test("limits: oversized, too many readings, not JSON, malformed JSON, not a burst", async () => {
+  const big = await post(call, "/v1/readings", `[${" ".repeat(1024 * 1024)}]`);
+  assert.equal(big.status, 413);
+  assert.equal((await big.json()).error.code, "body_too_large");
+  const many = Array.from({ length: 10_001 }, (_, i) => ({ device_id: "bin-N", seq: i }));
+  const tooMany = await post(call, "/v1/readings", many);
+  assert.equal(tooMany.status, 413);
+  assert.equal((await tooMany.json()).error.code, "too_many_readings");
+  const form = await post(call, "/v1/readings", "a=1", { "content-type": "application/x-www-form-urlencoded" });
+  assert.equal(form.status, 415);
+  const bad = await post(call, "/v1/uplinks/ttn", '{"uplink_message": ');
+  assert.equal(bad.status, 400);
+  assert.equal((await bad.json()).error.code, "invalid_json");
+  const notBurst = await post(call, "/v1/readings", '{"x": 1}');
+  assert.equal(notBurst.status, 400);
+  assert.equal((await notBurst.json()).error.code, "invalid_burst");
+  assert.equal((await get(call, "/v1/devices/bin-N/readings")).body.readings.length, 0);
+});
+
+test("two concurrent deliveries of the same burst admit each reading exactly once", async () => {
+  const burst = Array.from({ length: 50 }, (_, i) => reading(`bin-P${i % 3}`, i, i));
+  const replies = await Promise.all([post(call, "/v1/readings", burst), post(call, "/v1/readings", burst)]);
+  const bodies = await Promise.all(replies.map((r) => r.json()));
+  const admitted = bodies.flatMap((b) => b.admitted.map((a) => a.index));
+  assert.deepEqual(admitted.sort((a, b) => a - b), burst.map((_, i) => i), "every reading admitted once in total");
+  for (const [i, r] of replies.entries()) {
+    const b = bodies[i];
+    assert.equal(b.unique + b.duplicates_suppressed + b.pending.length + b.rejected.length, burst.length);
+    // A reading whose first copy is still being stored is never reported as done.
+    assert.equal(r.status, b.pending.length ? 503 : 200);
+  }
+  for (let d = 0; d < 3; d++) {
+    const rows = (await get(call, `/v1/devices/bin-P${d}/readings`)).body.readings;
+    assert.equal(new Set(rows.map((r) => r.key)).size, rows.length);
+    assert.equal(rows.length, burst.filter((r) => r.device_id === `bin-P${d}`).length);
+  }
+});
+
+test("stats reconcile received with unique, duplicates and rejected", async () => {
+  const { body } = await get(call, "/v1/stats");
+  assert.equal(body.received, body.unique + body.duplicates_suppressed + body.pending + body.rejected);
+  assert.ok(body.devices >= 10);
+  assert.equal(body.pending_deliveries, 0);
+  assert.equal(body.oldest_undelivered_age_ms, null);
+});
+
+test("an origin that fails 3 times gets every reading exactly once, with idempotency keys", async () => {
+  const o = await origin({ failures: 3 });
+  const w = await start({ vars: { ORIGIN_URL: o.url, RETRY_BASE_MS: "5", RETRY_MAX_MS: "20", DELIVERY_BATCH: "7" } });
+  try {
+    const burst = Array.from({ length: 20 }, (_, i) => reading(i % 2 ? "bin-O1" : "bin-O2", i, i));
+    const out = await (await post(w.call, "/v1/readings", burst)).json();
+    assert.equal(out.unique, 20);
+    const stats = await until(async () => {
+      const s = (await get(w.call, "/v1/stats")).body;
+      return s.delivered === 20 && s.pending_deliveries === 0 && s;
+    }, "all deliveries");
+    assert.equal(stats.oldest_undelivered_age_ms, null);
+    assert.ok(o.requests.filter((r) => !r.ok).length === 3, "the origin failed 3 times");
+    const accepted = o.accepted();
+    assert.deepEqual([...accepted].sort(), out.admitted.map((a) => a.key).sort(), "each key once, none lost");
+    for (const r of o.requests) {
+      assert.match(r.idempotencyKey, /^[0-9a-f]{64}$/);
+      assert.ok(r.body.readings.length <= 7);
+      for (const x of r.body.readings) assert.equal(x.key, pkg.idempotencyKey(x));
+    }
+    const ledger = (await get(w.call, "/v1/devices/bin-O1/readings")).body.readings;
+    assert.ok(ledger.every((r) => r.delivery === "delivered"));
+  } finally {
+    await w.mf.dispose();
+    await o.close();
+  }
+});
+
+test("after a restart on the same state, replays are suppressed and the backlog is delivered", async () => {
+  const dir = tempDir();
+  const dead = await origin();
+  const deadUrl = dead.url;
+  await dead.close(); // nothing listens there any more: every delivery fails
+  const burst = [reading("bin-S1", 1, 11), reading("bin-S1", 2, 22), reading("bin-S2", 1, 33)];
+  const first = await start({ persist: dir, vars: { ORIGIN_URL: deadUrl, RETRY_BASE_MS: "5", RETRY_MAX_MS: "5" } });
+  let keys;
+  try {
+    keys = (await (await post(first.call, "/v1/readings", burst)).json()).admitted.map((a) => a.key);
+    assert.equal(keys.length, 3);
+    const s = await until(async () => {
+      const b = (await get(first.call, "/v1/stats")).body;
+      return b.failed_attempts >= 4 && b;
+    }, "failed attempts");
+    assert.equal(s.pending_deliveries, 3);
+    assert.notEqual(s.oldest_undelivered_age_ms, null);
+  } finally {
+    await first.mf.dispose();
+  }
+  const o = await origin();
+  const second = await start({ persist: dir, vars: { ORIGIN_URL: o.url, RETRY_BASE_MS: "5", RETRY_MAX_MS: "5" } });
+  try {
+    const replay = await (await post(second.call, "/v1/readings", burst)).json();
+    assert.deepEqual([replay.unique, replay.duplicates], [0, [0, 1, 2]], "the seen-set was rebuilt from storage");
+    await until(async () => (await get(second.call, "/v1/stats")).body.pending_deliveries === 0, "backlog delivered");
+    assert.deepEqual(o.accepted().sort(), keys.sort());
+  } finally {
+    await second.mf.dispose();
+    await o.close();
+    fs.rmSync(dir, { recursive: true, force: true });
+  }
+});
