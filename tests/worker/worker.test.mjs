@@ -259,3 +259,17 @@ test("after a restart on the same state, replays are suppressed and the backlog 
     fs.rmSync(dir, { recursive: true, force: true });
   }
 });
+
+test("the README's curl examples: with-fill fixtures admit, then suppress", async () => {
+  const w = await start();
+  try {
+    const tts = fixture("with-fill/tts-v3-uplink.json");
+    const first = await (await post(w.call, "/v1/uplinks/ttn", tts)).json();
+    assert.deepEqual(first.admitted, [{ index: 0, key: "0004A30B001C0530:1:d7f366a3cb678f45" }]);
+    assert.equal((await (await post(w.call, "/v1/uplinks/ttn", tts)).json()).duplicates_suppressed, 1);
+    const cs = await (await post(w.call, "/v1/uplinks/chirpstack?event=up", fixture("with-fill/chirpstack-v4-up.json"))).json();
+    assert.deepEqual(cs.admitted.map((a) => a.index), [0, 1], "same-second buffered readings both kept");
+  } finally {
+    await w.mf.dispose();
+  }
+});
