@@ -19,7 +19,12 @@ const TYPES = {
 
 /** A server (not yet listening) for the files below `root`. GET and HEAD only. */
 export function serveWww(root = WWW) {
-  return http.createServer((req, res) => {
+  return http.createServer(wwwHandler(root));
+}
+
+/** The request handler of `serveWww`, for servers that route other paths elsewhere. */
+export function wwwHandler(root = WWW) {
+  return (req, res) => {
     if (req.method !== 'GET' && req.method !== 'HEAD') {
       res.writeHead(405, { allow: 'GET, HEAD' }).end();
       return;
@@ -48,7 +53,7 @@ export function serveWww(root = WWW) {
       });
       res.end(req.method === 'HEAD' ? undefined : data);
     });
-  });
+  };
 }
 
 if (process.argv[1] && fileURLToPath(import.meta.url) === path.resolve(process.argv[1])) {

@@ -143,6 +143,7 @@ export function compareWithWorker(local, reply) {
     duplicates_suppressed: local.duplicates_suppressed,
     rejected: local.rejected.map((r) => `${r.index}:${r.code}`).join(','),
     duplicates: local.duplicates.join(','),
+    admitted: local.unique.map((u) => u.index).join(','),
   };
   const got = {
     received: reply.received,
@@ -150,9 +151,10 @@ export function compareWithWorker(local, reply) {
     duplicates_suppressed: reply.duplicates_suppressed,
     rejected: Array.isArray(reply.rejected) ? reply.rejected.map((r) => `${r.index}:${r.code}`).join(',') : undefined,
     duplicates: Array.isArray(reply.duplicates) ? reply.duplicates.join(',') : undefined,
+    admitted: Array.isArray(reply.admitted) ? reply.admitted.map((a) => a.index).join(',') : undefined,
   };
   for (const k of Object.keys(want)) {
-    if (got[k] === undefined) continue; // the reply does not carry this detail
+    if (got[k] === undefined && !['received', 'unique', 'duplicates_suppressed'].includes(k)) continue; // a detail the reply leaves out
     if (String(got[k]) !== String(want[k])) diffs.push(`${k}: browser ${want[k]}, worker ${got[k]}`);
   }
   return diffs;

@@ -4,7 +4,7 @@
 import { test, before, after } from 'node:test';
 import assert from 'node:assert/strict';
 import fs from 'node:fs';
-import { chromium } from 'playwright-core';
+import { launchChromium, watch, listen, closeAll } from './browser.mjs';
 import { serveWww } from '../../.ci/serve-www.mjs';
 
 const OUT = new URL('../../test-output/', import.meta.url);
@@ -23,33 +23,20 @@ let base;
 before(async () => {
   fs.mkdirSync(OUT, { recursive: true });
   server = serveWww();
-  await new Promise((resolve) => server.listen(0, '127.0.0.1', resolve));
-  base = `http://127.0.0.1:${server.address().port}/`;
-  browser = await chromium.launch({
-    executablePath: process.env.CHROMIUM ?? '/usr/bin/chromium',
-    args: ['--no-sandbox', '--disable-gpu', '--disable-dev-shm-usage', '--disable-background-networking',
-      '--disable-component-update', '--disable-sync', '--no-first-run'],
-  });
+  base = await listen(server);
+  browser = await launchChromium();
 });
 
 after(async () => {
-  await browser?.close();
-  await new Promise((resolve) => (server ? server.close(resolve) : resolve()));
+  await closeAll(browser, server);
 });
 
-/** Opens the page and records console errors, page errors and failed or foreign requests. */
+/** Opens the page, recording what should not happen (see browser.mjs) and Wasm fetches. */
 async function open(viewport, query = '') {
   const page = await browser.newPage({ viewport });
-  const problems = [];
+  const problems = watch(page, base);
   const wasmLoads = [];
-  page.on('console', (m) => m.type() === 'error' && problems.push(`console: ${m.text()}`));
-  page.on('pageerror', (e) => problems.push(`page error: ${e.message}`));
-  page.on('requestfailed', (r) => problems.push(`request failed: ${r.url()} ${r.failure()?.errorText}`));
-  page.on('request', (r) => {
-    if (!r.url().startsWith(base) && !r.url().startsWith('data:')) problems.push(`external request: ${r.url()}`);
-    if (r.url().endsWith('.wasm')) wasmLoads.push(r.url());
-  });
-  page.on('response', (r) => r.status() >= 400 && problems.push(`HTTP ${r.status()}: ${r.url()}`));
+  page.on('request', (r) => r.url().endsWith('.wasm') && wasmLoads.push(r.url()));
   await page.goto(`${base}${query}`);
   await page.waitForSelector('body[data-run="idle"]', WAIT);
   return { page, problems, wasmLoads };
@@ -110,6 +97,7 @@ test('a fixed-seed run: reconnect-dedupe loses nothing and passes no duplicate, 
   const again = await page.evaluate(() => window.demo.runToEnd().then((s) => s.summary));
   assert.deepEqual(again, first);
 
+  await page.evaluate(() => window.scrollTo(0, 0)); // the toolbar is sticky
   await page.screenshot({ path: new URL('demo.png', OUT).pathname, fullPage: true });
   assert.deepEqual(wasmLoads, [`${base}pkg/reconnect_dedupe_bg.wasm`], 'the Wasm module is fetched once');
   assert.deepEqual(problems, []);
@@ -148,6 +136,7 @@ test('the page fits a 375 px wide screen and its controls are labelled', async (
       .map((el) => el.id || el.outerHTML),
   );
   assert.deepEqual(unlabelled, []);
+  await page.evaluate(() => window.scrollTo(0, 0)); // the toolbar is sticky
   await page.screenshot({ path: new URL('demo-375.png', OUT).pathname, fullPage: true });
   assert.deepEqual(problems, []);
   await page.close();

@@ -100,5 +100,6 @@ test('the worker comparison names every difference and ignores details a reply l
   const { out } = run.step();
   const same = { received: 4, unique: 2, duplicates_suppressed: 0, duplicates: [], rejected: out.rejected };
   assert.deepEqual(compareWithWorker(out, same), []);
-  assert.deepEqual(compareWithWorker(out, { received: 4, unique: 3 }), ['unique: browser 2, worker 3']);
+  assert.deepEqual(compareWithWorker(out, { received: 4, unique: 3, duplicates_suppressed: 0 }), ['unique: browser 2, worker 3']);
+  assert.deepEqual(compareWithWorker(out, { received: 4, unique: 2 }), ['duplicates_suppressed: browser 0, worker undefined']);
 });
