@@ -46,7 +46,13 @@ async function route(request, env) {
   if (path === "/v1/readings") return only(method, "POST", () => ingest(request, env, cfg, "readings", "readings"));
   if (path === "/v1/stats") return only(method, "GET", () => stats(env));
   if ((m = path.match(/^\/v1\/devices\/([^/]+)\/readings$/))) {
-    return only(method, "GET", () => ledger(env, decodeURIComponent(m[1]), url.searchParams));
+    let id;
+    try {
+      id = decodeURIComponent(m[1]);
+    } catch {
+      throw new HttpError(400, "invalid_device_id", "the device id in the path is not valid percent-encoding");
+    }
+    return only(method, "GET", () => ledger(env, id, url.searchParams));
   }
   throw new HttpError(404, "not_found", `no route for ${path}`);
 }
