@@ -132,7 +132,7 @@ async function ingest(request, env, cfg, format, routeName) {
   );
   if (unroutable.length) {
     const payload = { received: unroutable.length, unique: 0, duplicates_suppressed: 0, pending: 0, rejected: unroutable.length, seq_reuses: 0, evicted_before_ttl: 0 };
-    console.log(JSON.stringify({ logged_at: new Date().toISOString(), level: "INFO", event: "burst_deduplicated", payload, device_id: null, route: routeName, burst_id }));
+    console.log(JSON.stringify({ logged_at: loggedAt(), level: "INFO", event: "burst_deduplicated", payload, device_id: null, route: routeName, burst_id }));
     await env.FLEET.get(env.FLEET.idFromName("fleet")).unroutable(unroutable.length);
   }
   return merge(plan, groups, replies, burst_id, routeName);
@@ -149,7 +149,7 @@ function merge(plan, groups, replies, burst_id, routeName) {
       if (!r.pending) {
         // No outcome at all (the object was unreachable or trapped).
         out.pending.push(...g.indices);
-        console.log(JSON.stringify({ logged_at: new Date().toISOString(), level: "ERROR", event: "burst_not_stored", payload: { received: g.indices.length, unique: 0, duplicates_suppressed: 0, pending: g.indices.length, rejected: 0, seq_reuses: 0, evicted_before_ttl: 0 }, device_id: g.device_id, route: routeName, burst_id, error: r.code }));
+        console.log(JSON.stringify({ logged_at: loggedAt(), level: "ERROR", event: "burst_not_stored", payload: { received: g.indices.length, unique: 0, duplicates_suppressed: 0, pending: g.indices.length, rejected: 0, seq_reuses: 0, evicted_before_ttl: 0 }, device_id: g.device_id, route: routeName, burst_id, error: r.code }));
         return;
       }
     }
@@ -237,6 +237,12 @@ async function ledger(env, deviceId, params) {
   }
   const page = await env.DEVICES.get(env.DEVICES.idFromName(deviceId)).list({ after, limit });
   return json(200, { device_id: deviceId, ...page });
+}
+
+/** Now as the core's audit lines print it: Python's isoformat() of a UTC instant. */
+function loggedAt() {
+  const iso = new Date().toISOString();
+  return iso.endsWith(".000Z") ? iso.replace(".000Z", "+00:00") : iso.replace("Z", "000+00:00");
 }
 
 // --- responses ------------------------------------------------------------------
