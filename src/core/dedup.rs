@@ -11,15 +11,27 @@ use super::key::{content_digest, format_key};
 use super::reading::{validate, RawBurst, RawReading, Reading};
 use super::seen::{Admission, Config, SeenSet, Stats, MAX_TIME_MS};
 use super::timestamp::isoformat;
+use serde::ser::SerializeStruct;
 use serde::Serialize;
 
 /// A reading admitted as new, with its idempotency key and its index in the burst.
-#[derive(Debug, Clone, PartialEq, Serialize)]
+/// Serialises flat: `{index, key, device_id, seq, ts, fill_pct}`.
+#[derive(Debug, Clone, PartialEq)]
 pub struct Admitted<'a> {
     pub index: usize,
     pub key: String,
-    #[serde(flatten)]
     pub reading: Reading<'a>,
+}
+
+/// By hand rather than `#[serde(flatten)]`, which goes through a map serialiser.
+impl Serialize for Admitted<'_> {
+    fn serialize<S: serde::Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
+        let mut st = s.serialize_struct("Admitted", 6)?;
+        st.serialize_field("index", &self.index)?;
+        st.serialize_field("key", &self.key)?;
+        self.reading.serialize_fields(&mut st)?;
+        st.end()
+    }
 }
 
 /// A reading refused at the boundary, with the reason.

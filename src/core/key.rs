@@ -34,6 +34,11 @@ pub fn write_py_float_repr(out: &mut String, x: f64) {
         out.truncate(e_at);
         let sign = if exp < 0 { '-' } else { '+' };
         let _ = write!(out, "e{sign}{:02}", exp.unsigned_abs());
+    } else if let Some(tenths) = whole_tenths(x) {
+        // The common case (62.5, 71.0): the shortest digits are the tenths themselves.
+        push_u64(out, tenths / 10);
+        out.push('.');
+        out.push(char::from(b'0' + (tenths % 10) as u8));
     } else {
         let start = out.len();
         let _ = write!(out, "{x}");
@@ -41,6 +46,32 @@ pub fn write_py_float_repr(out: &mut String, x: f64) {
             out.push_str(".0");
         }
     }
+}
+
+/// `Some(k)` when `x` (in 1e-4 .. 1e9) is exactly the double nearest to `k / 10`.
+///
+/// Then `k / 10` with one decimal is Python's `repr(x)`: that decimal round-trips to
+/// `x`, and no decimal with fewer digits does, since below 1e9 the doubles lie far
+/// closer together than 0.1 (an integral `x` keeps its `.0`, as in Python).
+fn whole_tenths(x: f64) -> Option<u64> {
+    let tenths = (x * 10.0).round();
+    // Division is correctly rounded, so `tenths / 10.0` is the double nearest k / 10.
+    (x < 1e9 && tenths / 10.0 == x).then_some(tenths as u64)
+}
+
+/// Appends the decimal digits of `v`.
+fn push_u64(out: &mut String, mut v: u64) {
+    let mut buf = [0u8; 20];
+    let mut at = buf.len();
+    loop {
+        at -= 1;
+        buf[at] = b'0' + (v % 10) as u8;
+        v /= 10;
+        if v == 0 {
+            break;
+        }
+    }
+    out.extend(buf[at..].iter().map(|&b| char::from(b)));
 }
 
 /// Appends the canonical content string that is hashed: `{"fill_pct":F,"ts":"T"}`.
@@ -73,7 +104,19 @@ pub fn digest_of(content: &[u8]) -> u64 {
 /// Formats the key string from its parts.
 pub fn format_key(device_id: &str, seq: i64, digest: u64) -> String {
     let mut key = String::with_capacity(device_id.len() + 40);
-    let _ = write!(key, "{device_id}:{seq}:{digest:016x}");
+    key.push_str(device_id);
+    key.push(':');
+    if seq < 0 {
+        key.push('-');
+    }
+    push_u64(&mut key, seq.unsigned_abs());
+    key.push(':');
+    const HEX: &[u8; 16] = b"0123456789abcdef";
+    key.extend(
+        (0..16)
+            .rev()
+            .map(|i| char::from(HEX[(digest >> (4 * i)) as usize & 15])),
+    );
     key
 }
 
@@ -118,6 +161,26 @@ mod tests {
             (1e16, "1e+16"),
             (1234567890123456.0, "1234567890123456.0"),
         ] {
+            assert_eq!(repr(x), want, "{x:?}");
+        }
+    }
+
+    #[test]
+    fn tenths_fast_path_matches_shortest_digits() {
+        let mut rng = 0x9e37_79b9_7f4a_7c15_u64;
+        let randoms = (0..100_000).map(|_| {
+            rng ^= rng << 13;
+            rng ^= rng >> 7;
+            rng ^= rng << 17;
+            (rng >> 11) as f64 / (1u64 << 53) as f64 * 100.0
+        });
+        for x in (1..=1_000_000).map(|k| k as f64 / 10.0).chain(randoms) {
+            let shortest = format!("{x}");
+            let want = if shortest.contains('.') {
+                shortest
+            } else {
+                shortest + ".0"
+            };
             assert_eq!(repr(x), want, "{x:?}");
         }
     }

@@ -5,6 +5,7 @@ pub mod dedup;
 pub mod error;
 pub mod key;
 pub mod reading;
+mod ring;
 pub mod seen;
 #[cfg(test)]
 mod seen_tests;

@@ -7,7 +7,9 @@
 //! serve `serde_json` (bulk path) and `serde-wasm-bindgen` (object path).
 
 use super::error::{Error, Field};
-use super::timestamp::{isoformat, parse_rfc3339, Micros};
+#[cfg(test)]
+use super::timestamp::isoformat;
+use super::timestamp::{parse_rfc3339, IsoBuf, Micros};
 use serde::de::{self, Deserialize, Deserializer, IgnoredAny, MapAccess, SeqAccess, Visitor};
 use serde::ser::{Serialize, SerializeStruct, Serializer};
 use std::borrow::Cow;
@@ -46,11 +48,19 @@ impl Reading<'_> {
 impl Serialize for Reading<'_> {
     fn serialize<S: Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
         let mut st = s.serialize_struct("Reading", 4)?;
+        self.serialize_fields(&mut st)?;
+        st.end()
+    }
+}
+
+impl Reading<'_> {
+    /// Writes the four members into a struct being serialised (also used by the
+    /// outcome's admitted readings, which put `index` and `key` first).
+    pub fn serialize_fields<S: SerializeStruct>(&self, st: &mut S) -> Result<(), S::Error> {
         st.serialize_field("device_id", &self.device_id)?;
         st.serialize_field("seq", &self.seq)?;
-        st.serialize_field("ts", &isoformat(self.ts))?;
-        st.serialize_field("fill_pct", &self.fill_pct)?;
-        st.end()
+        st.serialize_field("ts", IsoBuf::new(self.ts).as_str())?;
+        st.serialize_field("fill_pct", &self.fill_pct)
     }
 }
 
@@ -150,13 +160,13 @@ impl<'de> Visitor<'de> for RawReadingVisitor {
             is_object: true,
             ..RawReading::default()
         };
-        while let Some(name) = a.next_key::<Cow<'de, str>>()? {
-            let (field, slot) = match name.as_ref() {
-                "device_id" => (Field::DeviceId, &mut raw.device_id),
-                "seq" => (Field::Seq, &mut raw.seq),
-                "ts" => (Field::Ts, &mut raw.ts),
-                "fill_pct" => (Field::FillPct, &mut raw.fill_pct),
-                _ => {
+        while let Some(member) = a.next_key::<Member>()? {
+            let (field, slot) = match member {
+                Member::Field(Field::DeviceId) => (Field::DeviceId, &mut raw.device_id),
+                Member::Field(Field::Seq) => (Field::Seq, &mut raw.seq),
+                Member::Field(Field::Ts) => (Field::Ts, &mut raw.ts),
+                Member::Field(Field::FillPct) => (Field::FillPct, &mut raw.fill_pct),
+                Member::Other => {
                     a.next_value::<IgnoredAny>()?;
                     continue;
                 }
@@ -192,6 +202,35 @@ impl<'de> Visitor<'de> for RawReadingVisitor {
     }
     fn visit_str<E>(self, _: &str) -> Result<Self::Value, E> {
         Ok(RawReading::default())
+    }
+}
+
+/// A member name of a reading, recognised without allocating (a `Cow<str>` key
+/// would be deserialised as an owned `String` every time).
+enum Member {
+    Field(Field),
+    Other,
+}
+
+impl<'de> Deserialize<'de> for Member {
+    fn deserialize<D: Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
+        struct V;
+        impl Visitor<'_> for V {
+            type Value = Member;
+            fn expecting(&self, f: &mut fmt::Formatter) -> fmt::Result {
+                f.write_str("a member name")
+            }
+            fn visit_str<E>(self, v: &str) -> Result<Member, E> {
+                Ok(match v {
+                    "device_id" => Member::Field(Field::DeviceId),
+                    "seq" => Member::Field(Field::Seq),
+                    "ts" => Member::Field(Field::Ts),
+                    "fill_pct" => Member::Field(Field::FillPct),
+                    _ => Member::Other,
+                })
+            }
+        }
+        d.deserialize_identifier(V)
     }
 }
 

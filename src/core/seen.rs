@@ -4,6 +4,8 @@
 //! # Layout (20 bytes a key plus the index, ≈ 25–29 bytes a key in all)
 //! * `ring`: a FIFO of [`Entry`] in admission order, so expiry and eviction both take
 //!   from the front. An entry is a 128-bit fingerprint and a `u32` admission time.
+//!   The ring is chunked ([`Ring`]): it grows without copying, so growth leaves no
+//!   holes in Wasm linear memory (≈ 28 bytes a key in all at 1 M keys).
 //! * `table`: an open-addressing index (linear probing, load ≤ 3/4) of `u32` ring
 //!   positions, keyed by the fingerprint's `device_id + seq` half.
 //!
@@ -25,9 +27,10 @@
 //! already seen is treated as the latest one seen.
 
 use super::error::Error;
+use super::ring::Ring;
 use super::siphash::{siphash128, SipKey};
 use sha2::{Digest, Sha256};
-use std::collections::{HashMap, VecDeque};
+use std::collections::HashMap;
 
 /// Default time-to-live: 6 hours, longer than a daily-route bin's offline buffer.
 pub const DEFAULT_TTL_MS: u64 = 6 * 3600 * 1000;
@@ -129,7 +132,7 @@ enum State {
 }
 
 /// One remembered key. `packed(4)` keeps it at 20 bytes instead of 24.
-#[derive(Debug, Clone, Copy)]
+#[derive(Debug, Clone, Copy, Default)]
 #[repr(C, packed(4))]
 struct Entry {
     /// Fingerprint id in the low 62 bits, [`State`] in the top two.
@@ -169,7 +172,7 @@ pub enum Admission {
 #[derive(Debug, Clone)]
 pub struct SeenSet {
     config: Config,
-    ring: VecDeque<Entry>,
+    ring: Ring<Entry>,
     /// Position of `ring[0]`; positions count up modulo 2^31.
     head: u32,
     table: Vec<u32>,
@@ -188,7 +191,7 @@ impl SeenSet {
     pub fn new(config: Config) -> SeenSet {
         SeenSet {
             config,
-            ring: VecDeque::new(),
+            ring: Ring::new(config.max_keys),
             head: 0,
             table: Vec::new(),
             live: 0,
@@ -399,11 +402,6 @@ impl SeenSet {
     }
 
     fn insert(&mut self, fp: Fingerprint, now: i64, ticket: Option<u32>) {
-        if self.ring.len() == self.ring.capacity() {
-            let want = (self.ring.capacity() * 2).max(16).min(self.config.max_keys);
-            self.ring
-                .reserve_exact(want.saturating_sub(self.ring.len()).max(1));
-        }
         if (self.live + 1) * 4 > self.table.len() * 3 {
             self.grow_table();
         }

@@ -55,13 +55,27 @@ pub fn siphash128(key: SipKey, parts: &[&[u8]]) -> (u64, u64) {
     let mut word = [0u8; 8];
     let mut filled = 0;
     for part in parts {
-        for &byte in *part {
+        let mut bytes = *part;
+        // Top up a word left partial by the previous part, then take whole words.
+        while filled > 0 {
+            let Some((&byte, rest)) = bytes.split_first() else {
+                break;
+            };
             word[filled] = byte;
             filled += 1;
+            bytes = rest;
             if filled == 8 {
                 s.absorb(u64::from_le_bytes(word));
                 filled = 0;
             }
+        }
+        let mut words = bytes.chunks_exact(8);
+        for w in &mut words {
+            s.absorb(u64::from_le_bytes(w.try_into().unwrap_or_default()));
+        }
+        for &byte in words.remainder() {
+            word[filled] = byte;
+            filled += 1;
         }
     }
     word[filled..].fill(0);

@@ -5,8 +5,6 @@
 //! The accepted years are 0001–9999 *after* conversion to UTC, the range of
 //! Python's `datetime`, so every instant we accept the seed could also have hashed.
 
-use std::fmt::Write;
-
 /// Microseconds since the Unix epoch, UTC.
 pub type Micros = i64;
 
@@ -142,33 +140,61 @@ pub const MAX_MICROS: Micros = 253_402_300_800 * MICROS_PER_SEC - 1;
 ///
 /// The caller guarantees `MIN_MICROS <= t <= MAX_MICROS` (every parsed instant is).
 pub fn write_isoformat(out: &mut String, t: Micros) {
-    let secs = t.div_euclid(MICROS_PER_SEC);
-    let micros = t.rem_euclid(MICROS_PER_SEC);
-    let days = secs.div_euclid(SECS_PER_DAY);
-    let sod = secs.rem_euclid(SECS_PER_DAY);
-    let (y, m, d) = civil_from_days(days);
-    // Writing to a String cannot fail.
-    let _ = write!(
-        out,
-        "{:04}-{:02}-{:02}T{:02}:{:02}:{:02}",
-        y,
-        m,
-        d,
-        sod / 3600,
-        sod % 3600 / 60,
-        sod % 60
-    );
-    if micros != 0 {
-        let _ = write!(out, ".{micros:06}");
-    }
-    out.push_str("+00:00");
+    out.push_str(IsoBuf::new(t).as_str());
 }
 
 /// `isoformat()` of a UTC instant as a new string.
 pub fn isoformat(t: Micros) -> String {
-    let mut s = String::with_capacity(32);
-    write_isoformat(&mut s, t);
-    s
+    IsoBuf::new(t).as_str().to_owned()
+}
+
+/// `isoformat()` of a UTC instant, formatted on the stack (the hot path: no `fmt`
+/// machinery, no allocation). Same text as [`write_isoformat`].
+pub struct IsoBuf {
+    buf: [u8; 32],
+    len: usize,
+}
+
+impl IsoBuf {
+    /// Formats `t`; the caller guarantees `MIN_MICROS <= t <= MAX_MICROS`.
+    pub fn new(t: Micros) -> IsoBuf {
+        let secs = t.div_euclid(MICROS_PER_SEC);
+        let micros = t.rem_euclid(MICROS_PER_SEC) as u32;
+        let days = secs.div_euclid(SECS_PER_DAY);
+        let sod = secs.rem_euclid(SECS_PER_DAY) as u32;
+        let (y, m, d) = civil_from_days(days);
+        let mut b = IsoBuf {
+            buf: *b"0000-00-00T00:00:00.000000+00:00",
+            len: 0,
+        };
+        put_digits(&mut b.buf[0..4], y as u32);
+        put_digits(&mut b.buf[5..7], m);
+        put_digits(&mut b.buf[8..10], d);
+        put_digits(&mut b.buf[11..13], sod / 3600);
+        put_digits(&mut b.buf[14..16], sod % 3600 / 60);
+        put_digits(&mut b.buf[17..19], sod % 60);
+        if micros != 0 {
+            put_digits(&mut b.buf[20..26], micros);
+            b.len = 32;
+        } else {
+            b.buf.copy_within(26..32, 19);
+            b.len = 25;
+        }
+        b
+    }
+
+    pub fn as_str(&self) -> &str {
+        // Only ASCII digits and punctuation were written.
+        std::str::from_utf8(&self.buf[..self.len]).unwrap_or_default()
+    }
+}
+
+/// Writes `v` as decimal digits filling `out`, zero-padded on the left.
+fn put_digits(out: &mut [u8], mut v: u32) {
+    for c in out.iter_mut().rev() {
+        *c = b'0' + (v % 10) as u8;
+        v /= 10;
+    }
 }
 
 fn digits(b: &[u8], at: usize, n: usize) -> Result<u32, TsError> {

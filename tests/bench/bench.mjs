@@ -44,11 +44,17 @@ console.log(`machine: ${os.cpus()[0].model}, ${os.cpus().length} cores, load ${o
 console.log(`workload: seed ${w.seed}, ${fmt(w.total)} readings in ${fmt(w.bursts.length)} bursts (1–${Math.max(...sizes)}, mean ${(w.total / w.bursts.length).toFixed(1)}), ${fmt(w.devices)} devices`);
 console.log(`  replayed ${(100 * w.counts.replayed / w.total).toFixed(1)} %, same-second ${fmt(w.counts.sameSecond)}, seq resets ${w.counts.seqResets}, malformed ${w.counts.malformed}; ttlMs ${TTL_MS}, maxKeys ${MAX_KEYS}`);
 
+// Bodies arrive as bytes (request.arrayBuffer()); both the Wasm bulk path and the
+// plain-JS baseline start from them and end with JSON text to forward.
+const encoder = new TextEncoder();
+const decoder = new TextDecoder();
+for (const b of w.bursts) b.bytes = encoder.encode(b.body);
+
 const wasm = await instance();
 const runs = {
-  'Wasm bulk   processBurstJson(text) -> text': () => {
+  'Wasm bulk   processBurstJson(bytes) -> text': () => {
     const d = new wasm.Deduplicator({ ttlMs: TTL_MS, maxKeys: MAX_KEYS });
-    for (const b of w.bursts) d.processBurstJson(b.body, b.nowMs);
+    for (const b of w.bursts) d.processBurstJson(b.bytes, b.nowMs);
     d.free();
   },
   'Wasm object processBurst(objects) -> objects': () => {
@@ -56,16 +62,21 @@ const runs = {
     for (const b of w.bursts) d.processBurst(b.readings, b.nowMs);
     d.free();
   },
-  'plain JS    JSON.parse -> dedupe -> JSON.stringify': () => {
+  'plain JS    bytes -> JSON.parse -> dedupe -> JSON.stringify': () => {
     const d = new PlainDeduplicator({ ttlMs: TTL_MS, maxKeys: MAX_KEYS });
-    for (const b of w.bursts) JSON.stringify(d.processBurst(JSON.parse(b.body), b.nowMs));
+    for (const b of w.bursts) JSON.stringify(d.processBurst(JSON.parse(decoder.decode(b.bytes)), b.nowMs));
   },
   'plain JS    dedupe(objects) -> objects': () => {
     const d = new PlainDeduplicator({ ttlMs: TTL_MS, maxKeys: MAX_KEYS });
     for (const b of w.bursts) d.processBurst(b.readings, b.nowMs);
   },
+  'Wasm bulk   processBurstJson(string) -> text': () => {
+    const d = new wasm.Deduplicator({ ttlMs: TTL_MS, maxKeys: MAX_KEYS });
+    for (const b of w.bursts) d.processBurstJson(b.body, b.nowMs);
+    d.free();
+  },
 };
-const [BULK, OBJECT, PLAIN_TEXT, PLAIN_OBJ] = Object.keys(runs);
+const [BULK, OBJECT, PLAIN_TEXT, PLAIN_OBJ, BULK_STRING] = Object.keys(runs);
 
 // ---- the three implementations agree (also the warm-up) -------------------------------
 function summary(outs) {
@@ -83,7 +94,7 @@ function summary(outs) {
   const dBulk = new wasm.Deduplicator({ ttlMs: TTL_MS, maxKeys: MAX_KEYS });
   const dObj = new wasm.Deduplicator({ ttlMs: TTL_MS, maxKeys: MAX_KEYS });
   const dPlain = new PlainDeduplicator({ ttlMs: TTL_MS, maxKeys: MAX_KEYS });
-  const bulk = summary(w.bursts.map((b) => JSON.parse(dBulk.processBurstJson(b.body, b.nowMs))));
+  const bulk = summary(w.bursts.map((b) => JSON.parse(dBulk.processBurstJson(b.bytes, b.nowMs))));
   const obj = summary(w.bursts.map((b) => dObj.processBurst(b.readings, b.nowMs)));
   const plain = summary(w.bursts.map((b) => dPlain.processBurst(JSON.parse(b.body), b.nowMs)));
   dBulk.free();
@@ -120,10 +131,11 @@ encoded.reduce((at, e, i) => {
   return at + e.length;
 }, 0);
 runs['floor       SHA-256 of canonical content only (Wasm)'] = () => wasm.benchHashFloor(floorBytes, floorLengths);
-const FLOOR = Object.keys(runs)[4];
+const FLOOR = Object.keys(runs)[5];
 
 // ---- throughput: every implementation, interleaved rounds, median ---------------------
 const times = Object.fromEntries(Object.keys(runs).map((k) => [k, []]));
+for (const run of Object.values(runs)) run(); // warm-up: V8 tiers Wasm and JS up
 for (let round = 0; round < ROUNDS; round++) {
   for (const [name, run] of Object.entries(runs)) {
     const t0 = process.hrtime.bigint();
@@ -137,7 +149,7 @@ for (const [name, ts] of Object.entries(times)) {
   const n = name === FLOOR ? contents.length : w.total;
   const t = median(ts);
   per[name] = (t * 1e6) / n;
-  console.log(`  ${name.padEnd(56)} ${fmt(n / (t / 1000)).padStart(11)} readings/s ${fmt(per[name]).padStart(7)} ns/reading`);
+  console.log(`  ${name.padEnd(60)} ${fmt(n / (t / 1000)).padStart(11)} readings/s ${fmt(per[name]).padStart(7)} ns/reading`);
 }
 const ratio = (a, b) => (per[b] / per[a]).toFixed(2);
 console.log('ratios (readings/s):');
@@ -145,6 +157,7 @@ console.log(`  Wasm bulk / plain JS (text in, text out)    ${ratio(BULK, PLAIN_T
 console.log(`  Wasm bulk / plain JS (objects, no JSON)     ${ratio(BULK, PLAIN_OBJ)}x`);
 console.log(`  floor / Wasm bulk (bulk is this x slower)   ${ratio(FLOOR, BULK)}x   target <= 4`);
 console.log(`  Wasm bulk / object path (boundary cost)     ${ratio(BULK, OBJECT)}x   target <= 2`);
+console.log(`  bytes in / string in (UTF-16 -> UTF-8)      ${ratio(BULK, BULK_STRING)}x`);
 
 // ---- memory --------------------------------------------------------------------------
 /** `count` distinct valid readings as JSON bodies of `size`, starting at `from`. */
