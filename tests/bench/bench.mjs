@@ -6,16 +6,12 @@
 //   node tests/bench/bench.mjs [--seed N] [--readings N] [--rounds N]
 import fs from 'node:fs';
 import os from 'node:os';
-import { generateWorkload } from './workload.mjs';
+import { generateWorkload, option } from './workload.mjs';
 import { PlainDeduplicator, validate, canonicalContent } from './plain-js-dedupe.mjs';
 
-const arg = (name, dflt) => {
-  const i = process.argv.indexOf(`--${name}`);
-  return i > 0 ? Number(process.argv[i + 1]) : dflt;
-};
-const SEED = arg('seed', 20260716);
-const READINGS = arg('readings', 200_000);
-const ROUNDS = arg('rounds', 5);
+const SEED = option('seed', 20260716);
+const READINGS = option('readings', 200_000);
+const ROUNDS = option('rounds', 5);
 const TTL_MS = 3600_000;
 const MAX_KEYS = 200_000;
 

@@ -11,20 +11,16 @@ import { Miniflare } from "miniflare";
 import fs from "node:fs";
 import os from "node:os";
 import path from "node:path";
-import { generateWorkload } from "./workload.mjs";
+import { generateWorkload, option } from "./workload.mjs";
 
-const arg = (name, dflt) => {
-  const i = process.argv.indexOf(`--${name}`);
-  return i > 0 ? Number(process.argv[i + 1]) : dflt;
-};
-const REQUESTS = arg("requests", 3000);
-const CONCURRENCY = arg("concurrency", 16);
-const MAX_SECONDS = arg("max-seconds", 60);
+const REQUESTS = option("requests", 3000);
+const CONCURRENCY = option("concurrency", 16);
+const MAX_SECONDS = option("max-seconds", 60);
 const WARMUP = 200;
-const SEED = arg("seed", 20260716);
+const SEED = option("seed", 20260716);
 // A steady fleet: the warm-up reaches every device once, so the measured requests see
 // no first-contact work (the worker registers a device with its fleet object once).
-const DEVICES = arg("devices", 300);
+const DEVICES = option("devices", 300);
 const TOKEN = "dev-token";
 
 const root = new URL("../../", import.meta.url).pathname;

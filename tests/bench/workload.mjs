@@ -7,16 +7,13 @@
 // second; batteries get swapped (seq restarts at 0); a few readings are malformed.
 // Timestamps mix `Z`, milliseconds, nanoseconds (The Things Stack) and `+02:00`.
 
-/** mulberry32: small, fast, good enough to shape a workload. */
-export function rng(seed) {
-  let a = seed >>> 0;
-  return () => {
-    a = (a + 0x6d2b79f5) >>> 0;
-    let t = a;
-    t = Math.imul(t ^ (t >>> 15), t | 1);
-    t ^= t + Math.imul(t ^ (t >>> 7), t | 61);
-    return ((t ^ (t >>> 14)) >>> 0) / 4294967296;
-  };
+// The demo's seeded generator (mulberry32): pure, no DOM.
+import { rng32 as rng } from '../../www/sim.js';
+
+/** A whole-number command-line option `--name N`, or `dflt`. */
+export function option(name, dflt) {
+  const i = process.argv.indexOf(`--${name}`);
+  return i > 0 ? Number(process.argv[i + 1]) : dflt;
 }
 
 const START_MS = Date.parse('2026-07-16T00:00:00Z');
