@@ -184,7 +184,7 @@ impl JsDeduplicator {
             .inner
             .process_json(&bytes, now_ms, provisional.unwrap_or(false))
             .map_err(to_js)?;
-        serde_json::to_string(&out).map_err(|e| to_js(Error::InvalidBurst(e.to_string())))
+        Ok(out.to_json())
     }
 
     /// Makes a provisional admission permanent. Returns the number of keys confirmed.

@@ -7,10 +7,10 @@
 //! plus the readings rejected at the boundary.
 
 use super::error::Error;
-use super::key::{content_digest, format_key};
+use super::key::{content_digest, format_key, push_i64, push_u64};
 use super::reading::{validate, RawBurst, RawReading, Reading};
 use super::seen::{Admission, Config, SeenSet, Stats, MAX_TIME_MS};
-use super::timestamp::isoformat;
+use super::timestamp::{isoformat, IsoBuf};
 use serde::ser::SerializeStruct;
 use serde::Serialize;
 
@@ -80,6 +80,89 @@ pub struct BurstOutcome<'a> {
     /// The ticket to `confirm` or `release` a provisional admission.
     pub ticket: Option<u32>,
     pub audit: Audit,
+}
+
+impl BurstOutcome<'_> {
+    /// The outcome as JSON text: byte for byte `serde_json::to_string(self)`, but the
+    /// admitted readings (the bulk path's per-reading output) are written directly
+    /// instead of through serde's per-field machinery.
+    pub fn to_json(&self) -> String {
+        let mut out = String::with_capacity(256 + self.unique.len() * 160);
+        out.push_str("{\"unique\":[");
+        for (i, a) in self.unique.iter().enumerate() {
+            if i > 0 {
+                out.push(',');
+            }
+            out.push_str("{\"index\":");
+            push_u64(&mut out, a.index as u64);
+            out.push_str(",\"key\":");
+            push_json_str(&mut out, &a.key);
+            out.push_str(",\"device_id\":");
+            push_json_str(&mut out, &a.reading.device_id);
+            out.push_str(",\"seq\":");
+            push_i64(&mut out, a.reading.seq);
+            out.push_str(",\"ts\":\"");
+            out.push_str(IsoBuf::new(a.reading.ts).as_str());
+            out.push_str("\",\"fill_pct\":");
+            let x = a.reading.fill_pct;
+            if x.is_finite() {
+                out.push_str(zmij::Buffer::new().format_finite(x));
+            } else {
+                out.push_str("null");
+            }
+            out.push('}');
+        }
+        out.push_str("],\"duplicates_suppressed\":");
+        push_u64(&mut out, self.duplicates_suppressed as u64);
+        // The rest is per burst, not per reading: serde_json writes it.
+        let mut member = |name: &str, json: serde_json::Result<String>| {
+            out.push_str(",\"");
+            out.push_str(name);
+            out.push_str("\":");
+            // Serialising these plain structs and numbers cannot fail.
+            out.push_str(&json.unwrap_or_default());
+        };
+        member("duplicates", serde_json::to_string(&self.duplicates));
+        member("pending", serde_json::to_string(&self.pending));
+        member("rejected", serde_json::to_string(&self.rejected));
+        member("seq_reuses", serde_json::to_string(&self.seq_reuses));
+        member("ticket", serde_json::to_string(&self.ticket));
+        member("audit", serde_json::to_string(&self.audit));
+        out.push('}');
+        out
+    }
+}
+
+/// Appends `s` as a JSON string literal, escaped as serde_json escapes: `"`, `\\`
+/// and the control characters, nothing else.
+fn push_json_str(out: &mut String, s: &str) {
+    out.push('"');
+    let mut start = 0;
+    for (i, b) in s.bytes().enumerate() {
+        let escape = match b {
+            b'"' => "\\\"",
+            b'\\' => "\\\\",
+            b'\n' => "\\n",
+            b'\r' => "\\r",
+            b'\t' => "\\t",
+            0x08 => "\\b",
+            0x0c => "\\f",
+            0x00..=0x1f => "",
+            _ => continue,
+        };
+        out.push_str(&s[start..i]);
+        if escape.is_empty() {
+            const HEX: &[u8; 16] = b"0123456789abcdef";
+            out.push_str("\\u00");
+            out.push(char::from(HEX[usize::from(b >> 4)]));
+            out.push(char::from(HEX[usize::from(b & 15)]));
+        } else {
+            out.push_str(escape);
+        }
+        start = i + 1;
+    }
+    out.push_str(&s[start..]);
+    out.push('"');
 }
 
 /// A seen-set with the burst logic around it.
@@ -294,5 +377,79 @@ pub fn check_time(now_ms: f64) -> Result<i64, Error> {
         Ok(now_ms.floor() as i64)
     } else {
         Err(Error::InvalidTime(now_ms))
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use serde_json::{json, Value};
+
+    fn same_text(d: &mut Deduplicator, body: &str, now: f64, provisional: bool) {
+        let out = d.process_json(body.as_bytes(), now, provisional).unwrap();
+        assert_eq!(
+            out.to_json(),
+            serde_json::to_string(&out).unwrap(),
+            "{body}"
+        );
+    }
+
+    /// `to_json` is `serde_json::to_string`, byte for byte: over the shared vectors,
+    /// rejections, escapes in device ids, tickets and pending keys, and random bursts.
+    #[test]
+    fn to_json_writes_what_serde_json_writes() {
+        let mut d = Deduplicator::new(Config::new(60_000, 50).unwrap());
+        let now = 1_784_192_411_204.0;
+        for file in [
+            include_str!("../../tests/vectors/keys.json"),
+            include_str!("../../tests/vectors/rejections.json"),
+        ] {
+            let v: Value = serde_json::from_str(file).unwrap();
+            for list in ["vectors", "cases"] {
+                for case in v[list].as_array().into_iter().flatten() {
+                    let body = json!([case["reading"], case["reading"]]).to_string();
+                    same_text(&mut d, &body, now, false);
+                }
+            }
+        }
+        for id in [
+            "a\"b",
+            "back\\slash",
+            "ünï",
+            "🗑️-7",
+            "del\u{7f}",
+            "tab\\tname",
+        ] {
+            let r = json!({"device_id": id, "seq": -3, "ts": "2026-07-16T09:00:00.5+02:00", "fill_pct": 1e-5});
+            same_text(&mut d, &json!([r, r, 7]).to_string(), now, false);
+        }
+        let r = json!({"device_id": "p", "seq": 1, "ts": "2026-07-16T09:00:00Z", "fill_pct": 33.333333333333336});
+        same_text(&mut d, &json!([r]).to_string(), now + 1.0, true);
+        same_text(&mut d, &json!([r]).to_string(), now + 2.0, true);
+        let mut x = 7u64;
+        for burst in 0..200 {
+            let readings: Vec<Value> = (0..(burst % 40))
+                .map(|_| {
+                    x = x.wrapping_mul(6364136223846793005).wrapping_add(1442695040888963407);
+                    let fill = match x >> 61 {
+                        0 => json!((x >> 20) % 1001),
+                        1 => json!(((x >> 20) % 1001) as f64 / 10.0),
+                        2 => json!(((x >> 11) as f64) / (1u64 << 53) as f64 * 100.0),
+                        3 => json!(-0.0),
+                        4 => json!("50"),
+                        _ => json!(((x >> 24) % 1000) as f64 / 10.0),
+                    };
+                    json!({"device_id": format!("dev-{}", (x >> 33) % 7), "seq": (x >> 40) % 9,
+                           "ts": format!("2026-07-16T09:00:{:02}.{:03}Z", (x >> 8) % 60, (x >> 16) % 3),
+                           "fill_pct": fill})
+                })
+                .collect();
+            same_text(
+                &mut d,
+                &json!({ "readings": readings }).to_string(),
+                now + f64::from(burst) * 700.0,
+                false,
+            );
+        }
     }
 }

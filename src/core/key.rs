@@ -60,7 +60,7 @@ fn whole_tenths(x: f64) -> Option<u64> {
 }
 
 /// Appends the decimal digits of `v`.
-fn push_u64(out: &mut String, mut v: u64) {
+pub(crate) fn push_u64(out: &mut String, mut v: u64) {
     let mut buf = [0u8; 20];
     let mut at = buf.len();
     loop {
@@ -72,6 +72,14 @@ fn push_u64(out: &mut String, mut v: u64) {
         }
     }
     out.extend(buf[at..].iter().map(|&b| char::from(b)));
+}
+
+/// Appends `v` in decimal, with a `-` when negative.
+pub(crate) fn push_i64(out: &mut String, v: i64) {
+    if v < 0 {
+        out.push('-');
+    }
+    push_u64(out, v.unsigned_abs());
 }
 
 /// Appends the canonical content string that is hashed: `{"fill_pct":F,"ts":"T"}`.
@@ -106,10 +114,7 @@ pub fn format_key(device_id: &str, seq: i64, digest: u64) -> String {
     let mut key = String::with_capacity(device_id.len() + 40);
     key.push_str(device_id);
     key.push(':');
-    if seq < 0 {
-        key.push('-');
-    }
-    push_u64(&mut key, seq.unsigned_abs());
+    push_i64(&mut key, seq);
     key.push(':');
     const HEX: &[u8; 16] = b"0123456789abcdef";
     key.extend(
