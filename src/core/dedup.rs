@@ -210,7 +210,14 @@ impl Deduplicator {
         now_ms: f64,
         provisional: bool,
     ) -> Result<BurstOutcome<'a>, Error> {
-        let burst: RawBurst<'a> = serde_json::from_slice(json).map_err(|e| {
+        // Valid UTF-8 (the usual case) is checked once here rather than string by
+        // string inside the parser; other bytes take the byte parser, whose errors
+        // (and tolerance of bad bytes in ignored members) stay exactly as they were.
+        let parsed = match std::str::from_utf8(json) {
+            Ok(text) => serde_json::from_str(text),
+            Err(_) => serde_json::from_slice(json),
+        };
+        let burst: RawBurst<'a> = parsed.map_err(|e| {
             if e.is_data() {
                 Error::InvalidBurst(e.to_string())
             } else {

@@ -60,26 +60,13 @@ fn whole_tenths(x: f64) -> Option<u64> {
 }
 
 /// Appends the decimal digits of `v`.
-pub(crate) fn push_u64(out: &mut String, mut v: u64) {
-    let mut buf = [0u8; 20];
-    let mut at = buf.len();
-    loop {
-        at -= 1;
-        buf[at] = b'0' + (v % 10) as u8;
-        v /= 10;
-        if v == 0 {
-            break;
-        }
-    }
-    out.extend(buf[at..].iter().map(|&b| char::from(b)));
+pub(crate) fn push_u64(out: &mut String, v: u64) {
+    out.push_str(itoa::Buffer::new().format(v));
 }
 
 /// Appends `v` in decimal, with a `-` when negative.
 pub(crate) fn push_i64(out: &mut String, v: i64) {
-    if v < 0 {
-        out.push('-');
-    }
-    push_u64(out, v.unsigned_abs());
+    out.push_str(itoa::Buffer::new().format(v));
 }
 
 /// Appends the canonical content string that is hashed: `{"fill_pct":F,"ts":"T"}`.
@@ -117,11 +104,12 @@ pub fn format_key(device_id: &str, seq: i64, digest: u64) -> String {
     push_i64(&mut key, seq);
     key.push(':');
     const HEX: &[u8; 16] = b"0123456789abcdef";
-    key.extend(
-        (0..16)
-            .rev()
-            .map(|i| char::from(HEX[(digest >> (4 * i)) as usize & 15])),
-    );
+    let mut hex = [0u8; 16];
+    for (i, c) in hex.iter_mut().enumerate() {
+        *c = HEX[(digest >> (60 - 4 * i)) as usize & 15];
+    }
+    // Only ASCII hex digits were written.
+    key.push_str(std::str::from_utf8(&hex).unwrap_or_default());
     key
 }
 

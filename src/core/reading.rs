@@ -252,7 +252,8 @@ impl<'de> Visitor<'de> for RawBurstVisitor {
         f.write_str(r#"an array of readings or {"readings": [...]}"#)
     }
     fn visit_seq<A: SeqAccess<'de>>(self, mut a: A) -> Result<Self::Value, A::Error> {
-        let mut v = Vec::with_capacity(a.size_hint().unwrap_or(0).min(4096));
+        // JSON gives no length hint; most bursts are under 64 readings.
+        let mut v = Vec::with_capacity(a.size_hint().unwrap_or(64).min(4096));
         while let Some(r) = a.next_element::<RawReading<'de>>()? {
             v.push(r);
         }

@@ -11,7 +11,7 @@ import { PlainDeduplicator, validate, canonicalContent } from './plain-js-dedupe
 
 const SEED = option('seed', 20260716);
 const READINGS = option('readings', 200_000);
-const ROUNDS = option('rounds', 5);
+const ROUNDS = option('rounds', 9);
 const TTL_MS = 3600_000;
 const MAX_KEYS = 200_000;
 
@@ -131,7 +131,8 @@ const FLOOR = Object.keys(runs)[5];
 
 // ---- throughput: every implementation, interleaved rounds, median ---------------------
 const times = Object.fromEntries(Object.keys(runs).map((k) => [k, []]));
-for (const run of Object.values(runs)) run(); // warm-up: V8 tiers Wasm and JS up
+// Warm-up: V8 tiers Wasm and JS up in the background, which takes a while on 2 cores.
+for (let i = 0; i < 2; i++) for (const run of Object.values(runs)) run();
 for (let round = 0; round < ROUNDS; round++) {
   for (const [name, run] of Object.entries(runs)) {
     const t0 = process.hrtime.bigint();

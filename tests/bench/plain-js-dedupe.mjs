@@ -27,6 +27,9 @@ class Reject extends Error {
   }
 }
 
+/** UTF-8 length, encoding only when it could matter (a UTF-16 unit is ≤ 3 bytes). */
+const utf8Length = (s) => (s.length * 3 <= 128 ? s.length : utf8.encode(s).length);
+
 /** Python's repr() of a finite, non-negative float. */
 export function pyRepr(x) {
   if (x === 0) return '0.0';
@@ -76,7 +79,7 @@ export function validate(raw) {
   }
   const { device_id: id, seq, ts, fill_pct: fill } = raw;
   if (id === undefined) throw new Reject('device_id', 'missing_device_id', 'device_id is missing');
-  if (typeof id !== 'string' || id.length === 0 || utf8.encode(id).length > 128 || /\p{Cc}/u.test(id)) {
+  if (typeof id !== 'string' || id.length === 0 || utf8Length(id) > 128 || /\p{Cc}/u.test(id)) {
     throw new Reject('device_id', 'invalid_device_id', 'device_id is invalid');
   }
   if (seq === undefined) throw new Reject('seq', 'missing_seq', 'seq is missing');
