@@ -344,7 +344,10 @@ fn device_id(v: Scalar<'_>) -> Result<Cow<'_, str>, Error> {
     if s.len() > MAX_DEVICE_ID_BYTES {
         return Err(Error::Invalid(Field::DeviceId, "is longer than 128 bytes"));
     }
-    if s.chars().any(char::is_control) {
+    // ASCII controls by byte; C1 controls (U+0080..U+009F) only exist in non-ASCII text.
+    if s.bytes().any(|b| b < 0x20 || b == 0x7f)
+        || (!s.is_ascii() && s.chars().any(char::is_control))
+    {
         return Err(Error::Invalid(
             Field::DeviceId,
             "must not contain control characters",

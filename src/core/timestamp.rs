@@ -189,11 +189,17 @@ impl IsoBuf {
     }
 }
 
-/// Writes `v` as decimal digits filling `out`, zero-padded on the left.
+/// Writes `v` as decimal digits filling `out` (an even length), zero-padded on the
+/// left, two digits per step.
 fn put_digits(out: &mut [u8], mut v: u32) {
-    for c in out.iter_mut().rev() {
-        *c = b'0' + (v % 10) as u8;
-        v /= 10;
+    const PAIRS: &[u8; 200] = b"0001020304050607080910111213141516171819\
+        2021222324252627282930313233343536373839404142434445464748495051525354555657585960\
+        6162636465666768697071727374757677787980818283848586878889909192939495969798\
+        99";
+    for pair in out.rchunks_exact_mut(2) {
+        let i = (v % 100) as usize * 2;
+        pair.copy_from_slice(&PAIRS[i..i + 2]);
+        v /= 100;
     }
 }
 

@@ -213,7 +213,7 @@ mod native {
                     for (i, body) in stream.iter().enumerate() {
                         let out =
                             d.process_json(body.as_bytes(), (NOW + i as i64 * 1000) as f64, false);
-                        black_box(serde_json::to_string(&out.unwrap()).unwrap());
+                        black_box(out.unwrap().to_json());
                     }
                 },
                 BatchSize::LargeInput,
