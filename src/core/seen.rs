@@ -1,7 +1,7 @@
 //! The bounded memory of keys already admitted: first write wins, a TTL counted
 //! from first admission, a cap on the number of keys, oldest admission out first.
 //!
-//! # Layout (20 bytes a key plus the index, ≈ 25–29 bytes a key in all)
+//! # Layout (20 bytes a key plus the index, ≈ 28–31 bytes a key in all)
 //! * `ring`: a FIFO of [`Entry`] in admission order, so expiry and eviction both take
 //!   from the front. An entry is a 128-bit fingerprint and a `u32` admission time.
 //!   The ring is chunked ([`Ring`]): it grows without copying, so growth leaves no
