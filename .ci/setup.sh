@@ -50,9 +50,9 @@ fi
 ok "$(wasm-pack --version)"
 
 # --- Debian packages: headless browser and its driver --------------------------
-# binary -> Debian package. (wasm-opt comes from npm, see below: Debian's
+# binary -> Debian package (python3: the worker test that injects a SQLite fault). (wasm-opt comes from npm, see below: Debian's
 # binaryen 108 exports the wrong table as __wbindgen_externrefs.)
-declare -A apt_pkg=([chromium]=chromium [chromedriver]=chromium-driver)
+declare -A apt_pkg=([chromium]=chromium [chromedriver]=chromium-driver [python3]=python3)
 missing=()
 for bin in "${!apt_pkg[@]}"; do
   command -v "$bin" >/dev/null 2>&1 || missing+=("${apt_pkg[$bin]}")

@@ -3,6 +3,8 @@
 import { test, after } from "node:test";
 import assert from "node:assert/strict";
 import fs from "node:fs";
+import path from "node:path";
+import { execFileSync } from "node:child_process";
 import { start, post, get, fixture, keyVectors, origin, until, tempDir, TOKEN } from "./harness.mjs";
 
 const pkgUrl = new URL("../../pkg/", import.meta.url);
@@ -271,5 +273,43 @@ test("the README's curl examples: with-fill fixtures admit, then suppress", asyn
     assert.deepEqual(cs.admitted.map((a) => a.index), [0, 1], "same-second buffered readings both kept");
   } finally {
     await w.mf.dispose();
+  }
+});
+
+test("a failed write answers 503, admits nothing half-way, and the retry is admitted", async () => {
+  // Real fault injection, no mock: a SQLite trigger, added to the object's own
+  // database file between two runs, aborts inserts of seq 99. python3's sqlite3
+  // edits the file while no runtime holds it.
+  const dir = tempDir();
+  const dbDir = path.join(dir, "-DeviceObject");
+  const first = await start({ persist: dir });
+  try {
+    assert.equal((await post(first.call, "/v1/readings", [reading("bin-F1", 1, 10)])).status, 200);
+  } finally {
+    await first.mf.dispose();
+  }
+  const db = fs.readdirSync(dbDir).find((f) => f.endsWith(".sqlite") && f !== "metadata.sqlite");
+  const sql = (statement) =>
+    execFileSync("python3", ["-c", "import sqlite3,sys; c=sqlite3.connect(sys.argv[1]); c.execute(sys.argv[2]); c.commit()", path.join(dbDir, db), statement]);
+  sql("CREATE TRIGGER fail_seq_99 BEFORE INSERT ON readings WHEN NEW.seq = 99 BEGIN SELECT RAISE(ABORT, 'injected'); END");
+  const w = await start({ persist: dir });
+  try {
+    const burst = [reading("bin-F1", 98, 20), reading("bin-F1", 99, 30)];
+    const failed = await post(w.call, "/v1/readings", burst);
+    assert.equal(failed.status, 503);
+    assert.equal(failed.headers.get("retry-after"), "1");
+    const body = await failed.json();
+    assert.deepEqual([body.unique, body.admitted, body.pending], [0, [], [0, 1]]);
+    assert.equal(body.errors[0].code, "storage_unavailable");
+    const ledger = (await get(w.call, "/v1/devices/bin-F1/readings")).body.readings.map((r) => r.seq);
+    assert.deepEqual(ledger, [1], "nothing of the failed burst was stored");
+    // The keys were released: the same reading alone is admitted, not held as pending.
+    const retry = await (await post(w.call, "/v1/readings", [burst[0]])).json();
+    assert.deepEqual([retry.unique, retry.pending], [1, []]);
+    const ledgerAfter = (await get(w.call, "/v1/devices/bin-F1/readings")).body.readings.map((r) => r.seq);
+    assert.deepEqual(ledgerAfter, [1, 98]);
+  } finally {
+    await w.mf.dispose();
+    fs.rmSync(dir, { recursive: true, force: true });
   }
 });
