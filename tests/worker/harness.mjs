@@ -16,8 +16,13 @@ export function tempDir() {
   return fs.mkdtempSync(path.join(os.tmpdir(), "rd-worker-"));
 }
 
-/** Starts the worker. `vars` override [vars]; `persist` is a directory or undefined. */
+/**
+ * Starts the worker. `vars` override [vars]; `persist` is a directory or undefined.
+ * `lines` holds what the worker printed to stdout (its audit lines), line by line.
+ */
 export async function start({ vars = {}, persist, log = false } = {}) {
+  const lines = [];
+  let partial = "";
   assertBuilt();
   const mf = new Miniflare({
     modules: true,
@@ -34,12 +39,21 @@ export async function start({ vars = {}, persist, log = false } = {}) {
       FLEET: { className: "FleetObject", useSQLite: true },
     },
     durableObjectsPersist: persist ?? false,
-    handleRuntimeStdio: log ? undefined : (stdout, stderr) => { stdout.resume(); stderr.resume(); },
+    handleRuntimeStdio: log
+      ? undefined
+      : (stdout, stderr) => {
+          stdout.setEncoding("utf8").on("data", (chunk) => {
+            const parts = (partial + chunk).split("\n");
+            partial = parts.pop();
+            lines.push(...parts);
+          });
+          stderr.resume();
+        },
   });
   await mf.ready;
   const url = await mf.ready;
   const call = (p, init = {}) => mf.dispatchFetch(new URL(p, url), init);
-  return { mf, call };
+  return { mf, call, lines };
 }
 
 function assertBuilt() {

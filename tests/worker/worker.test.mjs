@@ -313,3 +313,37 @@ test("a failed write answers 503, admits nothing half-way, and the retry is admi
     fs.rmSync(dir, { recursive: true, force: true });
   }
 });
+
+test("one audit line per device and burst, in the core's format, and every line reconciles", async () => {
+  const w = await start();
+  try {
+    const burst = [
+      reading("bin-L1", 1, 10),
+      reading("bin-L2", 1, 20),
+      reading("bin-L1", 1, 10), // a replay inside the burst
+      reading("bin-L2", 2, 101), // rejected, but routable to bin-L2
+      { seq: 3, ts: "2026-07-16T09:00:00Z", fill_pct: 5 }, // no device: unroutable
+    ];
+    const reply = await (await post(w.call, "/v1/readings", burst)).json();
+    const audit = () =>
+      w.lines
+        .filter((l) => l.startsWith("{"))
+        .map((l) => JSON.parse(l))
+        .filter((a) => a.event === "burst_deduplicated" && a.burst_id === reply.burst_id);
+    const lines = await until(() => audit().length === 3 && audit(), "three audit lines");
+    const total = { received: 0, unique: 0, duplicates_suppressed: 0, rejected: 0 };
+    for (const a of lines) {
+      const p = a.payload;
+      assert.equal(a.level, "INFO");
+      assert.equal(a.route, "readings");
+      assert.match(a.logged_at, /^\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d(\.\d{6})?\+00:00$/);
+      assert.equal(p.received, p.unique + p.duplicates_suppressed + p.pending + p.rejected, JSON.stringify(a));
+      for (const k of Object.keys(total)) total[k] += p[k];
+    }
+    assert.deepEqual(lines.map((a) => a.device_id).sort(), ["bin-L1", "bin-L2", null].sort());
+    assert.deepEqual(total, { received: 5, unique: 2, duplicates_suppressed: 1, rejected: 2 });
+    assert.deepEqual([reply.received, reply.unique, reply.duplicates_suppressed, reply.rejected.length], [5, 2, 1, 2]);
+  } finally {
+    await w.mf.dispose();
+  }
+});
