@@ -217,13 +217,7 @@ impl Deduplicator {
             Ok(text) => serde_json::from_str(text),
             Err(_) => serde_json::from_slice(json),
         };
-        let burst: RawBurst<'a> = parsed.map_err(|e| {
-            if e.is_data() {
-                Error::InvalidBurst(e.to_string())
-            } else {
-                Error::InvalidJson(e.to_string())
-            }
-        })?;
+        let burst: RawBurst<'a> = parsed?;
         self.process_burst(burst.0, now_ms, provisional)
     }
 

@@ -110,3 +110,15 @@ impl fmt::Display for Error {
 }
 
 impl std::error::Error for Error {}
+
+/// A body serde_json could not read: not JSON at all (`invalid_json`), or JSON of the
+/// wrong shape (`invalid_burst`).
+impl From<serde_json::Error> for Error {
+    fn from(e: serde_json::Error) -> Self {
+        if e.is_data() {
+            Error::InvalidBurst(e.to_string())
+        } else {
+            Error::InvalidJson(e.to_string())
+        }
+    }
+}

@@ -136,13 +136,7 @@ pub fn map_uplink(
     names: &FieldNames,
     max_readings: usize,
 ) -> Result<Vec<Value>, Error> {
-    let root: Value = serde_json::from_slice(body).map_err(|e| {
-        if e.is_data() {
-            Error::InvalidBurst(e.to_string())
-        } else {
-            Error::InvalidJson(e.to_string())
-        }
-    })?;
+    let root: Value = serde_json::from_slice(body)?;
     let readings = match format {
         Format::Readings => native(root)?,
         _ => {
