@@ -6,18 +6,20 @@
 //! TTL + cap, first write wins) remembers 128-bit fingerprints of admitted keys, and
 //! the [`Deduplicator`] accounts for every reading of a burst in one audit record.
 //!
-//! * [`core`]: the pure Rust core, tested natively.
+//! * [`dedupe`]: the pure Rust core (readings, keys, the seen-set, bursts), tested natively.
+//! * [`uplink`]: network-server webhooks → readings, one file per server.
 //! * `wasm` (wasm32 only): the JavaScript API, the one place with `#[wasm_bindgen]`.
 
-pub mod core;
+pub mod dedupe;
+pub mod uplink;
 #[cfg(target_arch = "wasm32")]
 pub mod wasm;
 
-pub use crate::core::dedup::{
-    check_time, Admitted, Audit, AuditCounts, BurstOutcome, Deduplicator, Rejection,
+pub use crate::dedupe::dedup::{
+    check_time, Admitted, Audit, AuditCounts, BurstOutcome, Deduplicator,
 };
-pub use crate::core::error::{Error, Field};
-pub use crate::core::key::{idempotency_key, write_content};
-pub use crate::core::reading::{parse_reading, validate, RawBurst, RawReading, Reading};
-pub use crate::core::seen::{Admission, Config, Fingerprint, SeenSet, Stats};
-pub use crate::core::{key, timestamp};
+pub use crate::dedupe::error::{Error, Field, Rejection};
+pub use crate::dedupe::key::{idempotency_key, write_content};
+pub use crate::dedupe::reading::{parse_reading, validate, RawBurst, RawReading, Reading};
+pub use crate::dedupe::seen::{Admission, Config, Fingerprint, SeenSet, Stats};
+pub use crate::dedupe::{key, timestamp};

@@ -2,12 +2,12 @@
 //! the boundary and turns every [`Error`] into a JS `Error` with a stable `code`; it
 //! never panics on input (a panic would poison the Wasm instance).
 
-use crate::core::dedup::Deduplicator;
-use crate::core::error::Error;
-use crate::core::key::idempotency_key;
-use crate::core::reading::{validate, RawBurst, RawReading};
-use crate::core::seen::{Config, Stats};
-use crate::core::uplink::{plan, FieldNames, Format, DEFAULT_MAX_READINGS};
+use crate::dedupe::dedup::Deduplicator;
+use crate::dedupe::error::Error;
+use crate::dedupe::key::idempotency_key;
+use crate::dedupe::reading::{validate, RawBurst, RawReading};
+use crate::dedupe::seen::{Config, Stats};
+use crate::uplink::{plan, FieldNames, Format, DEFAULT_MAX_READINGS};
 use serde::{Deserialize, Serialize};
 use wasm_bindgen::prelude::*;
 
@@ -298,7 +298,7 @@ pub fn bench_hash_floor(contents: &[u8], lengths: &[u32]) -> f64 {
     let mut acc = 0u64;
     for &n in lengths {
         let end = (at + n as usize).min(contents.len());
-        acc ^= crate::core::key::digest_of(&contents[at..end]);
+        acc ^= crate::dedupe::key::digest_of(&contents[at..end]);
         at = end;
     }
     (acc >> 12) as f64

@@ -23,7 +23,7 @@ export function guarded(fn) {
   } catch (e) {
     if (e instanceof WebAssembly.RuntimeError) {
       // `__wbg_reset_state` exists because the build runs wasm-bindgen with
-      // --experimental-reset-state-function (.ci/bin/wasm-bindgen).
+      // --experimental-reset-state-function (scripts/bin/wasm-bindgen).
       core.__wbg_reset_state();
       generation += 1;
       throw new HttpError(500, "wasm_trap", "the core trapped; it was re-instantiated, retry the request");

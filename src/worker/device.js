@@ -4,6 +4,8 @@
 import { DurableObject } from "cloudflare:workers";
 import { config } from "./config.js";
 import { Deduplicator, guarded, HttpError, wasmGeneration } from "./core.js";
+import { deliver } from "./delivery.js";
+import { COUNT } from "./fleet.js";
 
 const SCHEMA = `
 CREATE TABLE IF NOT EXISTS readings (
@@ -33,9 +35,6 @@ VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)
 ON CONFLICT (key) DO UPDATE SET
   admitted_at = excluded.admitted_at, burst_id = excluded.burst_id, state = excluded.state,
   attempts = 0, next_attempt_at = excluded.next_attempt_at, delivered_at = NULL, last_error = NULL`;
-
-const COUNT = `INSERT INTO counters (name, value) VALUES (?, ?)
-ON CONFLICT (name) DO UPDATE SET value = value + excluded.value`;
 
 export class DeviceObject extends DurableObject {
   constructor(ctx, env) {
@@ -203,52 +202,8 @@ export class DeviceObject extends DurableObject {
   async alarm() {
     const cfg = config(this.env);
     this.sql.exec("DELETE FROM readings WHERE state != 'pending' AND admitted_at <= ?", Date.now() - cfg.RETENTION_MS);
-    if (cfg.ORIGIN_URL) await this.deliver(cfg);
+    if (cfg.ORIGIN_URL) await deliver(this.ctx.storage, cfg);
     await this.schedule(cfg, null);
-  }
-
-  async deliver(cfg) {
-    // Bounded per alarm so one object cannot monopolise its isolate; the alarm
-    // re-arms immediately while more is due.
-    for (let round = 0; round < 20; round++) {
-      const rows = this.sql
-        .exec(
-          `SELECT key, device_id, seq, ts, fill_pct, admitted_at, attempts FROM readings
-           WHERE state = 'pending' AND next_attempt_at <= ? ORDER BY admitted_at, key LIMIT ?`,
-          Date.now(),
-          cfg.DELIVERY_BATCH,
-        )
-        .toArray();
-      if (!rows.length) return;
-      const error = await post(cfg, rows);
-      const t = Date.now();
-      this.ctx.storage.transactionSync(() => {
-        for (const r of rows) {
-          // `admitted_at` guards against a row renewed while the batch was in flight.
-          if (error === null) {
-            this.sql.exec(
-              "UPDATE readings SET state = 'delivered', delivered_at = ?, attempts = attempts + 1, last_error = NULL WHERE key = ? AND admitted_at = ?",
-              t,
-              r.key,
-              r.admitted_at,
-            );
-          } else {
-            const delay = Math.min(cfg.RETRY_MAX_MS, cfg.RETRY_BASE_MS * 2 ** Math.min(r.attempts, 40));
-            this.sql.exec(
-              "UPDATE readings SET attempts = attempts + 1, next_attempt_at = ?, last_error = ? WHERE key = ? AND admitted_at = ?",
-              t + delay,
-              error,
-              r.key,
-              r.admitted_at,
-            );
-          }
-        }
-      });
-      if (error !== null) {
-        console.log(JSON.stringify({ level: "WARN", event: "delivery_failed", device_id: rows[0].device_id, readings: rows.length, error }));
-        return;
-      }
-    }
   }
 
   /** Arms the alarm for the next due delivery (or `dueNow`) or retention expiry. */
@@ -283,57 +238,6 @@ export class DeviceObject extends DurableObject {
       }
     }
     this.registered = true;
-  }
-}
-
-/** The device registry: which device objects exist, and readings no device got. */
-export class FleetObject extends DurableObject {
-  constructor(ctx, env) {
-    super(ctx, env);
-    this.sql = ctx.storage.sql;
-    this.sql.exec(`CREATE TABLE IF NOT EXISTS devices (device_id TEXT PRIMARY KEY, first_seen INTEGER NOT NULL);
-                   CREATE TABLE IF NOT EXISTS counters (name TEXT PRIMARY KEY, value INTEGER NOT NULL);`);
-  }
-  register(device_id) {
-    this.sql.exec("INSERT OR IGNORE INTO devices (device_id, first_seen) VALUES (?, ?)", device_id, Date.now());
-  }
-  unroutable(n) {
-    this.sql.exec(COUNT, "unroutable_rejected", n);
-  }
-  summary() {
-    const devices = this.sql.exec("SELECT device_id FROM devices ORDER BY device_id").toArray().map((r) => r.device_id);
-    const row = this.sql.exec("SELECT value FROM counters WHERE name = 'unroutable_rejected'").toArray()[0];
-    return { devices, unroutable_rejected: row ? row.value : 0 };
-  }
-}
-
-/** POSTs one batch; returns null on a 2xx, else a short reason. */
-async function post(cfg, rows) {
-  const keys = rows.map((r) => r.key);
-  const digest = await crypto.subtle.digest("SHA-256", new TextEncoder().encode(keys.join("\n")));
-  const idempotencyKey = [...new Uint8Array(digest)].map((b) => b.toString(16).padStart(2, "0")).join("");
-  const body = JSON.stringify({
-    device_id: rows[0].device_id,
-    readings: rows.map((r) => ({
-      key: r.key,
-      device_id: r.device_id,
-      seq: r.seq,
-      ts: r.ts,
-      fill_pct: r.fill_pct,
-      admitted_at: new Date(r.admitted_at).toISOString(),
-    })),
-  });
-  try {
-    const res = await fetch(cfg.ORIGIN_URL, {
-      method: "POST",
-      headers: { "content-type": "application/json", "idempotency-key": idempotencyKey },
-      body,
-      signal: AbortSignal.timeout(cfg.ORIGIN_TIMEOUT_MS),
-    });
-    await res.body?.cancel();
-    return res.ok ? null : `origin answered HTTP ${res.status}`;
-  } catch (e) {
-    return `origin unreachable: ${e?.name === "TimeoutError" ? "timed out" : String(e?.message ?? e)}`;
   }
 }
 

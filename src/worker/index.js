@@ -4,7 +4,8 @@
 import { config } from "./config.js";
 import { guarded, HttpError, parseUplink } from "./core.js";
 
-export { DeviceObject, FleetObject } from "./device.js";
+export { DeviceObject } from "./device.js";
+export { FleetObject } from "./fleet.js";
 
 const UPLINK_FORMATS = new Set(["ttn", "chirpstack", "helium", "loriot"]);
 

@@ -5,7 +5,7 @@ import { test, before, after } from 'node:test';
 import assert from 'node:assert/strict';
 import http from 'node:http';
 import { launchChromium, watch, listen, closeAll } from './browser.mjs';
-import { wwwHandler } from '../../.ci/serve-www.mjs';
+import { wwwHandler } from '../../scripts/serve-www.mjs';
 import { start, TOKEN } from '../worker/harness.mjs';
 
 const WAIT = { timeout: 120_000 };

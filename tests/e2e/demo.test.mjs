@@ -5,7 +5,7 @@ import { test, before, after } from 'node:test';
 import assert from 'node:assert/strict';
 import fs from 'node:fs';
 import { launchChromium, watch, listen, closeAll } from './browser.mjs';
-import { serveWww } from '../../.ci/serve-www.mjs';
+import { serveWww } from '../../scripts/serve-www.mjs';
 
 const OUT = new URL('../../test-output/', import.meta.url);
 const SEED = 20260716; // the page's default; any fixed seed works

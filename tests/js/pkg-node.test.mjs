@@ -1,5 +1,5 @@
 // The built package (pkg/, from `npm run build`) through its generated JS glue in
-// Node, as the worker and the demo load it. .ci/test.sh builds pkg/ first.
+// Node, as the worker and the demo load it. scripts/test.sh builds pkg/ first.
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
 import fs from 'node:fs';

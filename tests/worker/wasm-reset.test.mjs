@@ -11,7 +11,7 @@ const exports = pkg.initSync({ module: fs.readFileSync(new URL("reconnect_dedupe
 const burst = [{ device_id: "bin-T", seq: 1, ts: "2026-07-16T09:00:00Z", fill_pct: 1 }];
 
 test("a trap is a WebAssembly.RuntimeError and __wbg_reset_state recovers", () => {
-  assert.equal(typeof pkg.__wbg_reset_state, "function", "build with .ci/bin/wasm-bindgen (npm run build)");
+  assert.equal(typeof pkg.__wbg_reset_state, "function", "build with scripts/bin/wasm-bindgen (npm run build)");
   const old = new pkg.Deduplicator();
   old.processBurst(burst, 1);
   // A pointer far outside linear memory: the kind of fault a core bug would cause.

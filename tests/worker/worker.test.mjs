@@ -1,5 +1,5 @@
 // The worker in workerd (Miniflare), driven over HTTP with the sample webhooks, the
-// shared key vectors and a real local origin. .ci/test.sh builds pkg/ first.
+// shared key vectors and a real local origin. scripts/test.sh builds pkg/ first.
 import { test, after } from "node:test";
 import assert from "node:assert/strict";
 import fs from "node:fs";

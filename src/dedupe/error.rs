@@ -122,3 +122,25 @@ impl From<serde_json::Error> for Error {
         }
     }
 }
+
+/// A reading refused at the boundary: its index in the burst, the field, the
+/// stable code and a message. The rest of the burst is processed as usual.
+#[derive(Debug, Clone, PartialEq, serde::Serialize)]
+pub struct Rejection {
+    pub index: usize,
+    pub field: &'static str,
+    pub code: &'static str,
+    pub message: String,
+}
+
+impl Rejection {
+    /// The rejection of the reading at `index` for `error`.
+    pub fn new(index: usize, error: &Error) -> Rejection {
+        Rejection {
+            index,
+            field: error.field(),
+            code: error.code(),
+            message: error.to_string(),
+        }
+    }
+}

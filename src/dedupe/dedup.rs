@@ -6,7 +6,7 @@
 //! outside that use it is the seed's `received = unique + duplicates_suppressed`
 //! plus the readings rejected at the boundary.
 
-use super::error::Error;
+use super::error::{Error, Rejection};
 use super::key::{content_digest, format_key, push_i64, push_u64};
 use super::reading::{validate, RawBurst, RawReading, Reading};
 use super::seen::{Admission, Config, SeenSet, Stats, MAX_TIME_MS};
@@ -32,15 +32,6 @@ impl Serialize for Admitted<'_> {
         self.reading.serialize_fields(&mut st)?;
         st.end()
     }
-}
-
-/// A reading refused at the boundary, with the reason.
-#[derive(Debug, Clone, PartialEq, Serialize)]
-pub struct Rejection {
-    pub index: usize,
-    pub field: &'static str,
-    pub code: &'static str,
-    pub message: String,
 }
 
 /// The counts of one burst, as written to the audit line.

@@ -35,10 +35,10 @@
 //! as it is, so the core rejects it with its usual code instead of a fallback
 //! quietly replacing it.
 
-use super::dedup::Rejection;
-use super::error::{Error, Field};
-use super::reading::{validate, RawReading, Reading};
-use super::timestamp::{isoformat, MAX_MICROS, MIN_MICROS};
+use crate::dedupe::error::Rejection;
+use crate::dedupe::error::{Error, Field};
+use crate::dedupe::reading::{validate, RawReading, Reading};
+use crate::dedupe::timestamp::{isoformat, MAX_MICROS, MIN_MICROS};
 use serde::Serialize;
 use serde_json::{Map, Value};
 use std::collections::HashMap;

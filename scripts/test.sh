@@ -2,7 +2,7 @@
 # Full check, in order: format, lint, native tests, browser tests, build, JS tests.
 set -euo pipefail
 cd "$(dirname "${BASH_SOURCE[0]}")/.."
-bash .ci/setup.sh
+bash scripts/setup.sh
 # node_modules/.bin first: wasm-pack must use npm binaryen's wasm-opt, not /usr/bin.
 export PATH="$PWD/node_modules/.bin:$HOME/.cargo/bin:$PATH"
 # wasm-bindgen-test-runner drives the Debian chromium through this driver,

@@ -1,8 +1,8 @@
 //! Seen-set tests: pinned boundaries, provisional admission, snapshots, and seeded
 //! random operation sequences checked against a naive model after every step.
 
-use super::key::format_key;
-use super::seen::*;
+use super::*;
+use crate::dedupe::key::format_key;
 use crate::Error;
 
 const T0: i64 = 1_784_192_400_000; // 2026-07-16T09:00:00Z

@@ -1,0 +1,10 @@
+//! The pure-Rust deduplication core: no `wasm_bindgen`, no `js_sys`, no clock, no
+//! global state. Native tests and benches drive it directly.
+
+pub mod dedup;
+pub mod error;
+pub mod key;
+pub mod reading;
+pub mod seen;
+pub mod siphash;
+pub mod timestamp;
