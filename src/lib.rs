@@ -16,10 +16,11 @@ pub mod uplink;
 pub mod wasm;
 
 pub use crate::dedupe::dedup::{
-    check_time, Admitted, Audit, AuditCounts, BurstOutcome, Deduplicator,
+    check_time, Admitted, Audit, AuditContext, AuditCounts, AuditEvent, BurstOutcome, Deduplicator,
+    KeyAdmission, Verdict,
 };
 pub use crate::dedupe::error::{Error, Field, Rejection};
-pub use crate::dedupe::key::{idempotency_key, write_content};
+pub use crate::dedupe::key::{idempotency_key, parse_key, write_content};
 pub use crate::dedupe::reading::{parse_reading, validate, RawBurst, RawReading, Reading};
 pub use crate::dedupe::seen::{Admission, Config, Fingerprint, SeenSet, Stats};
 pub use crate::dedupe::{key, timestamp};

@@ -161,7 +161,7 @@ fn seed_example_burst_and_audit_line() {
     assert_eq!(
         audit,
         json!({"logged_at": "2026-07-16T09:00:11.204000+00:00", "level": "INFO", "event": "burst_deduplicated",
-               "payload": {"received": 4, "unique": 3, "duplicates_suppressed": 1, "pending": 0, "rejected": 0,
+               "payload": {"received": 4, "unique": 3, "duplicates_suppressed": 1, "rejected": 0,
                            "seq_reuses": 0, "evicted_before_ttl": 0}})
     );
 }

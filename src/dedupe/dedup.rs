@@ -1,18 +1,26 @@
 //! The deduplicator: validates a burst, keys each reading, asks the seen-set, and
 //! accounts for every reading in exactly one bucket, written to one audit record.
 //!
+//! Two ways in:
+//! * [`Deduplicator::process_burst`] / [`Deduplicator::process_json`] take readings,
+//!   validate and key them here (the library's API, Node and browsers);
+//! * [`Deduplicator::admit_keys`] takes keys already derived elsewhere (the worker
+//!   keys each reading once in its stateless tier) and only admits them, and
+//!   [`Deduplicator::from_keys`] rebuilds a seen-set from stored keys; neither
+//!   validates a reading or computes a SHA-256.
+//!
 //! `received = unique + duplicates_suppressed + pending + rejected` holds for every
-//! burst. `pending` is only non-zero while provisional admissions are open, so
-//! outside that use it is the seed's `received = unique + duplicates_suppressed`
-//! plus the readings rejected at the boundary.
+//! burst. `pending` is only non-zero while provisional admissions are open (library
+//! only), so outside that use it is the seed's `received = unique +
+//! duplicates_suppressed` plus the readings rejected at the boundary.
 
 use super::error::{Error, Rejection};
-use super::key::{content_digest, format_key, push_i64, push_u64};
+use super::key::{content_digest, format_key, parse_key};
 use super::reading::{validate, RawBurst, RawReading, Reading};
 use super::seen::{Admission, Config, SeenSet, Stats, MAX_TIME_MS};
 use super::timestamp::{isoformat, IsoBuf};
 use serde::ser::SerializeStruct;
-use serde::Serialize;
+use serde::{Deserialize, Serialize};
 
 /// A reading admitted as new, with its idempotency key and its index in the burst.
 /// Serialises flat: `{index, key, device_id, seq, ts, fill_pct}`.
@@ -34,17 +42,40 @@ impl Serialize for Admitted<'_> {
     }
 }
 
-/// The counts of one burst, as written to the audit line.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+/// The counts of one burst, as written to the audit line:
+/// `received = unique + duplicates_suppressed + pending + rejected + not_stored`.
+/// `pending` (provisional admissions, library only) and `not_stored` (a burst whose
+/// rows could not be written) are written only when not zero.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
 pub struct AuditCounts {
     pub received: usize,
     pub unique: usize,
     pub duplicates_suppressed: usize,
+    #[serde(default, skip_serializing_if = "is_zero")]
     pub pending: usize,
     pub rejected: usize,
+    #[serde(default, skip_serializing_if = "is_zero")]
+    pub not_stored: usize,
     pub seq_reuses: usize,
     /// Keys pushed out by the cap during this burst, before their TTL ran out.
     pub evicted_before_ttl: u64,
+}
+
+fn is_zero(n: &usize) -> bool {
+    *n == 0
+}
+
+impl AuditCounts {
+    /// Whether every reading is in exactly one bucket.
+    pub fn reconciles(&self) -> bool {
+        self.received
+            == self.unique
+                + self.duplicates_suppressed
+                + self.pending
+                + self.rejected
+                + self.not_stored
+    }
 }
 
 /// One audit record: `{"logged_at","level","event","payload"}`, one per burst.
@@ -54,6 +85,94 @@ pub struct Audit {
     pub level: &'static str,
     pub event: &'static str,
     pub payload: AuditCounts,
+}
+
+/// Where a burst came from and what went wrong, appended to its audit line by
+/// [`Audit::line`]. Absent members are left out of the line.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct AuditContext {
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub device_id: Option<String>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub route: Option<String>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub burst_id: Option<String>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub error: Option<String>,
+}
+
+/// The audit events: a burst decided (`INFO`) and a burst whose admitted readings
+/// could not be stored (`ERROR`; they are in `not_stored` and the sender retries).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum AuditEvent {
+    BurstDeduplicated,
+    BurstNotStored,
+}
+
+impl Audit {
+    /// The record of one burst at `now_ms`.
+    ///
+    /// # Errors
+    /// [`Error::InvalidTime`] for a bad `now_ms`; [`Error::InvalidBurst`] when the
+    /// counts do not reconcile.
+    pub fn new(event: AuditEvent, payload: AuditCounts, now_ms: f64) -> Result<Audit, Error> {
+        let now = check_time(now_ms)?;
+        if !payload.reconciles() {
+            return Err(Error::InvalidBurst(format!(
+                "audit counts do not reconcile: {payload:?}"
+            )));
+        }
+        let (level, event) = match event {
+            AuditEvent::BurstDeduplicated => ("INFO", "burst_deduplicated"),
+            AuditEvent::BurstNotStored => ("ERROR", "burst_not_stored"),
+        };
+        Ok(Audit {
+            logged_at: isoformat(now * 1000),
+            level,
+            event,
+            payload,
+        })
+    }
+
+    /// The one-line JSON text of this record with `context` appended:
+    /// `{"logged_at","level","event","payload","device_id","route","burst_id","error"}`.
+    pub fn line(&self, context: &AuditContext) -> String {
+        #[derive(Serialize)]
+        struct Line<'a> {
+            #[serde(flatten)]
+            audit: &'a Audit,
+            #[serde(flatten)]
+            context: &'a AuditContext,
+        }
+        // Plain structs of strings and numbers always serialise.
+        serde_json::to_string(&Line {
+            audit: self,
+            context,
+        })
+        .unwrap_or_default()
+    }
+}
+
+/// What [`Deduplicator::admit_keys`] decided for one key.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+#[repr(u8)]
+pub enum Verdict {
+    /// New, now remembered.
+    Admitted = 0,
+    /// New, but its device and seq were held with other content (a counter reset).
+    AdmittedSeqReuse = 1,
+    /// Held already: first write wins, this copy is suppressed.
+    Duplicate = 2,
+}
+
+/// The outcome of [`Deduplicator::admit_keys`]: a verdict per key, in order, and
+/// the burst's audit record.
+#[derive(Debug, Clone, PartialEq)]
+pub struct KeyAdmission {
+    pub verdicts: Vec<Verdict>,
+    pub audit: Audit,
 }
 
 /// Everything decided about one burst.
@@ -78,82 +197,65 @@ impl BurstOutcome<'_> {
     /// admitted readings (the bulk path's per-reading output) are written directly
     /// instead of through serde's per-field machinery.
     pub fn to_json(&self) -> String {
-        let mut out = String::with_capacity(256 + self.unique.len() * 160);
-        out.push_str("{\"unique\":[");
+        let mut out = Vec::with_capacity(256 + self.unique.len() * 160);
+        out.extend_from_slice(b"{\"unique\":[");
         for (i, a) in self.unique.iter().enumerate() {
             if i > 0 {
-                out.push(',');
+                out.push(b',');
             }
-            out.push_str("{\"index\":");
-            push_u64(&mut out, a.index as u64);
-            out.push_str(",\"key\":");
+            out.extend_from_slice(b"{\"index\":");
+            out.extend_from_slice(itoa::Buffer::new().format(a.index).as_bytes());
+            out.extend_from_slice(b",\"key\":");
             push_json_str(&mut out, &a.key);
-            out.push_str(",\"device_id\":");
+            out.extend_from_slice(b",\"device_id\":");
             push_json_str(&mut out, &a.reading.device_id);
-            out.push_str(",\"seq\":");
-            push_i64(&mut out, a.reading.seq);
-            out.push_str(",\"ts\":\"");
-            out.push_str(IsoBuf::new(a.reading.ts).as_str());
-            out.push_str("\",\"fill_pct\":");
+            out.extend_from_slice(b",\"seq\":");
+            out.extend_from_slice(itoa::Buffer::new().format(a.reading.seq).as_bytes());
+            out.extend_from_slice(b",\"ts\":\"");
+            out.extend_from_slice(IsoBuf::new(a.reading.ts).as_str().as_bytes());
+            out.extend_from_slice(b"\",\"fill_pct\":");
             let x = a.reading.fill_pct;
             if x.is_finite() {
-                out.push_str(zmij::Buffer::new().format_finite(x));
+                out.extend_from_slice(zmij::Buffer::new().format_finite(x).as_bytes());
             } else {
-                out.push_str("null");
+                out.extend_from_slice(b"null");
             }
-            out.push('}');
+            out.push(b'}');
         }
-        out.push_str("],\"duplicates_suppressed\":");
-        push_u64(&mut out, self.duplicates_suppressed as u64);
-        // The rest is per burst, not per reading: serde_json writes it.
-        let mut member = |name: &str, json: serde_json::Result<String>| {
-            out.push_str(",\"");
-            out.push_str(name);
-            out.push_str("\":");
-            // Serialising these plain structs and numbers cannot fail.
-            out.push_str(&json.unwrap_or_default());
+        out.extend_from_slice(b"],\"duplicates_suppressed\":");
+        out.extend_from_slice(
+            itoa::Buffer::new()
+                .format(self.duplicates_suppressed)
+                .as_bytes(),
+        );
+        // The rest is per burst, not per reading: serde_json writes it. Writing these
+        // plain structs and numbers into a Vec cannot fail.
+        let mut member = |name: &str, write: &dyn Fn(&mut Vec<u8>) -> serde_json::Result<()>| {
+            out.extend_from_slice(b",\"");
+            out.extend_from_slice(name.as_bytes());
+            out.extend_from_slice(b"\":");
+            let _ = write(&mut out);
         };
-        member("duplicates", serde_json::to_string(&self.duplicates));
-        member("pending", serde_json::to_string(&self.pending));
-        member("rejected", serde_json::to_string(&self.rejected));
-        member("seq_reuses", serde_json::to_string(&self.seq_reuses));
-        member("ticket", serde_json::to_string(&self.ticket));
-        member("audit", serde_json::to_string(&self.audit));
-        out.push('}');
-        out
+        member("duplicates", &|o| {
+            serde_json::to_writer(o, &self.duplicates)
+        });
+        member("pending", &|o| serde_json::to_writer(o, &self.pending));
+        member("rejected", &|o| serde_json::to_writer(o, &self.rejected));
+        member("seq_reuses", &|o| {
+            serde_json::to_writer(o, &self.seq_reuses)
+        });
+        member("ticket", &|o| serde_json::to_writer(o, &self.ticket));
+        member("audit", &|o| serde_json::to_writer(o, &self.audit));
+        out.push(b'}');
+        // Only UTF-8 was written: JSON punctuation, digits and serde_json's output.
+        String::from_utf8(out).unwrap_or_default()
     }
 }
 
-/// Appends `s` as a JSON string literal, escaped as serde_json escapes: `"`, `\\`
-/// and the control characters, nothing else.
-fn push_json_str(out: &mut String, s: &str) {
-    out.push('"');
-    let mut start = 0;
-    for (i, b) in s.bytes().enumerate() {
-        let escape = match b {
-            b'"' => "\\\"",
-            b'\\' => "\\\\",
-            b'\n' => "\\n",
-            b'\r' => "\\r",
-            b'\t' => "\\t",
-            0x08 => "\\b",
-            0x0c => "\\f",
-            0x00..=0x1f => "",
-            _ => continue,
-        };
-        out.push_str(&s[start..i]);
-        if escape.is_empty() {
-            const HEX: &[u8; 16] = b"0123456789abcdef";
-            out.push_str("\\u00");
-            out.push(char::from(HEX[usize::from(b >> 4)]));
-            out.push(char::from(HEX[usize::from(b & 15)]));
-        } else {
-            out.push_str(escape);
-        }
-        start = i + 1;
-    }
-    out.push_str(&s[start..]);
-    out.push('"');
+/// Appends `s` as a JSON string literal, escaped by serde_json itself.
+fn push_json_str(out: &mut Vec<u8>, s: &str) {
+    // Writing into a Vec cannot fail.
+    let _ = serde_json::to_writer(out, s);
 }
 
 /// A seen-set with the burst logic around it.
@@ -287,6 +389,7 @@ impl Deduplicator {
             duplicates_suppressed: duplicates.len(),
             pending: pending.len(),
             rejected: rejected.len(),
+            not_stored: 0,
             seq_reuses,
             evicted_before_ttl: self.seen.stats().evicted_before_ttl - evicted_before,
         };
@@ -327,6 +430,119 @@ impl Deduplicator {
         self.seen.release(ticket)
     }
 
+    /// Admits keys derived elsewhere, one per line (`device_id:seq:<16 hex>`, as
+    /// [`format_key`] writes them), at `now_ms`: the worker's device object, whose
+    /// stateless tier already validated and keyed each reading once. No reading is
+    /// validated and no SHA-256 computed here: a key carries its content digest, and
+    /// its fingerprint needs only SipHash of its device and seq.
+    ///
+    /// `refused` is the number of this burst's readings rejected before they were
+    /// keyed; they count in the audit record's `received` and `rejected`. Keys are
+    /// decided in order, so a key repeated within the call is a duplicate the
+    /// second time. An empty `keys` is a burst with no keys.
+    ///
+    /// ```
+    /// use reconnect_dedupe::{Deduplicator, Verdict};
+    /// let mut d = Deduplicator::default();
+    /// let keys = "bin-A17:41:76c73ee2946cc70e\nbin-A17:41:76c73ee2946cc70e";
+    /// let out = d.admit_keys(keys, 1_784_192_411_204.0, 1).unwrap();
+    /// assert_eq!(out.verdicts, [Verdict::Admitted, Verdict::Duplicate]);
+    /// assert_eq!(out.audit.payload.received, 3);
+    /// ```
+    ///
+    /// # Errors
+    /// [`Error::InvalidKey`] if any line is not a canonical key,
+    /// [`Error::InvalidTime`] for a bad `now_ms`, [`Error::NoEntropy`] if the hash
+    /// cannot be seeded. A call that fails admits nothing.
+    pub fn admit_keys(
+        &mut self,
+        keys: &str,
+        now_ms: f64,
+        refused: usize,
+    ) -> Result<KeyAdmission, Error> {
+        let now = check_time(now_ms)?;
+        // Every key is read and fingerprinted before the first is admitted.
+        let fingerprints = lines(keys)
+            .map(|k| {
+                let p = parse_key(k)?;
+                self.seen.fingerprint(p.device_id, p.seq, p.digest)
+            })
+            .collect::<Result<Vec<_>, Error>>()?;
+        let evicted_before = self.seen.stats().evicted_before_ttl;
+        self.seen.sweep(now);
+        let burst_start = self.seen.next_position();
+        let mut counts = AuditCounts {
+            received: fingerprints.len() + refused,
+            rejected: refused,
+            ..AuditCounts::default()
+        };
+        let verdicts = fingerprints
+            .into_iter()
+            .map(
+                |fp| match self.seen.check_and_add(fp, now, None, burst_start) {
+                    Admission::Admitted { seq_reuse } => {
+                        counts.unique += 1;
+                        counts.seq_reuses += usize::from(seq_reuse);
+                        if seq_reuse {
+                            Verdict::AdmittedSeqReuse
+                        } else {
+                            Verdict::Admitted
+                        }
+                    }
+                    // Without a ticket nothing is ever pending.
+                    Admission::Duplicate | Admission::Pending => {
+                        counts.duplicates_suppressed += 1;
+                        Verdict::Duplicate
+                    }
+                },
+            )
+            .collect();
+        counts.evicted_before_ttl = self.seen.stats().evicted_before_ttl - evicted_before;
+        Ok(KeyAdmission {
+            verdicts,
+            audit: Audit::new(AuditEvent::BurstDeduplicated, counts, now_ms)?,
+        })
+    }
+
+    /// Rebuilds a deduplicator from stored keys (one per line, as in
+    /// [`Self::admit_keys`]) and the time each was admitted (`admitted_at_ms`, same
+    /// order, oldest first): every key is admitted again at its own time, so TTL
+    /// and the cap hold exactly as if the set had never been dropped. Linear in the
+    /// keys; no SHA-256. A fresh hash secret is drawn (fingerprints are recomputed).
+    ///
+    /// # Errors
+    /// [`Error::InvalidKey`] for a key that does not parse, a count that differs
+    /// from the times', or times out of order; [`Error::InvalidTime`] for a time
+    /// outside `0 ..= 8.64e15`.
+    pub fn from_keys(
+        config: Config,
+        keys: &str,
+        admitted_at_ms: &[f64],
+    ) -> Result<Deduplicator, Error> {
+        let mut d = Deduplicator::new(config);
+        let mut times = admitted_at_ms.iter();
+        let mut last = i64::MIN;
+        for key in lines(keys) {
+            let at = check_time(
+                *times
+                    .next()
+                    .ok_or(Error::InvalidKey("more keys than admission times"))?,
+            )?;
+            if at < last {
+                return Err(Error::InvalidKey("admission times out of order"));
+            }
+            last = at;
+            let p = parse_key(key)?;
+            let fp = d.seen.fingerprint(p.device_id, p.seq, p.digest)?;
+            let start = d.seen.next_position();
+            d.seen.check_and_add(fp, at, None, start);
+        }
+        if times.next().is_some() {
+            return Err(Error::InvalidKey("more admission times than keys"));
+        }
+        Ok(d)
+    }
+
     /// Whether the reading's key is held at `now_ms`; changes no order, expiry or
     /// counter (it may seed the hash key on first use).
     ///
@@ -358,6 +574,11 @@ impl Deduplicator {
     ) -> Result<Deduplicator, Error> {
         SeenSet::restore(bytes, ttl_ms, max_keys).map(Deduplicator::from_seen)
     }
+}
+
+/// The lines of a key list; an empty text has none.
+fn lines(keys: &str) -> impl Iterator<Item = &str> {
+    keys.split('\n').filter(move |_| !keys.is_empty())
 }
 
 /// Checks a caller's `now_ms` and turns it into whole milliseconds.
@@ -418,21 +639,20 @@ mod tests {
         let r = json!({"device_id": "p", "seq": 1, "ts": "2026-07-16T09:00:00Z", "fill_pct": 33.333333333333336});
         same_text(&mut d, &json!([r]).to_string(), now + 1.0, true);
         same_text(&mut d, &json!([r]).to_string(), now + 2.0, true);
-        let mut x = 7u64;
+        let mut rng = fastrand::Rng::with_seed(7);
         for burst in 0..200 {
             let readings: Vec<Value> = (0..(burst % 40))
                 .map(|_| {
-                    x = x.wrapping_mul(6364136223846793005).wrapping_add(1442695040888963407);
-                    let fill = match x >> 61 {
-                        0 => json!((x >> 20) % 1001),
-                        1 => json!(((x >> 20) % 1001) as f64 / 10.0),
-                        2 => json!(((x >> 11) as f64) / (1u64 << 53) as f64 * 100.0),
+                    let fill = match rng.u8(0..6) {
+                        0 => json!(rng.u32(0..=1000)),
+                        1 => json!(f64::from(rng.u32(0..=1000)) / 10.0),
+                        2 => json!(rng.f64() * 100.0),
                         3 => json!(-0.0),
                         4 => json!("50"),
-                        _ => json!(((x >> 24) % 1000) as f64 / 10.0),
+                        _ => json!(f64::from(rng.u32(0..1000)) / 10.0),
                     };
-                    json!({"device_id": format!("dev-{}", (x >> 33) % 7), "seq": (x >> 40) % 9,
-                           "ts": format!("2026-07-16T09:00:{:02}.{:03}Z", (x >> 8) % 60, (x >> 16) % 3),
+                    json!({"device_id": format!("dev-{}", rng.u8(0..7)), "seq": rng.u8(0..9),
+                           "ts": format!("2026-07-16T09:00:{:02}.{:03}Z", rng.u8(0..60), rng.u8(0..3)),
                            "fill_pct": fill})
                 })
                 .collect();
@@ -443,5 +663,223 @@ mod tests {
                 false,
             );
         }
+    }
+
+    const T0: f64 = 1_784_192_400_000.0; // 2026-07-16T09:00:00Z
+
+    /// A random reading of a small fleet, so replays, seq reuses and evictions occur.
+    fn random_reading(rng: &mut fastrand::Rng) -> Value {
+        json!({"device_id": format!("bin-{}", rng.u8(0..4)), "seq": rng.u8(0..12),
+               "ts": format!("2026-07-16T09:{:02}:00Z", rng.u8(0..3)),
+               "fill_pct": f64::from(rng.u8(0..3)) * 12.5})
+    }
+
+    fn keys_of(burst: &[Value]) -> String {
+        burst
+            .iter()
+            .map(|r| crate::idempotency_key(&crate::parse_reading(&r.to_string()).unwrap()))
+            .collect::<Vec<_>>()
+            .join("\n")
+    }
+
+    /// Keys admitted through `admit_keys` get exactly the decisions the same readings
+    /// get through `process_json`: verdicts, seq reuses, evictions, audit counts.
+    #[test]
+    fn admit_keys_decides_as_process_burst_does() {
+        let mut rng = fastrand::Rng::with_seed(11);
+        for (ttl, cap) in [(60_000, 1000), (90_000, 7), (1, 3)] {
+            let config = Config::new(ttl, cap).unwrap();
+            let (mut by_reading, mut by_key) =
+                (Deduplicator::new(config), Deduplicator::new(config));
+            let mut now = T0;
+            for _ in 0..400 {
+                now += f64::from(rng.u32(0..20_000));
+                let burst: Vec<Value> = (0..rng.usize(0..12))
+                    .map(|_| random_reading(&mut rng))
+                    .collect();
+                let body = json!(burst).to_string();
+                let a = by_reading
+                    .process_json(body.as_bytes(), now, false)
+                    .unwrap();
+                let b = by_key.admit_keys(&keys_of(&burst), now, 0).unwrap();
+                let admitted: Vec<usize> = a.unique.iter().map(|u| u.index).collect();
+                let admitted_b: Vec<usize> = (0..burst.len())
+                    .filter(|&i| b.verdicts[i] != Verdict::Duplicate)
+                    .collect();
+                assert_eq!(admitted, admitted_b);
+                assert_eq!(
+                    a.duplicates,
+                    (0..burst.len())
+                        .filter(|&i| b.verdicts[i] == Verdict::Duplicate)
+                        .collect::<Vec<_>>()
+                );
+                let reuses = b
+                    .verdicts
+                    .iter()
+                    .filter(|v| **v == Verdict::AdmittedSeqReuse)
+                    .count();
+                assert_eq!((a.seq_reuses, a.audit.payload), (reuses, b.audit.payload));
+                assert!(b.audit.payload.reconciles());
+            }
+            assert_eq!(by_reading.stats(), by_key.stats());
+        }
+    }
+
+    /// One bad key in a call: an error, and not one of the good keys is remembered.
+    #[test]
+    fn a_failed_admit_keys_admits_nothing() {
+        let mut d = Deduplicator::default();
+        let good = "bin-1:1:0123456789abcdef";
+        for bad in [
+            format!("{good}\nbin-1:01:0123456789abcdef"),
+            format!("{good}\n"),
+            format!("{good}\n{good}X"),
+        ] {
+            assert_eq!(
+                d.admit_keys(&bad, T0, 0).unwrap_err().code(),
+                "invalid_key",
+                "{bad:?}"
+            );
+            assert_eq!(d.stats().keys, 0);
+        }
+        assert_eq!(
+            d.admit_keys(good, f64::NAN, 0).unwrap_err().code(),
+            "invalid_time"
+        );
+        assert_eq!(d.stats().admitted, 0);
+        let out = d.admit_keys("", T0, 2).unwrap();
+        assert!(out.verdicts.is_empty());
+        assert_eq!(
+            (out.audit.payload.received, out.audit.payload.rejected),
+            (2, 2)
+        );
+        assert_eq!(
+            d.admit_keys(good, T0, 0).unwrap().verdicts,
+            [Verdict::Admitted]
+        );
+    }
+
+    /// What the worker does: rows (key, admitted_at) are kept for every admission;
+    /// at random points the deduplicator is dropped and rebuilt from the rows still
+    /// within the TTL. Every later decision equals a deduplicator never dropped, at
+    /// the TTL boundary and under cap evictions alike.
+    #[test]
+    fn from_keys_keeps_ttl_and_cap_as_if_never_dropped() {
+        let mut rng = fastrand::Rng::with_seed(5);
+        for (ttl, cap) in [(30_000, 1000), (45_000, 5), (10_000, 1)] {
+            let config = Config::new(ttl, cap).unwrap();
+            let mut kept = Deduplicator::new(config);
+            let mut rebuilt = Deduplicator::new(config);
+            // key -> (admitted_at, insertion order): a row renewed on re-admission.
+            let mut rows: std::collections::HashMap<String, (f64, u64)> = Default::default();
+            let (mut now, mut order) = (T0, 0u64);
+            for step in 0..600 {
+                // Steps land exactly on TTL boundaries now and then.
+                now += match rng.u8(0..4) {
+                    0 => ttl as f64,
+                    1 => 0.0,
+                    _ => f64::from(rng.u32(0..(ttl as u32 / 3).max(2))),
+                };
+                if step % 7 == 3 {
+                    let mut live: Vec<(&String, &(f64, u64))> = rows
+                        .iter()
+                        .filter(|(_, (at, _))| *at > now - ttl as f64)
+                        .collect();
+                    live.sort_by(|a, b| a.1.partial_cmp(b.1).unwrap());
+                    let keys = live
+                        .iter()
+                        .map(|(k, _)| k.as_str())
+                        .collect::<Vec<_>>()
+                        .join("\n");
+                    let times: Vec<f64> = live.iter().map(|(_, (at, _))| *at).collect();
+                    rebuilt = Deduplicator::from_keys(config, &keys, &times).unwrap();
+                }
+                let burst: Vec<Value> = (0..rng.usize(1..6))
+                    .map(|_| random_reading(&mut rng))
+                    .collect();
+                let keys = keys_of(&burst);
+                let a = kept.admit_keys(&keys, now, 0).unwrap();
+                let b = rebuilt.admit_keys(&keys, now, 0).unwrap();
+                assert_eq!(a.verdicts, b.verdicts, "step {step}, ttl {ttl}, cap {cap}");
+                for (key, v) in keys.split('\n').zip(&a.verdicts) {
+                    if *v != Verdict::Duplicate {
+                        order += 1;
+                        rows.insert(key.to_owned(), (now, order));
+                    }
+                }
+            }
+        }
+    }
+
+    #[test]
+    fn from_keys_refuses_keys_and_times_that_do_not_pair_up() {
+        let c = Config::default();
+        let k = "bin-1:1:0123456789abcdef\nbin-1:2:0123456789abcdef";
+        for (keys, times) in [
+            (k, vec![T0]),
+            (k, vec![T0, T0, T0]),
+            (k, vec![T0 + 1.0, T0]),
+            ("bin-1:x:0", vec![T0]),
+        ] {
+            let e = Deduplicator::from_keys(c, keys, &times).unwrap_err();
+            assert_eq!(e.code(), "invalid_key", "{keys:?} {times:?}");
+        }
+        assert_eq!(
+            Deduplicator::from_keys(c, k, &[T0, f64::INFINITY])
+                .unwrap_err()
+                .code(),
+            "invalid_time"
+        );
+        let d = Deduplicator::from_keys(c, k, &[T0, T0]).unwrap();
+        assert_eq!(d.stats().keys, 2);
+    }
+
+    /// Audit lines: the seed's members first, then the context; `pending` and
+    /// `not_stored` only when not zero; counts that do not reconcile are refused.
+    #[test]
+    fn audit_lines_are_written_by_the_core() {
+        let counts = AuditCounts {
+            received: 3,
+            unique: 1,
+            duplicates_suppressed: 1,
+            rejected: 1,
+            ..AuditCounts::default()
+        };
+        let audit = Audit::new(AuditEvent::BurstDeduplicated, counts, 1_784_192_411_204.0).unwrap();
+        let context = AuditContext {
+            device_id: Some("bin-A17".into()),
+            route: Some("readings".into()),
+            ..AuditContext::default()
+        };
+        assert_eq!(
+            audit.line(&context),
+            r#"{"logged_at":"2026-07-16T09:00:11.204000+00:00","level":"INFO","event":"burst_deduplicated","payload":{"received":3,"unique":1,"duplicates_suppressed":1,"rejected":1,"seq_reuses":0,"evicted_before_ttl":0},"device_id":"bin-A17","route":"readings"}"#
+        );
+        let lost = AuditCounts {
+            received: 2,
+            not_stored: 2,
+            ..AuditCounts::default()
+        };
+        let line = Audit::new(AuditEvent::BurstNotStored, lost, T0)
+            .unwrap()
+            .line(&AuditContext {
+                error: Some("storage_unavailable".into()),
+                ..AuditContext::default()
+            });
+        assert_eq!(
+            line,
+            r#"{"logged_at":"2026-07-16T09:00:00+00:00","level":"ERROR","event":"burst_not_stored","payload":{"received":2,"unique":0,"duplicates_suppressed":0,"rejected":0,"not_stored":2,"seq_reuses":0,"evicted_before_ttl":0},"error":"storage_unavailable"}"#
+        );
+        let wrong = AuditCounts {
+            received: 2,
+            unique: 1,
+            ..AuditCounts::default()
+        };
+        assert_eq!(
+            Audit::new(AuditEvent::BurstDeduplicated, wrong, T0)
+                .unwrap_err()
+                .code(),
+            "invalid_burst"
+        );
     }
 }

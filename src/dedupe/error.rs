@@ -49,6 +49,9 @@ pub enum Error {
     UnknownFormat(String),
     /// More readings in one request than allowed: (found, limit).
     TooManyReadings(usize, usize),
+    /// A stored or forwarded key that is not `device_id:seq:<16 hex>` in canonical
+    /// form, or keys and admission times that do not pair up in order.
+    InvalidKey(&'static str),
 }
 
 impl Error {
@@ -73,6 +76,7 @@ impl Error {
             Error::NoEntropy => "no_entropy",
             Error::UnknownFormat(_) => "unknown_format",
             Error::TooManyReadings(..) => "too_many_readings",
+            Error::InvalidKey(_) => "invalid_key",
         }
     }
 
@@ -105,6 +109,7 @@ impl fmt::Display for Error {
             Error::TooManyReadings(n, max) => {
                 write!(f, "{n} readings in one request; at most {max} are accepted")
             }
+            Error::InvalidKey(why) => write!(f, "invalid key: {why}"),
         }
     }
 }

@@ -10,7 +10,8 @@
 //! `datetime.isoformat()`. The only departure from the seed is on purpose: the instant
 //! is converted to UTC first, so one instant written with two offsets gets one key.
 
-use super::reading::Reading;
+use super::error::Error;
+use super::reading::{check_device_id, Reading, MAX_SAFE_SEQ};
 use super::timestamp::write_isoformat;
 use sha2::{Digest, Sha256};
 use std::fmt::Write;
@@ -113,6 +114,54 @@ pub fn format_key(device_id: &str, seq: i64, digest: u64) -> String {
     key
 }
 
+/// A key taken apart: all the seen-set needs to fingerprint it, without its content.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct KeyParts<'a> {
+    pub device_id: &'a str,
+    pub seq: i64,
+    /// The content digest: the key's 16 hex digits.
+    pub digest: u64,
+}
+
+/// Takes a key apart: the inverse of [`format_key`]. Only what [`format_key`] writes
+/// for a valid reading is accepted (canonical seq digits, 16 lower-case hex digits),
+/// so one reading can never stand behind two key strings.
+///
+/// ```
+/// use reconnect_dedupe::key::parse_key;
+/// let k = parse_key("bin:A17:-1:ae4e63efd7f66f28").unwrap();
+/// assert_eq!((k.device_id, k.seq, k.digest), ("bin:A17", -1, 0xae4e63efd7f66f28));
+/// ```
+///
+/// # Errors
+/// [`Error::InvalidKey`] naming the broken part.
+pub fn parse_key(key: &str) -> Result<KeyParts<'_>, Error> {
+    let bad = Error::InvalidKey;
+    // device_id may itself contain ':', so the parts are taken from the right.
+    let (rest, hex) = key
+        .rsplit_once(':')
+        .ok_or(bad("expected device_id:seq:digest"))?;
+    let (device_id, seq) = rest
+        .rsplit_once(':')
+        .ok_or(bad("expected device_id:seq:digest"))?;
+    if hex.len() != 16 || !hex.bytes().all(|b| matches!(b, b'0'..=b'9' | b'a'..=b'f')) {
+        return Err(bad("the digest must be 16 lower-case hex digits"));
+    }
+    let digest = u64::from_str_radix(hex, 16).map_err(|_| bad("bad digest"))?;
+    let seq_value: i64 = seq
+        .parse()
+        .map_err(|_| bad("the seq must be a whole number"))?;
+    if seq_value.abs() > MAX_SAFE_SEQ || itoa::Buffer::new().format(seq_value) != seq {
+        return Err(bad("the seq must be written canonically within ±(2^53−1)"));
+    }
+    check_device_id(device_id).map_err(|_| bad("the device_id part breaks the device_id rules"))?;
+    Ok(KeyParts {
+        device_id,
+        seq: seq_value,
+        digest,
+    })
+}
+
 /// The idempotency key of a validated reading.
 ///
 /// ```
@@ -176,5 +225,48 @@ mod tests {
             };
             assert_eq!(repr(x), want, "{x:?}");
         }
+    }
+
+    /// Every shared vector's key parses back into the parts it was made of.
+    #[test]
+    fn parse_key_inverts_format_key() {
+        let v: serde_json::Value =
+            serde_json::from_str(include_str!("../../tests/vectors/keys.json")).unwrap();
+        for case in v["vectors"].as_array().unwrap() {
+            let key = case["key"].as_str().unwrap();
+            let p = parse_key(key).unwrap();
+            assert_eq!(format_key(p.device_id, p.seq, p.digest), key);
+            assert_eq!(p.device_id, case["reading"]["device_id"].as_str().unwrap());
+        }
+    }
+
+    #[test]
+    fn parse_key_refuses_what_format_key_never_writes() {
+        for key in [
+            "",
+            "abc",
+            "dev:1",
+            ":1:0123456789abcdef",
+            "dev::0123456789abcdef",
+            "dev:+1:0123456789abcdef",
+            "dev:01:0123456789abcdef",
+            "dev:-0:0123456789abcdef",
+            "dev:1.0:0123456789abcdef",
+            "dev:9007199254740992:0123456789abcdef",
+            "dev:1:0123456789ABCDEF",
+            "dev:1:0123456789abcde",
+            "dev:1:0123456789abcdef0",
+            "dev:1:+123456789abcdef",
+            "de\nv:1:0123456789abcdef",
+            "de\u{7f}v:1:0123456789abcdef",
+        ] {
+            let e = parse_key(key).unwrap_err();
+            assert_eq!(e.code(), "invalid_key", "{key:?}");
+        }
+        let p = parse_key("a:b:-9007199254740991:ffffffffffffffff").unwrap();
+        assert_eq!(
+            (p.device_id, p.seq, p.digest),
+            ("a:b", -(1 << 53) + 1, u64::MAX)
+        );
     }
 }

@@ -338,6 +338,15 @@ fn device_id(v: Scalar<'_>) -> Result<Cow<'_, str>, Error> {
     let Scalar::Str(s) = v else {
         return Err(Error::Invalid(Field::DeviceId, "must be a string"));
     };
+    check_device_id(&s)?;
+    Ok(s)
+}
+
+/// The rules of a `device_id` (also applied to the device part of a stored key).
+///
+/// # Errors
+/// [`Error::Invalid`] for `device_id` naming the broken rule.
+pub fn check_device_id(s: &str) -> Result<(), Error> {
     if s.is_empty() {
         return Err(Error::Invalid(Field::DeviceId, "must not be empty"));
     }
@@ -353,7 +362,7 @@ fn device_id(v: Scalar<'_>) -> Result<Cow<'_, str>, Error> {
             "must not contain control characters",
         ));
     }
-    Ok(s)
+    Ok(())
 }
 
 fn seq(v: Scalar<'_>) -> Result<i64, Error> {
