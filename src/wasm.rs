@@ -2,12 +2,17 @@
 //! the boundary and turns every [`Error`] into a JS `Error` with a stable `code`; it
 //! never panics on input (a panic would poison the Wasm instance).
 
-use crate::dedupe::dedup::Deduplicator;
+use crate::dedupe::dedup::{
+    check_time, Audit, AuditContext, AuditCounts, AuditEvent, Deduplicator,
+};
 use crate::dedupe::error::Error;
 use crate::dedupe::key::idempotency_key;
 use crate::dedupe::reading::{validate, RawBurst, RawReading};
-use crate::dedupe::seen::{Config, Stats};
-use crate::uplink::{plan, FieldNames, Format, DEFAULT_MAX_READINGS};
+use crate::dedupe::seen::{
+    Config, Stats, DEFAULT_MAX_KEYS, DEFAULT_TTL_MS, MAX_MAX_KEYS, MAX_TTL_MS,
+};
+use crate::dedupe::timestamp::isoformat;
+use crate::uplink::{plan, FieldNames, Format, DEFAULT_MAX_READINGS, MAX_MAX_READINGS};
 use serde::{Deserialize, Serialize};
 use wasm_bindgen::prelude::*;
 
@@ -22,8 +27,7 @@ export interface AdmittedReading extends Reading { index: number; key: string; }
 export interface Rejection { index: number; field: string; code: string; message: string; }
 export interface AuditRecord {
   logged_at: string; level: "INFO"; event: "burst_deduplicated";
-  payload: { received: number; unique: number; duplicates_suppressed: number; pending: number;
-             rejected: number; seq_reuses: number; evicted_before_ttl: number; };
+  payload: AuditCounts;
 }
 export interface BurstOutcome {
   unique: AdmittedReading[]; duplicates_suppressed: number; duplicates: number[];
@@ -32,6 +36,19 @@ export interface BurstOutcome {
 }
 /** Overrides for parseUplink: decoded-payload member names and the reading cap. */
 export interface UplinkOptions { seqField?: string; tsField?: string; fillField?: string; maxReadings?: number; }
+/** Counts of one burst: received = unique + duplicates_suppressed + pending + rejected + not_stored.
+ *  `pending` and `not_stored` are present only when not zero. */
+export interface AuditCounts {
+  received: number; unique: number; duplicates_suppressed: number; pending?: number;
+  rejected: number; not_stored?: number; seq_reuses: number; evicted_before_ttl: number;
+}
+/** Members appended to an audit line. */
+export interface AuditContext { device_id?: string; route?: string; burst_id?: string; error?: string; }
+/** admitKeys: per key 0 = admitted, 1 = admitted with a seq reuse, 2 = duplicate. */
+export interface KeyAdmission { verdicts: Uint8Array; counts: AuditCounts; line: string; }
+export interface Range { min: number; max: number; default: number; }
+/** The limits every layer reads from here. */
+export interface Limits { ttlMs: Range; maxKeys: Range; maxReadings: Range; formats: string[]; }
 export interface DeduplicatorStats {
   keys: number; pending: number; admitted: number; duplicates: number; pending_hits: number;
   evicted_before_ttl: number; expired: number; released: number; seq_reuses: number;
@@ -121,6 +138,23 @@ fn options_from(options: JsValue) -> Result<(Option<u64>, Option<usize>), JsValu
     Ok((ttl, max))
 }
 
+/// `{ ttlMs, maxKeys }` with the defaults filled in, checked.
+fn config_from(options: JsValue) -> Result<Config, JsValue> {
+    let (ttl, max) = options_from(options)?;
+    Config::new(
+        ttl.unwrap_or(DEFAULT_TTL_MS),
+        max.unwrap_or(DEFAULT_MAX_KEYS),
+    )
+    .map_err(to_js)
+}
+
+fn audit_context(context: JsValue) -> Result<AuditContext, JsValue> {
+    if context.is_undefined() || context.is_null() {
+        return Ok(AuditContext::default());
+    }
+    serde_wasm_bindgen::from_value(context).map_err(|e| to_js(Error::InvalidBurst(e.to_string())))
+}
+
 #[derive(Serialize)]
 struct StatsView {
     #[serde(flatten)]
@@ -143,12 +177,8 @@ impl JsDeduplicator {
     pub fn new(
         #[wasm_bindgen(unchecked_optional_param_type = "DeduplicatorOptions")] options: JsValue,
     ) -> Result<JsDeduplicator, JsValue> {
-        let (ttl, max) = options_from(options)?;
-        let base = Config::default();
-        let config = Config::new(ttl.unwrap_or(base.ttl_ms()), max.unwrap_or(base.max_keys()))
-            .map_err(to_js)?;
         Ok(JsDeduplicator {
-            inner: Deduplicator::new(config),
+            inner: Deduplicator::new(config_from(options)?),
         })
     }
 
@@ -185,6 +215,51 @@ impl JsDeduplicator {
             .process_json(&bytes, now_ms, provisional.unwrap_or(false))
             .map_err(to_js)?;
         Ok(out.to_json())
+    }
+
+    /// Admits keys already derived (one per line, `device_id:seq:<16 hex>` as
+    /// `parseUplink` or `idempotencyKey` give them) at `nowMs`; `refused` readings of
+    /// the same burst count in the audit. No reading is validated and no SHA-256
+    /// computed. Returns `{verdicts, counts, line}`: a verdict byte per key (0
+    /// admitted, 1 admitted with a seq reuse, 2 duplicate), the audit counts and the
+    /// audit line with `context` appended. Throws `invalid_key` (nothing admitted).
+    #[wasm_bindgen(js_name = admitKeys, unchecked_return_type = "KeyAdmission")]
+    pub fn admit_keys(
+        &mut self,
+        keys: &str,
+        now_ms: f64,
+        refused: Option<u32>,
+        #[wasm_bindgen(unchecked_optional_param_type = "AuditContext")] context: JsValue,
+    ) -> Result<JsValue, JsValue> {
+        let context = audit_context(context)?;
+        let out = self
+            .inner
+            .admit_keys(keys, now_ms, refused.unwrap_or(0) as usize)
+            .map_err(to_js)?;
+        let verdicts: Vec<u8> = out.verdicts.iter().map(|v| *v as u8).collect();
+        let result = js_sys::Object::new();
+        // Setting properties on a fresh plain object cannot fail.
+        let set = |k: &str, v: &JsValue| js_sys::Reflect::set(&result, &k.into(), v);
+        let _ = set("verdicts", &js_sys::Uint8Array::from(&verdicts[..]).into());
+        let _ = set("counts", &to_value(&out.audit.payload)?);
+        let _ = set("line", &out.audit.line(&context).into());
+        Ok(result.into())
+    }
+
+    /// Rebuilds a deduplicator from stored keys (one per line) and their admission
+    /// times in ms (same order, oldest first), as if it had never been dropped: TTL
+    /// and the cap hold. No SHA-256. Throws `invalid_key`, `invalid_time`,
+    /// `invalid_config`.
+    #[wasm_bindgen(js_name = fromKeys)]
+    pub fn from_keys(
+        keys: &str,
+        admitted_at_ms: &[f64],
+        #[wasm_bindgen(unchecked_optional_param_type = "DeduplicatorOptions")] options: JsValue,
+    ) -> Result<JsDeduplicator, JsValue> {
+        let config = config_from(options)?;
+        Deduplicator::from_keys(config, keys, admitted_at_ms)
+            .map(|inner| JsDeduplicator { inner })
+            .map_err(to_js)
     }
 
     /// Makes a provisional admission permanent. Returns the number of keys confirmed.
@@ -238,6 +313,78 @@ impl JsDeduplicator {
             .map(|inner| JsDeduplicator { inner })
             .map_err(to_js)
     }
+}
+
+/// The audit line of a burst that has no `admitKeys` outcome (readings no device
+/// got, a burst that could not be stored): `event` is `burst_deduplicated` or
+/// `burst_not_stored`, the counts must reconcile. Throws `invalid_burst`,
+/// `invalid_time`.
+#[wasm_bindgen(js_name = auditLine)]
+pub fn audit_line(
+    event: &str,
+    #[wasm_bindgen(unchecked_param_type = "AuditCounts")] counts: JsValue,
+    now_ms: f64,
+    #[wasm_bindgen(unchecked_optional_param_type = "AuditContext")] context: JsValue,
+) -> Result<String, JsValue> {
+    let event: AuditEvent =
+        serde_json::from_value(serde_json::Value::from(event)).map_err(|_| {
+            to_js(Error::InvalidBurst(format!(
+                "unknown audit event {event:?}"
+            )))
+        })?;
+    let counts: AuditCounts = serde_wasm_bindgen::from_value(counts)
+        .map_err(|e| to_js(Error::InvalidBurst(e.to_string())))?;
+    let audit = Audit::new(event, counts, now_ms).map_err(to_js)?;
+    Ok(audit.line(&audit_context(context)?))
+}
+
+/// A time in ms since the epoch as every record of this project writes times:
+/// Python's `isoformat()` of the UTC instant (`2026-07-16T09:00:11.204000+00:00`).
+/// Throws `invalid_time`.
+#[wasm_bindgen(js_name = isoTime)]
+pub fn iso_time(ms: f64) -> Result<String, JsValue> {
+    let ms = check_time(ms).map_err(to_js)?;
+    Ok(isoformat(ms * 1000))
+}
+
+#[derive(Serialize)]
+struct Range {
+    min: u64,
+    max: u64,
+    default: u64,
+}
+
+#[derive(Serialize)]
+#[serde(rename_all = "camelCase")]
+struct Limits {
+    ttl_ms: Range,
+    max_keys: Range,
+    max_readings: Range,
+    formats: &'static [&'static str],
+}
+
+/// The limits and names every layer reads from here: TTL and cap ranges, the
+/// readings-per-request cap, the webhook format names.
+#[wasm_bindgen(unchecked_return_type = "Limits")]
+pub fn limits() -> Result<JsValue, JsValue> {
+    to_value(&Limits {
+        ttl_ms: Range {
+            min: 1,
+            max: MAX_TTL_MS,
+            default: DEFAULT_TTL_MS,
+        },
+        max_keys: Range {
+            min: 1,
+            max: MAX_MAX_KEYS as u64,
+            default: DEFAULT_MAX_KEYS as u64,
+        },
+        max_readings: Range {
+            min: 1,
+            max: MAX_MAX_READINGS as u64,
+            default: DEFAULT_MAX_READINGS as u64,
+        },
+        formats: Format::NAMES,
+    })
 }
 
 #[derive(Deserialize, Default)]

@@ -271,7 +271,6 @@ function render() {
     ['unique', core.unique, 'unique'],
     ['duplicates_suppressed', core.duplicates_suppressed, 'duplicates_suppressed'],
     ['rejected', core.rejected, 'rejected'],
-    ['pending', core.pending, 'pending'],
     ['seq_reuses', core.seq_reuses, 'seq_reuses', 'a battery swap reset the counter'],
     ['keys held', st.keys, 'keys'],
     ['bytes held', st.memory_bytes, 'memory_bytes'],
@@ -279,9 +278,9 @@ function render() {
     ['expired (TTL)', st.expired, 'expired'],
   ]);
   document.querySelector('[data-counter="evicted_before_ttl"]').classList.toggle('bad', st.evicted_before_ttl > 0);
-  const ok = core.received === core.unique + core.duplicates_suppressed + core.rejected + core.pending;
+  const ok = core.received === core.unique + core.duplicates_suppressed + core.rejected;
   const rec = $('reconcile');
-  rec.textContent = `${ok ? '✓' : '✗'} received ${fmt(core.received)} = unique ${fmt(core.unique)} + duplicates_suppressed ${fmt(core.duplicates_suppressed)} + rejected ${fmt(core.rejected)} + pending ${fmt(core.pending)}`;
+  rec.textContent = `${ok ? '✓' : '✗'} received ${fmt(core.received)} = unique ${fmt(core.unique)} + duplicates_suppressed ${fmt(core.duplicates_suppressed)} + rejected ${fmt(core.rejected)}`;
   rec.classList.toggle('bad', !ok);
 
   logList($('audit'), run.audits.slice(-8));

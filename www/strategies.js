@@ -53,7 +53,7 @@ export function createRun(stream, dedup) {
     delivered: new Set(), // rids delivered at all
     services: 0,
   };
-  const core = { received: 0, unique: 0, duplicates_suppressed: 0, rejected: 0, pending: 0, seq_reuses: 0, evicted_before_ttl: 0 };
+  const core = { received: 0, unique: 0, duplicates_suppressed: 0, rejected: 0, seq_reuses: 0, evicted_before_ttl: 0 };
   const audits = [];
   let minute = 0;
 

@@ -45,6 +45,14 @@ use std::collections::HashMap;
 
 /// Default cap on readings per request, in line with the worker's documented limit.
 pub const DEFAULT_MAX_READINGS: usize = 10_000;
+/// Largest readings-per-request cap a deployment may configure.
+pub const MAX_MAX_READINGS: usize = 1_000_000;
+
+impl Format {
+    /// The route names, as the worker's URLs spell them.
+    pub const NAMES: &'static [&'static str] =
+        &["ttn", "chirpstack", "helium", "loriot", "readings"];
+}
 
 /// The body formats the worker accepts.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]

@@ -1,15 +1,19 @@
 // Configuration from wrangler.toml [vars] (and secrets), read once per env object
 // and validated; a bad value makes every request answer 500 `invalid_config`.
-import { HttpError } from "./core.js";
+import { HttpError, limits } from "./core.js";
 
 const DAY = 24 * 3600 * 1000;
+// The core's own limits (defined once, in Rust): TTL and cap of the seen-set,
+// readings per request.
+const { ttlMs, maxKeys, maxReadings } = limits();
+const range = (r) => [r.default, r.min, r.max];
 
 // name: [default, min, max]; whole numbers.
 const NUMBERS = {
-  TTL_MS: [6 * 3600 * 1000, 1, 31 * DAY],
-  MAX_KEYS_PER_DEVICE: [100_000, 1, 16_777_216],
+  TTL_MS: range(ttlMs),
+  MAX_KEYS_PER_DEVICE: range(maxKeys),
   MAX_BODY_BYTES: [1_048_576, 1, 100 * 1_048_576],
-  MAX_READINGS: [10_000, 1, 1_000_000],
+  MAX_READINGS: range(maxReadings),
   LEDGER_RETENTION_MS: [7 * DAY, 0, 3650 * DAY],
   ORIGIN_TIMEOUT_MS: [10_000, 1, 300_000],
   RETRY_BASE_MS: [1_000, 1, DAY],

@@ -3,7 +3,7 @@
 // to ORIGIN_URL and the record from which the in-memory seen-set is rebuilt.
 import { DurableObject } from "cloudflare:workers";
 import { config } from "./config.js";
-import { Deduplicator, guarded, HttpError, wasmGeneration } from "./core.js";
+import { auditLine, Deduplicator, guarded, HttpError, isoTime, wasmGeneration } from "./core.js";
 import { deliver } from "./delivery.js";
 import { COUNT } from "./fleet.js";
 
@@ -28,13 +28,16 @@ CREATE TABLE IF NOT EXISTS counters (name TEXT PRIMARY KEY, value INTEGER NOT NU
 `;
 
 // A key that expired from the seen-set and arrives again is admitted again (the
-// core's TTL semantics), so its row is renewed rather than duplicated.
-const UPSERT = `
-INSERT INTO readings (key, device_id, seq, ts, fill_pct, admitted_at, burst_id, state, next_attempt_at)
-VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)
-ON CONFLICT (key) DO UPDATE SET
-  admitted_at = excluded.admitted_at, burst_id = excluded.burst_id, state = excluded.state,
-  attempts = 0, next_attempt_at = excluded.next_attempt_at, delivered_at = NULL, last_error = NULL`;
+// core's TTL semantics), so its row is replaced rather than duplicated. REPLACE
+// (delete + insert) gives the renewed row a new rowid: rows in (admitted_at, rowid)
+// order are the admissions in the order the seen-set made them, which the cold
+// rebuild relies on.
+const INSERT = `
+INSERT OR REPLACE INTO readings (key, device_id, seq, ts, fill_pct, admitted_at, burst_id, state, next_attempt_at)
+VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)`;
+
+/** A verdict of `admitKeys`: the key was held already. */
+const DUPLICATE = 2;
 
 export class DeviceObject extends DurableObject {
   constructor(ctx, env) {
@@ -47,107 +50,79 @@ export class DeviceObject extends DurableObject {
 
   /**
    * The seen-set, a cache in front of the `readings` table. On a cold start (or
-   * after the Wasm instance was re-created) it is rebuilt by re-admitting the rows
-   * whose key is still live, grouped by their original admission time, so TTL and
-   * cap behave as if the object had never left memory. Why not persist
-   * `snapshot()` bytes instead: to stay exact they would have to be rewritten
-   * (about 29 bytes per key) with every burst, inside the same transaction; the
-   * rows are written anyway, and a rebuild costs one SHA-256 per live row, once.
+   * after the Wasm instance was re-created, or a failed write) it is rebuilt from
+   * the stored keys still within the TTL, each re-admitted at its own admission
+   * time (`fromKeys`), so TTL and cap behave as if the object had never left
+   * memory. Linear in the live keys; no SHA-256 (a key carries its digest). Why not
+   * persist `snapshot()` bytes instead: to stay exact they would have to be
+   * rewritten with every burst, inside the same transaction; the rows are written
+   * anyway.
    */
   seen(now, cfg) {
     if (this.dedup && this.generation === wasmGeneration()) return this.dedup;
-    this.dedup = null;
+    this.drop();
     const generation = wasmGeneration();
-    const dedup = new Deduplicator({ ttlMs: cfg.TTL_MS, maxKeys: cfg.MAX_KEYS_PER_DEVICE });
     const rows = this.sql
-      .exec(
-        "SELECT device_id, seq, ts, fill_pct, admitted_at FROM readings WHERE admitted_at > ? ORDER BY admitted_at, rowid",
-        now - cfg.TTL_MS,
-      )
+      .exec("SELECT key, admitted_at FROM readings WHERE admitted_at > ? ORDER BY admitted_at, rowid", now - cfg.TTL_MS)
       .toArray();
-    for (let i = 0; i < rows.length; ) {
-      const at = rows[i].admitted_at;
-      const batch = [];
-      for (; i < rows.length && rows[i].admitted_at === at; i++) {
-        const { device_id, seq, ts, fill_pct } = rows[i];
-        batch.push({ device_id, seq, ts, fill_pct });
-      }
-      dedup.processBurstJson(JSON.stringify(batch), at);
-    }
-    this.dedup = dedup;
+    const keys = rows.map((r) => r.key).join("\n");
+    const times = Float64Array.from(rows, (r) => r.admitted_at);
+    this.dedup = Deduplicator.fromKeys(keys, times, { ttlMs: cfg.TTL_MS, maxKeys: cfg.MAX_KEYS_PER_DEVICE });
     this.generation = generation;
-    return dedup;
+    return this.dedup;
+  }
+
+  /** Forgets the seen-set (rebuilt from the rows on next use) and frees its memory. */
+  drop() {
+    if (this.dedup && this.generation === wasmGeneration()) this.dedup.free();
+    this.dedup = null;
   }
 
   /**
-   * Dedupes one device's readings and stores the admitted ones before answering.
-   * `refused` are this device's readings the worker rejected while routing; they
-   * count in this burst's audit line. Returns `{ok, unique: [{index, key}],
-   * duplicates, pending, rejected}` or `{ok: false, status, code, message}`.
+   * Admits one device's keyed readings (validated and keyed once, in the worker's
+   * stateless tier) and stores the admitted ones before answering. `refused` are
+   * this device's readings rejected while routing; they count in this burst's
+   * audit line. Between admitting and storing nothing is awaited, so no other
+   * request can see a key admitted but not stored. Returns `{ok: true, verdicts}`
+   * (a byte per reading: 0 admitted, 1 admitted with a seq reuse, 2 duplicate),
+   * or `{ok: false, status, code, message, verdicts?}` when nothing was stored.
    */
   async ingest({ device_id, readings, refused = 0, route, burst_id }) {
     const cfg = config(this.env);
     const now = Date.now();
+    const context = { device_id, route, burst_id };
     let out;
     try {
-      out = guarded(() => JSON.parse(this.seen(now, cfg).processBurstJson(JSON.stringify(readings), now, true)));
+      const keys = readings.map((r) => r.key).join("\n");
+      out = guarded(() => this.seen(now, cfg).admitKeys(keys, now, refused, context));
     } catch (e) {
-      this.dedup = null;
+      this.drop();
       return failure(e);
     }
     const state = cfg.ORIGIN_URL ? "pending" : "stored";
-    const counts = {
-      received: out.audit.payload.received + refused,
-      unique: out.unique.length,
-      duplicates: out.duplicates_suppressed,
-      rejected: out.rejected.length + refused,
-      pending: out.pending.length,
-      seq_reuses: out.seq_reuses,
-    };
+    const counts = out.counts;
     try {
-      // Provisional admission: the keys are pending in the seen-set until the rows
-      // are stored. A failed write releases them, so nothing is half-admitted and
-      // the sender's retry is admitted.
       this.ctx.storage.transactionSync(() => {
-        for (const u of out.unique) {
-          this.sql.exec(UPSERT, u.key, u.device_id, u.seq, u.ts, u.fill_pct, now, burst_id, state, state === "pending" ? now : null);
-        }
+        readings.forEach((r, i) => {
+          if (out.verdicts[i] === DUPLICATE) return;
+          this.sql.exec(INSERT, r.key, device_id, r.seq, r.ts, r.fill_pct, now, burst_id, state, state === "pending" ? now : null);
+        });
         for (const [name, n] of Object.entries(counts)) if (n) this.sql.exec(COUNT, name, n);
       });
     } catch (e) {
-      try {
-        guarded(() => this.dedup.release(out.ticket));
-      } catch {
-        this.dedup = null; // rebuilt from the rows, which do not hold this burst
-      }
-      // The unique readings were not stored: they are pending (the sender retries).
-      const pending = [...out.pending, ...out.unique.map((u) => u.index)].sort((a, b) => a - b);
-      const payload = { ...out.audit.payload, received: counts.received, rejected: counts.rejected, unique: 0, pending: pending.length };
-      console.log(JSON.stringify({ ...out.audit, level: "ERROR", event: "burst_not_stored", payload, device_id, route, burst_id }));
-      return {
-        ok: false,
-        status: 503,
-        code: "storage_unavailable",
-        message: `could not store the burst: ${e.message}`,
-        unique: [],
-        duplicates: out.duplicates,
-        pending,
-        rejected: out.rejected,
-      };
+      // The admitted keys are not stored: forget the seen-set, whose rebuild from
+      // the rows will not hold them, so the sender's retry is admitted.
+      this.drop();
+      const notStored = counts.unique;
+      const lost = { ...counts, unique: 0, not_stored: notStored, seq_reuses: 0, evicted_before_ttl: 0 };
+      console.log(guarded(() => auditLine("burst_not_stored", lost, now, { ...context, error: "storage_unavailable" })));
+      return { ok: false, status: 503, code: "storage_unavailable", message: `could not store the burst: ${e.message}`, verdicts: out.verdicts };
     }
-    guarded(() => this.dedup.confirm(out.ticket));
-    const payload = { ...out.audit.payload, received: counts.received, rejected: counts.rejected };
-    console.log(JSON.stringify({ ...out.audit, payload, device_id, route, burst_id }));
+    console.log(out.line);
     // Deliver right away; also re-arms an alarm lost with a restart while a backlog waits.
-    await this.schedule(cfg, out.unique.length && state === "pending" ? now : null);
+    await this.schedule(cfg, counts.unique && state === "pending" ? now : null);
     await this.register(device_id);
-    return {
-      ok: true,
-      unique: out.unique.map((u) => ({ index: u.index, key: u.key })),
-      duplicates: out.duplicates,
-      pending: out.pending,
-      rejected: out.rejected,
-    };
+    return { ok: true, verdicts: out.verdicts };
   }
 
   /** Counters and the delivery backlog of this device. */
@@ -189,10 +164,10 @@ export class DeviceObject extends DurableObject {
         seq: r.seq,
         ts: r.ts,
         fill_pct: r.fill_pct,
-        admitted_at: new Date(r.admitted_at).toISOString(),
+        admitted_at: isoTime(r.admitted_at),
         delivery: r.state,
         attempts: r.attempts,
-        delivered_at: r.delivered_at === null ? null : new Date(r.delivered_at).toISOString(),
+        delivered_at: r.delivered_at === null ? null : isoTime(r.delivered_at),
       })),
       next: rows.length === limit ? rows[rows.length - 1].rowid : null,
     };

@@ -2,12 +2,16 @@
 // readings to its Durable Object. Parsing and mapping webhooks happens in the Wasm
 // core (parseUplink); deduplication, storage and delivery in src/worker/device.js.
 import { config } from "./config.js";
-import { guarded, HttpError, parseUplink } from "./core.js";
+import { auditLine, guarded, HttpError, limits, parseUplink } from "./core.js";
 
 export { DeviceObject } from "./device.js";
 export { FleetObject } from "./fleet.js";
 
-const UPLINK_FORMATS = new Set(["ttn", "chirpstack", "helium", "loriot"]);
+// Webhook routes: every format the core maps but the native one (/v1/readings).
+const UPLINK_FORMATS = new Set(limits().formats.filter((f) => f !== "readings"));
+
+/** A verdict of the device object's `admitKeys`: the key was held already. */
+const DUPLICATE = 2;
 
 export default {
   async fetch(request, env) {
@@ -101,6 +105,7 @@ async function ingest(request, env, cfg, format, routeName) {
     throw new HttpError(415, "unsupported_media_type", hint);
   }
   const body = await readBody(request, cfg.MAX_BODY_BYTES);
+  // The one parse of the body, validation and keying of each reading: in Wasm.
   let plan;
   try {
     plan = JSON.parse(guarded(() => parseUplink(format, body, cfg.uplink)));
@@ -110,6 +115,7 @@ async function ingest(request, env, cfg, format, routeName) {
     throw new HttpError(status, e.code ?? "invalid_body", e.message);
   }
   const burst_id = crypto.randomUUID();
+  const context = { route: routeName, burst_id };
   const refusedBy = new Map();
   const unroutable = [];
   for (const r of plan.rejected) {
@@ -118,56 +124,60 @@ async function ingest(request, env, cfg, format, routeName) {
   }
   // Devices with only refused readings still get their audit line and counters.
   const groups = plan.devices.slice();
-  for (const id of refusedBy.keys()) {
-    if (!groups.some((g) => g.device_id === id)) groups.push({ device_id: id, indices: [], readings: [] });
-  }
+  const planned = new Set(groups.map((g) => g.device_id));
+  for (const id of refusedBy.keys()) if (!planned.has(id)) groups.push({ device_id: id, readings: [] });
   const replies = await Promise.all(
-    groups.map(async (g) => {
+    groups.map(async ({ device_id, readings }) => {
+      const refused = refusedBy.get(device_id) ?? 0;
       try {
-        const stub = env.DEVICES.get(env.DEVICES.idFromName(g.device_id));
-        return await stub.ingest({ device_id: g.device_id, readings: g.readings, refused: refusedBy.get(g.device_id) ?? 0, route: routeName, burst_id });
+        const stub = env.DEVICES.get(env.DEVICES.idFromName(device_id));
+        return await stub.ingest({ device_id, readings, refused, ...context });
       } catch (e) {
+        // No outcome at all: nothing of this device's readings was stored.
+        const counts = { received: readings.length + refused, unique: 0, duplicates_suppressed: 0, rejected: refused, not_stored: readings.length, seq_reuses: 0, evicted_before_ttl: 0 };
+        console.log(auditLine("burst_not_stored", counts, Date.now(), { device_id, ...context, error: "device_unavailable" }));
         return { ok: false, status: 503, code: "device_unavailable", message: String(e?.message ?? e) };
       }
     }),
   );
   if (unroutable.length) {
-    const payload = { received: unroutable.length, unique: 0, duplicates_suppressed: 0, pending: 0, rejected: unroutable.length, seq_reuses: 0, evicted_before_ttl: 0 };
-    console.log(JSON.stringify({ logged_at: loggedAt(), level: "INFO", event: "burst_deduplicated", payload, device_id: null, route: routeName, burst_id }));
-    await env.FLEET.get(env.FLEET.idFromName("fleet")).unroutable(unroutable.length);
+    const n = unroutable.length;
+    const counts = { received: n, unique: 0, duplicates_suppressed: 0, rejected: n, seq_reuses: 0, evicted_before_ttl: 0 };
+    console.log(auditLine("burst_deduplicated", counts, Date.now(), context));
+    await env.FLEET.get(env.FLEET.idFromName("fleet")).unroutable(n);
   }
-  return merge(plan, groups, replies, burst_id, routeName);
+  return merge(plan, groups, replies, burst_id);
 }
 
-/** Per-device replies back into one answer with the request's indices. */
-function merge(plan, groups, replies, burst_id, routeName) {
-  const out = { burst_id, received: plan.received, unique: 0, duplicates_suppressed: 0, admitted: [], duplicates: [], pending: [], rejected: [...plan.rejected], errors: [] };
-  groups.forEach((g, i) => {
-    const r = replies[i];
-    const at = (local) => g.indices[local];
-    if (!r.ok) {
-      out.errors.push({ device_id: g.device_id, code: r.code, message: r.message });
-      if (!r.pending) {
-        // No outcome at all (the object was unreachable or trapped).
-        out.pending.push(...g.indices);
-        console.log(JSON.stringify({ logged_at: loggedAt(), level: "ERROR", event: "burst_not_stored", payload: { received: g.indices.length, unique: 0, duplicates_suppressed: 0, pending: g.indices.length, rejected: 0, seq_reuses: 0, evicted_before_ttl: 0 }, device_id: g.device_id, route: routeName, burst_id, error: r.code }));
-        return;
-      }
-    }
-    for (const u of r.unique) out.admitted.push({ index: at(u.index), key: u.key });
-    out.duplicates.push(...r.duplicates.map(at));
-    out.pending.push(...r.pending.map(at));
-    for (const x of r.rejected) out.rejected.push({ ...x, index: at(x.index), device_id: g.device_id });
+/**
+ * Per-device verdicts back into one answer with the request's indices:
+ * `received = unique + duplicates_suppressed + len(rejected) + len(not_stored)`.
+ */
+function merge(plan, groups, replies, burst_id) {
+  const out = { burst_id, received: plan.received, unique: 0, duplicates_suppressed: 0, admitted: [], duplicates: [], rejected: [...plan.rejected] };
+  const notStored = [];
+  const errors = [];
+  groups.forEach(({ device_id, readings }, g) => {
+    const r = replies[g];
+    if (!r.ok) errors.push({ device_id, code: r.code, message: r.message });
+    readings.forEach(({ index, key }, i) => {
+      const verdict = r.verdicts?.[i];
+      if (verdict === DUPLICATE) out.duplicates.push(index);
+      else if (r.ok) out.admitted.push({ index, key });
+      else notStored.push(index);
+    });
   });
   out.unique = out.admitted.length;
   out.duplicates_suppressed = out.duplicates.length;
-  for (const k of ["duplicates", "pending"]) out[k].sort((a, b) => a - b);
   out.admitted.sort((a, b) => a.index - b.index);
+  out.duplicates.sort((a, b) => a - b);
   out.rejected.sort((a, b) => a.index - b.index);
-  if (!out.errors.length) delete out.errors;
-  if (out.pending.length) {
-    // Not stored (or another copy is still being stored): do not claim success.
-    return json(503, { ...out, error: { code: "retry_later", message: `${out.pending.length} reading(s) not stored yet; retry the request` } }, { "retry-after": "1" });
+  if (notStored.length) {
+    // Not stored (the device object was unreachable or its write failed): the
+    // sender's retry is admitted; what was stored comes back as duplicates.
+    notStored.sort((a, b) => a - b);
+    const error = { code: "retry_later", message: `${notStored.length} reading(s) not stored; retry the request` };
+    return json(503, { ...out, not_stored: notStored, errors, error }, { "retry-after": "1" });
   }
   return json(200, out);
 }
@@ -215,7 +225,7 @@ async function stats(env) {
       const c = s.counters;
       total.received += c.received ?? 0;
       total.unique += c.unique ?? 0;
-      total.duplicates_suppressed += c.duplicates ?? 0;
+      total.duplicates_suppressed += c.duplicates_suppressed ?? 0;
       total.rejected += c.rejected ?? 0;
       total.pending += c.pending ?? 0;
       total.seq_reuses += c.seq_reuses ?? 0;
@@ -238,12 +248,6 @@ async function ledger(env, deviceId, params) {
   }
   const page = await env.DEVICES.get(env.DEVICES.idFromName(deviceId)).list({ after, limit });
   return json(200, { device_id: deviceId, ...page });
-}
-
-/** Now as the core's audit lines print it: Python's isoformat() of a UTC instant. */
-function loggedAt() {
-  const iso = new Date().toISOString();
-  return iso.endsWith(".000Z") ? iso.replace(".000Z", "+00:00") : iso.replace("Z", "000+00:00");
 }
 
 // --- responses ------------------------------------------------------------------

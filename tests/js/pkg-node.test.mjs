@@ -12,7 +12,7 @@ const NOW = Date.parse('2026-07-16T09:00:11.204Z');
 assert.ok(fs.existsSync(wasmPath), 'pkg/ is missing: run `npm run build` first');
 const pkg = await import('../../pkg/reconnect_dedupe.js');
 pkg.initSync({ module: fs.readFileSync(wasmPath) });
-const { Deduplicator, idempotencyKey } = pkg;
+const { Deduplicator, idempotencyKey, auditLine, isoTime, limits } = pkg;
 
 test('every key vector gives its seed key through the glue', () => {
   for (const v of vectors.vectors) {
@@ -33,7 +33,8 @@ test('a replay of a burst, sent as bytes, is suppressed and the audit reconciles
   const again = JSON.parse(dedup.processBurstJson(body, NOW + 1000));
   for (const out of [first, again]) {
     const p = out.audit.payload;
-    assert.equal(p.received, p.unique + p.duplicates_suppressed + p.pending + p.rejected);
+    assert.equal(p.received, p.unique + p.duplicates_suppressed + p.rejected);
+    assert.ok(!('pending' in p), 'pending is written only when provisional admissions are open');
     assert.equal(p.received, vectors.vectors.length);
   }
   assert.equal(again.unique.length, 0);
@@ -54,4 +55,75 @@ test('snapshot bytes restore into a deduplicator that keeps suppressing', () => 
   // The TTL still holds after a restore: at exactly admitted + ttl the key has expired.
   assert.equal(restored.processBurst(burst, NOW + 60_000).unique.length, 1);
   assert.throws(() => Deduplicator.restore(bytes.subarray(0, 20)), { code: 'invalid_snapshot' });
+});
+
+// The documented use of provisional admission: a Node service whose store is
+// asynchronous. While a burst's rows are being written (an await), another request
+// with a copy must neither be admitted again nor be told "duplicate" of something
+// that may yet fail to store; a failed store must let the retry through.
+test('provisional admission: a service that stores asynchronously', async () => {
+  const dedup = new Deduplicator();
+  const rows = new Map();
+  let failWrites = false;
+  const write = async (unique) => {
+    await new Promise((r) => setImmediate(r)); // the database round trip
+    if (failWrites) throw new Error('disk full');
+    for (const u of unique) rows.set(u.key, u);
+  };
+  async function handle(readings, now) {
+    const out = dedup.processBurst(readings, now, true);
+    try {
+      await write(out.unique);
+      dedup.confirm(out.ticket);
+    } catch {
+      dedup.release(out.ticket);
+      return { status: 503, out };
+    }
+    // Copies whose first copy is still being written: the sender retries them.
+    return { status: out.pending.length ? 503 : 200, out };
+  }
+  const burst = vectors.vectors.slice(0, 3).map((v) => v.reading);
+  const [a, b] = await Promise.all([handle(burst, NOW), handle(burst, NOW)]);
+  assert.deepEqual([a.status, a.out.unique.length], [200, 3]);
+  assert.deepEqual([b.status, b.out.unique.length, b.out.pending], [503, 0, [0, 1, 2]]);
+  assert.equal(b.out.audit.payload.pending, 3);
+  const retry = await handle(burst, NOW + 1);
+  assert.deepEqual([retry.status, retry.out.duplicates_suppressed], [200, 3], 'stored now: duplicates');
+  const fresh = [{ device_id: 'svc-1', seq: 1, ts: '2026-07-16T09:00:00Z', fill_pct: 40 }];
+  failWrites = true;
+  assert.equal((await handle(fresh, NOW + 2)).status, 503);
+  failWrites = false;
+  const again = await handle(fresh, NOW + 3);
+  assert.deepEqual([again.status, again.out.unique.length], [200, 1], 'the failed store released the key');
+  assert.equal(rows.size, 4);
+});
+
+test('admitKeys and fromKeys: keys derived once, decided without hashing the content', () => {
+  const dedup = new Deduplicator({ ttlMs: 60_000 });
+  const keys = vectors.vectors.slice(0, 4).map((v) => v.key);
+  const out = dedup.admitKeys([...keys, keys[0]].join('\n'), NOW, 1, { device_id: 'x', burst_id: 'b1' });
+  assert.ok(out.verdicts instanceof Uint8Array);
+  assert.deepEqual([...out.verdicts], [0, 0, 0, 0, 2]);
+  assert.deepEqual(out.counts, { received: 6, unique: 4, duplicates_suppressed: 1, rejected: 1, seq_reuses: 0, evicted_before_ttl: 0 });
+  const line = JSON.parse(out.line);
+  assert.deepEqual([line.event, line.device_id, line.burst_id, line.payload], ['burst_deduplicated', 'x', 'b1', out.counts]);
+  assert.throws(() => dedup.admitKeys(`${keys[1]}\nnot-a-key`, NOW), { code: 'invalid_key' });
+  const rebuilt = Deduplicator.fromKeys(keys.join('\n'), Float64Array.from(keys, () => NOW), { ttlMs: 60_000 });
+  assert.deepEqual([...rebuilt.admitKeys(keys.join('\n'), NOW + 59_999).verdicts], [2, 2, 2, 2]);
+  assert.deepEqual([...rebuilt.admitKeys(keys[0], NOW + 60_000).verdicts], [0], 'expired at exactly admitted + ttl');
+  assert.throws(() => Deduplicator.fromKeys(keys.join('\n'), new Float64Array(1)), { code: 'invalid_key' });
+});
+
+test('the core writes every time and audit line: isoTime, auditLine, limits', () => {
+  assert.equal(isoTime(NOW), '2026-07-16T09:00:11.204000+00:00');
+  assert.equal(isoTime(Date.parse('2026-07-16T09:00:00Z')), '2026-07-16T09:00:00+00:00');
+  assert.throws(() => isoTime(NaN), { code: 'invalid_time' });
+  const counts = { received: 2, unique: 0, duplicates_suppressed: 0, rejected: 0, not_stored: 2, seq_reuses: 0, evicted_before_ttl: 0 };
+  const line = JSON.parse(auditLine('burst_not_stored', counts, NOW, { device_id: 'd', error: 'device_unavailable' }));
+  assert.deepEqual(line, { logged_at: '2026-07-16T09:00:11.204000+00:00', level: 'ERROR', event: 'burst_not_stored', payload: counts, device_id: 'd', error: 'device_unavailable' });
+  assert.throws(() => auditLine('burst_not_stored', { ...counts, not_stored: 1 }, NOW), { code: 'invalid_burst' });
+  assert.throws(() => auditLine('burst_lost', counts, NOW), { code: 'invalid_burst' });
+  const l = limits();
+  assert.deepEqual(l.ttlMs, { min: 1, max: 31 * 24 * 3600 * 1000, default: 6 * 3600 * 1000 });
+  assert.deepEqual(l.formats, ['ttn', 'chirpstack', 'helium', 'loriot', 'readings']);
 });

@@ -69,7 +69,8 @@ test("every shared key vector gets its key through the worker", async () => {
   assert.equal(res.status, 200);
   const out = await res.json();
   assert.equal(out.received, readings.length);
-  assert.equal(out.unique + out.duplicates_suppressed + out.pending.length + out.rejected.length, out.received);
+  assert.equal(out.unique + out.duplicates_suppressed + out.rejected.length, out.received);
+  assert.equal(out.not_stored, undefined, "everything was stored");
   const admitted = new Map(out.admitted.map((a) => [a.index, a.key]));
   const seen = new Set();
   keyVectors.forEach((v, i) => {
@@ -181,9 +182,10 @@ test("two concurrent deliveries of the same burst admit each reading exactly onc
   assert.deepEqual(admitted.sort((a, b) => a - b), burst.map((_, i) => i), "every reading admitted once in total");
   for (const [i, r] of replies.entries()) {
     const b = bodies[i];
-    assert.equal(b.unique + b.duplicates_suppressed + b.pending.length + b.rejected.length, burst.length);
-    // A reading whose first copy is still being stored is never reported as done.
-    assert.equal(r.status, b.pending.length ? 503 : 200);
+    // The device object admits and stores without awaiting in between: the second
+    // copy meets a stored key, never one still being stored.
+    assert.equal(r.status, 200);
+    assert.equal(b.unique + b.duplicates_suppressed + b.rejected.length, burst.length);
   }
   for (let d = 0; d < 3; d++) {
     const rows = (await get(call, `/v1/devices/bin-P${d}/readings`)).body.readings;
@@ -194,7 +196,7 @@ test("two concurrent deliveries of the same burst admit each reading exactly onc
 
 test("stats reconcile received with unique, duplicates and rejected", async () => {
   const { body } = await get(call, "/v1/stats");
-  assert.equal(body.received, body.unique + body.duplicates_suppressed + body.pending + body.rejected);
+  assert.equal(body.received, body.unique + body.duplicates_suppressed + body.rejected);
   assert.ok(body.devices >= 10);
   assert.equal(body.pending_deliveries, 0);
   assert.equal(body.oldest_undelivered_age_ms, null);
@@ -262,6 +264,48 @@ test("after a restart on the same state, replays are suppressed and the backlog 
   }
 });
 
+test("after a restart, the key cap and the TTL hold as if the seen-set had never been dropped", async () => {
+  const dir = tempDir();
+  const [a, b, c] = [1, 2, 3].map((seq) => reading("bin-K1", seq, seq));
+  const short = reading("bin-K2", 1, 50);
+  const vars = { MAX_KEYS_PER_DEVICE: "2" };
+  const send = async (w, r) => {
+    const out = await (await post(w.call, "/v1/readings", [r])).json();
+    return out.unique === 1 ? "admitted" : out.duplicates_suppressed === 1 ? "duplicate" : JSON.stringify(out);
+  };
+  const first = await start({ persist: dir, vars });
+  try {
+    for (const r of [a, b, c]) assert.equal(await send(first, r), "admitted");
+  } finally {
+    await first.mf.dispose();
+  }
+  // TTL_MS = 1: whatever the rebuild holds of bin-K2 must have expired by the next request.
+  const tiny = await start({ persist: dir, vars: { ...vars, TTL_MS: "1" } });
+  try {
+    assert.equal(await send(tiny, short), "admitted");
+  } finally {
+    await tiny.mf.dispose();
+  }
+  const second = await start({ persist: dir, vars });
+  try {
+    // The cap of 2 pushed `a` out before the restart; the rebuild keeps b and c.
+    assert.equal(await send(second, c), "duplicate");
+    assert.equal(await send(second, b), "duplicate");
+    assert.equal(await send(second, a), "admitted", "evicted by the cap before the restart");
+    assert.equal(await send(second, b), "admitted", "the cap still evicts the oldest after the rebuild");
+    assert.equal(await send(second, short), "duplicate", "admitted under TTL_MS=1, live under the default TTL");
+  } finally {
+    await second.mf.dispose();
+  }
+  const expired = await start({ persist: dir, vars: { ...vars, TTL_MS: "1" } });
+  try {
+    assert.equal(await send(expired, short), "admitted", "the rebuild leaves out keys past the TTL");
+  } finally {
+    await expired.mf.dispose();
+    fs.rmSync(dir, { recursive: true, force: true });
+  }
+});
+
 test("the README's curl examples: with-fill fixtures admit, then suppress", async () => {
   const w = await start();
   try {
@@ -299,13 +343,13 @@ test("a failed write answers 503, admits nothing half-way, and the retry is admi
     assert.equal(failed.status, 503);
     assert.equal(failed.headers.get("retry-after"), "1");
     const body = await failed.json();
-    assert.deepEqual([body.unique, body.admitted, body.pending], [0, [], [0, 1]]);
+    assert.deepEqual([body.unique, body.admitted, body.not_stored], [0, [], [0, 1]]);
     assert.equal(body.errors[0].code, "storage_unavailable");
     const ledger = (await get(w.call, "/v1/devices/bin-F1/readings")).body.readings.map((r) => r.seq);
     assert.deepEqual(ledger, [1], "nothing of the failed burst was stored");
-    // The keys were released: the same reading alone is admitted, not held as pending.
+    // The seen-set was dropped and rebuilt from the rows: the retry is admitted.
     const retry = await (await post(w.call, "/v1/readings", [burst[0]])).json();
-    assert.deepEqual([retry.unique, retry.pending], [1, []]);
+    assert.deepEqual([retry.unique, retry.not_stored], [1, undefined]);
     const ledgerAfter = (await get(w.call, "/v1/devices/bin-F1/readings")).body.readings.map((r) => r.seq);
     assert.deepEqual(ledgerAfter, [1, 98]);
   } finally {
@@ -337,10 +381,11 @@ test("one audit line per device and burst, in the core's format, and every line 
       assert.equal(a.level, "INFO");
       assert.equal(a.route, "readings");
       assert.match(a.logged_at, /^\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d(\.\d{6})?\+00:00$/);
-      assert.equal(p.received, p.unique + p.duplicates_suppressed + p.pending + p.rejected, JSON.stringify(a));
+      assert.equal(p.received, p.unique + p.duplicates_suppressed + p.rejected, JSON.stringify(a));
+      assert.ok(!("pending" in p) && !("not_stored" in p), "nothing provisional, everything stored");
       for (const k of Object.keys(total)) total[k] += p[k];
     }
-    assert.deepEqual(lines.map((a) => a.device_id).sort(), ["bin-L1", "bin-L2", null].sort());
+    assert.deepEqual(lines.map((a) => a.device_id ?? null).sort(), ["bin-L1", "bin-L2", null].sort());
     assert.deepEqual(total, { received: 5, unique: 2, duplicates_suppressed: 1, rejected: 2 });
     assert.deepEqual([reply.received, reply.unique, reply.duplicates_suppressed, reply.rejected.length], [5, 2, 1, 2]);
   } finally {
