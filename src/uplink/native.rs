@@ -1,0 +1,169 @@
+//! The native burst (route `readings`): a JSON array of readings, or an object
+//! with a `readings` array, each reading `{device_id, seq, ts, fill_pct}` as the
+//! core defines it (README "Readings and rejections"). Nothing is filled in: no
+//! envelope, no fallbacks, and no formatter hint on `missing_fill_pct`.
+
+use super::scalar;
+use crate::dedupe::error::{Error, Field};
+use crate::dedupe::reading::RawReading;
+use serde_json::Value;
+
+/// The format's name in messages.
+pub(super) const LABEL: &str = "readings";
+
+/// The burst's elements.
+///
+/// # Errors
+/// [`Error::InvalidBurst`] when the body is neither an array nor an object with a
+/// `readings` array.
+pub(super) fn elements(root: &Value) -> Result<&[Value], Error> {
+    match root {
+        Value::Array(v) => Ok(v),
+        Value::Object(m) => match m.get("readings") {
+            Some(Value::Array(v)) => Ok(v),
+            Some(_) => Err(Error::InvalidBurst(r#""readings" must be an array"#.into())),
+            None => Err(Error::InvalidBurst(
+                r#"object has no "readings" array"#.into(),
+            )),
+        },
+        _ => Err(Error::InvalidBurst(
+            r#"expected an array of readings or {"readings": [...]}"#.into(),
+        )),
+    }
+}
+
+/// One element's four members as the core's scalars; not an object → rejected
+/// as `invalid_reading`.
+pub(super) fn reading(element: &Value) -> RawReading<'_> {
+    let Value::Object(m) = element else {
+        return RawReading::default();
+    };
+    let member = |field: Field| m.get(field.name()).map(scalar);
+    RawReading {
+        is_object: true,
+        repeated: None,
+        device_id: member(Field::DeviceId),
+        seq: member(Field::Seq),
+        ts: member(Field::Ts),
+        fill_pct: member(Field::FillPct),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::super::tests::{assert_maps, plan_of};
+    use super::super::{plan, FieldNames, Format};
+    use crate::dedupe::key::idempotency_key;
+    use crate::dedupe::reading::parse_reading;
+    use serde_json::{json, Value};
+
+    #[test]
+    fn native_bursts_are_split_per_device_in_first_seen_order() {
+        let body = r#"{"readings":[
+            {"device_id":"b","seq":1,"ts":"2026-07-16T09:00:00Z","fill_pct":1},
+            {"device_id":"a","seq":1,"ts":"2026-07-16T09:00:00Z","fill_pct":1},
+            {"device_id":"b","seq":2,"ts":"2026-07-16T09:00:00Z","fill_pct":101},
+            {"device_id":"b","seq":3,"ts":"2026-07-16T09:00:00Z","fill_pct":3}]}"#;
+        let p = plan_of(Format::Readings, body);
+        let ids: Vec<_> = p
+            .devices
+            .iter()
+            .map(|d| {
+                let indices: Vec<_> = d.readings.iter().map(|r| r.index).collect();
+                (d.device_id.as_str(), indices)
+            })
+            .collect();
+        assert_eq!(ids, vec![("b", vec![0, 3]), ("a", vec![1])]);
+        assert_eq!(p.rejected[0].rejection.code, "invalid_fill_pct");
+        assert_eq!(p.rejected[0].device_id.as_deref(), Some("b"));
+        assert!(!p.rejected[0].rejection.message.contains("formatter"));
+    }
+
+    #[test]
+    fn members_are_taken_as_they_are() {
+        assert_maps(
+            Format::Readings,
+            r#"[{"device_id":"d","seq":"41","ts":1,"fill_pct":null,"rssi":-97},7,[1],
+                {"device_id":{"x":1},"seq":1.5,"fill_pct":1e300}]"#,
+            &[
+                json!({"device_id": "d", "seq": "41", "ts": 1, "fill_pct": null}),
+                json!(7),
+                json!([1]),
+                json!({"device_id": {"x": 1}, "seq": 1.5, "fill_pct": 1e300}),
+            ],
+        );
+        let p = plan_of(Format::Readings, r#"[3, {"seq": 1}, {"device_id": 5}]"#);
+        let got: Vec<_> = p
+            .rejected
+            .iter()
+            .map(|r| (r.rejection.code, r.device_id.as_deref()))
+            .collect();
+        assert_eq!(
+            got,
+            vec![
+                ("invalid_reading", None),
+                ("missing_device_id", None),
+                ("invalid_device_id", None)
+            ]
+        );
+    }
+
+    /// Today's rule, kept: a member given twice counts once, the last one (the
+    /// core's own burst parser rejects such a reading instead).
+    #[test]
+    fn a_member_given_twice_counts_once_the_last() {
+        let p = plan_of(
+            Format::Readings,
+            r#"[{"device_id":"a","seq":1,"seq":2,"ts":"2026-07-16T09:00:00Z","fill_pct":1}]"#,
+        );
+        assert_eq!(p.devices[0].readings[0].seq, 2);
+    }
+
+    /// Every shared key vector, routed through the native format, gets the key
+    /// `idempotency_key` gives the same reading.
+    #[test]
+    fn plan_keys_are_the_vector_keys() {
+        let file: Value =
+            serde_json::from_str(include_str!("../../tests/vectors/keys.json")).unwrap();
+        let vectors = file["vectors"].as_array().unwrap();
+        let readings: Vec<&Value> = vectors.iter().map(|v| &v["reading"]).collect();
+        let body = json!({ "readings": readings }).to_string();
+        let p = plan(
+            Format::Readings,
+            body.as_bytes(),
+            &FieldNames::default(),
+            100,
+        )
+        .unwrap();
+        assert_eq!(p.received, vectors.len());
+        assert!(p.rejected.is_empty());
+        let mut seen = 0;
+        for group in &p.devices {
+            for r in &group.readings {
+                let v = &vectors[r.index];
+                let text = v["reading"].to_string();
+                let one = parse_reading(&text).unwrap();
+                assert_eq!(r.key, idempotency_key(&one), "{}", v["name"]);
+                assert_eq!(r.key, v["key"].as_str().unwrap(), "{}", v["name"]);
+                assert_eq!((r.seq, r.ts, r.fill_pct), (one.seq, one.ts, one.fill_pct));
+                assert_eq!(group.device_id, one.device_id);
+                seen += 1;
+            }
+        }
+        assert_eq!(seen, vectors.len());
+    }
+
+    #[test]
+    fn whole_body_errors_have_codes() {
+        let code = |b: &str| {
+            plan(Format::Readings, b.as_bytes(), &FieldNames::default(), 2)
+                .unwrap_err()
+                .code()
+        };
+        assert_eq!(code("{}"), "invalid_burst");
+        assert_eq!(code("42"), "invalid_burst");
+        assert_eq!(code(r#"{"readings":3}"#), "invalid_burst");
+        assert_eq!(code("[1,2,3]"), "too_many_readings");
+        assert_eq!(code("[1,2,"), "invalid_json");
+    }
+}
