@@ -231,12 +231,12 @@ pub fn plan(
     names: &FieldNames,
     max_readings: usize,
 ) -> Result<Plan, Error> {
-    let root: Value = parse_body(body)?;
     if format == Format::Readings {
-        let elements = native::elements(&root)?;
-        within(elements.len(), max_readings)?;
-        return Ok(route(format, names, elements.iter().map(native::reading)));
+        let readings = native::parse(body)?;
+        within(readings.len(), max_readings)?;
+        return Ok(route(format, names, readings.into_iter()));
     }
+    let root: Value = parse_body(body)?;
     let envelope = envelope(format, &root)?;
     within(envelope.burst().map_or(1, <[Value]>::len), max_readings)?;
     Ok(route(format, names, uplink_readings(&envelope, names)))
