@@ -64,6 +64,8 @@ use std::collections::HashMap;
 
 /// Default cap on readings per request, in line with the worker's documented limit.
 pub const DEFAULT_MAX_READINGS: usize = 10_000;
+/// Largest readings-per-request cap a deployment may configure.
+pub const MAX_MAX_READINGS: usize = 1_000_000;
 
 /// The body formats the worker accepts.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -81,7 +83,8 @@ pub enum Format {
 }
 
 /// The route names: one row per format, its name first, then an alias that
-/// [`Format::from_name`] also accepts. The one place these names are written.
+/// [`Format::from_name`] also accepts. The one place these names are written;
+/// [`Format::NAMES`] lists them for JavaScript.
 const ROUTES: [(Format, &str, Option<&str>); 5] = [
     (Format::Tts, "ttn", Some("tts")),
     (Format::ChirpStack, "chirpstack", None),
@@ -102,13 +105,11 @@ const NAMES: [&str; ROUTES.len()] = {
 };
 
 impl Format {
-    /// The route names, one per format (aliases left out): `ttn`, `chirpstack`,
-    /// `helium`, `loriot`, `readings`.
-    pub const fn names() -> &'static [&'static str] {
-        &NAMES
-    }
+    /// The route names, as the worker's URLs spell them, one per format (aliases
+    /// left out): `ttn`, `chirpstack`, `helium`, `loriot`, `readings`.
+    pub const NAMES: &'static [&'static str] = &NAMES;
 
-    /// The format for a route name: one of [`Format::names`], or the alias `tts`.
+    /// The format for a route name: one of [`Format::NAMES`], or the alias `tts`.
     ///
     /// ```
     /// use reconnect_dedupe::uplink::Format;

@@ -62,10 +62,10 @@ pub(super) fn assert_maps(format: Format, body: &str, expected: &[Value]) {
 #[test]
 fn formats_have_one_table_of_names() {
     assert_eq!(
-        Format::names(),
+        Format::NAMES,
         ["ttn", "chirpstack", "helium", "loriot", "readings"]
     );
-    for &name in Format::names() {
+    for &name in Format::NAMES {
         assert_eq!(Format::from_name(name).map(Format::name), Ok(name));
     }
     assert_eq!(Format::from_name("tts"), Ok(Format::Tts));
@@ -74,7 +74,7 @@ fn formats_have_one_table_of_names() {
     assert_eq!(e.code(), "unknown_format");
     // The message lists the names of the table (it is written in the core's error.rs).
     let message = e.to_string();
-    assert!(Format::names().iter().all(|n| message.contains(n)));
+    assert!(Format::NAMES.iter().all(|n| message.contains(n)));
 }
 
 #[test]
