@@ -397,10 +397,13 @@ struct UplinkOptions {
 }
 
 /// Maps a webhook body (`format`: `ttn`, `chirpstack`, `helium`, `loriot` or
-/// `readings`) to readings and splits them per device. Returns the JSON text of
-/// `{received, devices: [{device_id, indices, readings}], rejected: [{index, field,
-/// code, message, device_id}]}`. Throws `unknown_format`, `invalid_json`,
-/// `invalid_burst`, `too_many_readings` (default limit 10 000) or `invalid_config`.
+/// `readings`) to readings, validates and keys each once, and splits them per
+/// device. Returns the JSON text of `{received, devices: [{device_id, readings:
+/// [{index, key, seq, ts, fill_pct}]}], rejected: [{index, field, code, message,
+/// device_id}]}`: `index` is the reading's index in the request, `ts` the UTC
+/// instant as the key hashed it, `device_id` of a rejection `null` when the device
+/// id itself is bad. Throws `unknown_format`, `invalid_json`, `invalid_burst`,
+/// `too_many_readings` (default limit 10 000) or `invalid_config`.
 #[wasm_bindgen(js_name = parseUplink)]
 pub fn parse_uplink(
     format: &str,

@@ -1,0 +1,58 @@
+//! Helium console HTTP integration, uplink (route `helium`).
+//!
+//! Notes from the docs' sample (`tests/fixtures/webhooks/helium-console-uplink-docs-example.json`):
+//!
+//! * The device is `dev_eui` (upper-case hex); `name` is a display name.
+//! * `payload` is the raw frame payload (base64); a function decoder's output is
+//!   read from `decoded.payload`.
+//! * `fcnt` is the frame counter; `reported_at` is milliseconds since the epoch,
+//!   written here as an RFC 3339 UTC string (`hotspots[].reported_at` are per
+//!   hotspot and not used). The docs' own sample has one digit too many
+//!   (`15868685461234`, year 2472); it is still a valid instant and converted as
+//!   given.
+
+use super::{dev_eui, frame_counter, ms_to_rfc3339, path, Envelope};
+use serde_json::{Map, Value};
+
+/// The server's name in messages.
+pub(super) const LABEL: &str = "Helium";
+
+/// The uplink's device, decoded payload, frame counter and report time.
+pub(super) fn envelope(root: &Map<String, Value>) -> Envelope<'_> {
+    Envelope {
+        device_id: dev_eui(root.get("dev_eui")),
+        decoded: path(root, &["decoded", "payload"]),
+        frame_counter: frame_counter(root.get("fcnt")),
+        received_at: root.get("reported_at").map(ms_to_rfc3339),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::super::tests::{assert_maps, plan_of, with, HELIUM};
+    use super::super::Format;
+    use serde_json::json;
+
+    #[test]
+    fn the_docs_sample_maps_to_its_metadata() {
+        assert_maps(
+            Format::Helium,
+            HELIUM,
+            &[json!({"device_id": "1C29FBD1D2084E21", "seq": 19,
+                     "ts": "2472-11-09T08:11:01.234000+00:00"})],
+        );
+    }
+
+    #[test]
+    fn the_decoded_payload_gives_the_fill_level() {
+        let h = with(HELIUM, &["decoded", "payload"], json!({"fill_pct": 33.5}));
+        let p = plan_of(Format::Helium, &h);
+        let r = &p.devices[0].readings[0];
+        assert_eq!((r.seq, r.fill_pct), (19, 33.5));
+        assert!(r.key.starts_with("1C29FBD1D2084E21:19:"));
+        // `decoded` without `payload` is no decoded payload.
+        let h = with(HELIUM, &["decoded"], json!({"fill_pct": 33.5}));
+        let p = plan_of(Format::Helium, &h);
+        assert_eq!(p.rejected[0].rejection.code, "missing_fill_pct");
+    }
+}
