@@ -324,12 +324,34 @@ fn parse_uplink_maps_a_tts_webhook_and_its_readings_key_like_the_vectors() {
     assert_eq!(plan["rejected"], json!([]));
     let group = &plan["devices"][0];
     assert_eq!(group["device_id"], "70B3D57ED0041234");
-    for (reading, v) in group["readings"].as_array().unwrap().iter().zip(&vectors) {
+    let readings = group["readings"].as_array().unwrap();
+    assert_eq!(readings.len(), vectors.len());
+    for (i, (reading, v)) in readings.iter().zip(&vectors).enumerate() {
+        assert_eq!((&reading["index"], &reading["key"]), (&json!(i), &v["key"]));
+    }
+    // The worker's path: the device object admits the plan's keys, no content hashed.
+    let keys: Vec<&str> = readings
+        .iter()
+        .map(|r| r["key"].as_str().unwrap())
+        .collect();
+    let mut d = dedup();
+    let out = d
+        .admit_keys(&keys.join("\n"), NOW, None, JsValue::UNDEFINED)
+        .unwrap();
+    let verdicts = Uint8Array::from(Reflect::get(&out, &"verdicts".into()).unwrap()).to_vec();
+    let mut seen = std::collections::HashSet::new();
+    for (k, v) in keys.iter().zip(&verdicts) {
         assert_eq!(
-            idempotency_key_js(js(reading)).unwrap(),
-            v["key"].as_str().unwrap()
+            *v == 2,
+            !seen.insert(*k),
+            "duplicate exactly when repeated: {k}"
         );
     }
+    let again = d
+        .admit_keys(&keys.join("\n"), NOW + 1.0, None, JsValue::UNDEFINED)
+        .unwrap();
+    let verdicts = Uint8Array::from(Reflect::get(&again, &"verdicts".into()).unwrap()).to_vec();
+    assert!(verdicts.iter().all(|v| *v == 2), "the replay is suppressed");
     // The docs sample itself has no fill level: rejected with a code, not dropped.
     let plan: Value = serde_json::from_str(
         &parse_uplink("ttn", JsValue::from_str(sample), JsValue::UNDEFINED).unwrap(),

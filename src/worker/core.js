@@ -42,4 +42,4 @@ export class HttpError extends Error {
   }
 }
 
-export const { Deduplicator, parseUplink } = core;
+export const { auditLine, Deduplicator, isoTime, limits, parseUplink } = core;

@@ -103,8 +103,9 @@ test('admitKeys and fromKeys: keys derived once, decided without hashing the con
   const keys = vectors.vectors.slice(0, 4).map((v) => v.key);
   const out = dedup.admitKeys([...keys, keys[0]].join('\n'), NOW, 1, { device_id: 'x', burst_id: 'b1' });
   assert.ok(out.verdicts instanceof Uint8Array);
-  assert.deepEqual([...out.verdicts], [0, 0, 0, 0, 2]);
-  assert.deepEqual(out.counts, { received: 6, unique: 4, duplicates_suppressed: 1, rejected: 1, seq_reuses: 0, evicted_before_ttl: 0 });
+  // The 4th vector has the 1st one's device and seq with other content: a seq reuse.
+  assert.deepEqual([...out.verdicts], [0, 0, 0, 1, 2]);
+  assert.deepEqual(out.counts, { received: 6, unique: 4, duplicates_suppressed: 1, rejected: 1, seq_reuses: 1, evicted_before_ttl: 0 });
   const line = JSON.parse(out.line);
   assert.deepEqual([line.event, line.device_id, line.burst_id, line.payload], ['burst_deduplicated', 'x', 'b1', out.counts]);
   assert.throws(() => dedup.admitKeys(`${keys[1]}\nnot-a-key`, NOW), { code: 'invalid_key' });
