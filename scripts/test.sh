@@ -1,5 +1,6 @@
 #!/usr/bin/env bash
-# Full check, in order: format, lint, native tests, browser tests, build, JS tests.
+# Full check, in order: format, lint, native tests, browser tests, build, type check
+# of the generated .d.ts, JS tests.
 set -euo pipefail
 cd "$(dirname "${BASH_SOURCE[0]}")/.."
 bash scripts/setup.sh
@@ -16,6 +17,7 @@ step cargo clippy --all-targets --target wasm32-unknown-unknown -- -D warnings
 step cargo test
 step wasm-pack test --headless --chrome
 step npm run --silent build   # the JS tests load pkg/
+step npx tsc -p tests/types   # real use of the API against the generated pkg/*.d.ts
 step node --test tests/js/
 step node --test --test-concurrency=1 tests/worker/   # the worker in workerd (Miniflare)
 step node --test tests/e2e/   # the demo page (www/) in headless Chromium

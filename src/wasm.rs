@@ -1,60 +1,59 @@
 //! The JavaScript API: the only module with `#[wasm_bindgen]`. It converts values at
 //! the boundary and turns every [`Error`] into a JS `Error` with a stable `code`; it
 //! never panics on input (a panic would poison the Wasm instance).
+//!
+//! Its TypeScript declarations (`pkg/reconnect_dedupe.d.ts`) are generated from the
+//! Rust types: every shape a caller passes or gets is a type with `derive(Tsify)`
+//! (the core's behind the `typescript` feature, the facade's own below), so a
+//! renamed field changes its declaration too. The signatures name those types
+//! (`unchecked_*_type`); values cross with the facade's own serde-wasm-bindgen
+//! conversions ([`to_value`], [`from_js`]), so tsify converts nothing at run time.
+//! A name that no longer matches a declaration fails `tsc` (`tests/types/`, which
+//! also type-checks real usage of the API); `tests/js/types-match.test.mjs` checks
+//! the values returned against the declarations.
+
+#[cfg(not(feature = "typescript"))]
+compile_error!("the JavaScript API needs the `typescript` feature (a default one): its .d.ts is generated with tsify");
 
 use crate::dedupe::dedup::{
-    check_time, Audit, AuditContext, AuditCounts, AuditEvent, Deduplicator,
+    check_time, Audit, AuditContext, AuditCounts, AuditEvent, BurstOutcome, Deduplicator,
 };
 use crate::dedupe::error::Error;
 use crate::dedupe::key::idempotency_key;
 use crate::dedupe::reading::{validate, RawBurst, RawReading};
 use crate::dedupe::seen::{
-    Config, Stats, DEFAULT_MAX_KEYS, DEFAULT_TTL_MS, MAX_MAX_KEYS, MAX_TTL_MS,
+    Config, SeenSet, Stats, DEFAULT_MAX_KEYS, DEFAULT_TTL_MS, MAX_MAX_KEYS, MAX_TTL_MS,
 };
 use crate::dedupe::timestamp::isoformat;
 use crate::uplink::{plan, FieldNames, Format, DEFAULT_MAX_READINGS, MAX_MAX_READINGS};
 use serde::{Deserialize, Serialize};
+use tsify::Tsify;
 use wasm_bindgen::prelude::*;
 
-#[wasm_bindgen(typescript_custom_section)]
-const TS_TYPES: &str = r#"
-/** One sensor reading as sent by a device. */
-export interface Reading { device_id: string; seq: number; ts: string; fill_pct: number; }
-/** Limits of the seen-set. ttlMs: 1 ..= 2678400000 (31 days), default 21600000 (6 h).
- *  maxKeys: 1 ..= 16777216, default 100000. */
-export interface DeduplicatorOptions { ttlMs?: number; maxKeys?: number; }
-export interface AdmittedReading extends Reading { index: number; key: string; }
-export interface Rejection { index: number; field: string; code: string; message: string; }
-export interface AuditRecord {
-  logged_at: string; level: "INFO"; event: "burst_deduplicated";
-  payload: AuditCounts;
+// Declaration only, never built: readings are read by the core's own visitor
+// (`RawReading`), which reports a bad field as a rejection instead of failing, and
+// written by the core's hand-written `Serialize` of `Reading` (src/dedupe/reading.rs),
+// which this mirrors; tests/js/types-match.test.mjs checks the readings returned
+// (`Admitted extends Reading`) against this declaration.
+/// One sensor reading as a device sends it.
+#[derive(Tsify)]
+pub struct Reading {
+    pub device_id: String,
+    pub seq: i64,
+    /// RFC 3339; returned as the UTC instant that was hashed (Python's `isoformat()`).
+    pub ts: String,
+    /// Percent, 0 ..= 100.
+    pub fill_pct: f64,
 }
-export interface BurstOutcome {
-  unique: AdmittedReading[]; duplicates_suppressed: number; duplicates: number[];
-  pending: number[]; rejected: Rejection[]; seq_reuses: number; ticket: number | null;
-  audit: AuditRecord;
+
+// Declaration only, like `Reading`: the core's `RawBurst` reads it.
+/// A burst as `processBurst` takes it: an array of readings, or `{ readings }`.
+#[derive(Tsify)]
+#[serde(untagged)]
+pub enum Burst {
+    Readings(Vec<Reading>),
+    Wrapped { readings: Vec<Reading> },
 }
-/** Overrides for parseUplink: decoded-payload member names and the reading cap. */
-export interface UplinkOptions { seqField?: string; tsField?: string; fillField?: string; maxReadings?: number; }
-/** Counts of one burst: received = unique + duplicates_suppressed + pending + rejected + not_stored.
- *  `pending` and `not_stored` are present only when not zero. */
-export interface AuditCounts {
-  received: number; unique: number; duplicates_suppressed: number; pending?: number;
-  rejected: number; not_stored?: number; seq_reuses: number; evicted_before_ttl: number;
-}
-/** Members appended to an audit line. */
-export interface AuditContext { device_id?: string; route?: string; burst_id?: string; error?: string; }
-/** admitKeys: per key 0 = admitted, 1 = admitted with a seq reuse, 2 = duplicate. */
-export interface KeyAdmission { verdicts: Uint8Array; counts: AuditCounts; line: string; }
-export interface Range { min: number; max: number; default: number; }
-/** The limits every layer reads from here. */
-export interface Limits { ttlMs: Range; maxKeys: Range; maxReadings: Range; formats: string[]; }
-export interface DeduplicatorStats {
-  keys: number; pending: number; admitted: number; duplicates: number; pending_hits: number;
-  evicted_before_ttl: number; expired: number; released: number; seq_reuses: number;
-  memory_bytes: number; ttl_ms: number; max_keys: number;
-}
-"#;
 
 #[wasm_bindgen(start)]
 fn start() {
@@ -82,11 +81,15 @@ fn body_bytes(body: JsValue, function: &str) -> Result<Vec<u8>, JsValue> {
     }
 }
 
+/// JSON-compatible values (`null` for `None`, plain objects), except that bytes
+/// become a `Uint8Array` (only [`KeyAdmission::verdicts`] has bytes).
 fn serializer() -> serde_wasm_bindgen::Serializer {
-    serde_wasm_bindgen::Serializer::json_compatible()
+    serde_wasm_bindgen::Serializer::json_compatible().serialize_bytes_as_arrays(false)
 }
 
-fn to_value<T: Serialize>(v: &T) -> Result<JsValue, JsValue> {
+/// `v` as a JS value. Only a type with a generated declaration is returned, named
+/// by the function's `unchecked_return_type`.
+fn to_value<T: Tsify + Serialize>(v: &T) -> Result<JsValue, JsValue> {
     v.serialize(&serializer())
         .map_err(|e| to_js(Error::InvalidBurst(e.to_string())))
 }
@@ -109,17 +112,21 @@ pub fn idempotency_key_js(
     Ok(idempotency_key(&reading))
 }
 
-#[derive(Deserialize, Default)]
-#[serde(rename_all = "camelCase")]
-struct Options {
+/// The seen-set's limits, whole numbers; an absent one takes its default. Ranges
+/// and defaults: `limits().ttlMs` and `limits().maxKeys`.
+#[derive(Deserialize, Default, Tsify)]
+#[serde(default, rename_all = "camelCase")]
+pub struct DeduplicatorOptions {
+    /// How long a key is held, in ms.
     ttl_ms: Option<f64>,
+    /// How many keys are held at most; the oldest goes first.
     max_keys: Option<f64>,
 }
 
 /// Reads `{ ttlMs, maxKeys }` (either may be absent) into whole numbers.
 fn options_from(options: JsValue) -> Result<(Option<u64>, Option<usize>), JsValue> {
-    let opts: Options = if options.is_undefined() || options.is_null() {
-        Options::default()
+    let opts: DeduplicatorOptions = if options.is_undefined() || options.is_null() {
+        DeduplicatorOptions::default()
     } else {
         serde_wasm_bindgen::from_value(options)
             .map_err(|e| to_js(Error::InvalidConfig(e.to_string())))?
@@ -155,13 +162,88 @@ fn audit_context(context: JsValue) -> Result<AuditContext, JsValue> {
     serde_wasm_bindgen::from_value(context).map_err(|e| to_js(Error::InvalidBurst(e.to_string())))
 }
 
-#[derive(Serialize)]
-struct StatsView {
-    #[serde(flatten)]
-    stats: Stats,
+// The core's `Stats` (src/dedupe/seen/ carries no tsify derive) mirrored
+// member for member, plus memory and limits; `of` ties the two.
+/// What `stats()` returns: the seen-set's counters, its memory and its limits.
+#[derive(Serialize, Tsify)]
+pub struct DeduplicatorStats {
+    /// Keys held now, pending ones included.
+    keys: u64,
+    /// Keys held provisionally, awaiting `confirm` or `release`.
+    pending: u64,
+    /// Keys ever admitted (provisionally or not).
+    admitted: u64,
+    /// Lookups that found a confirmed key.
+    duplicates: u64,
+    /// Lookups that found a pending key (of an earlier burst).
+    pending_hits: u64,
+    /// Keys dropped because the cap was reached before their TTL ran out.
+    evicted_before_ttl: u64,
+    /// Keys dropped because their TTL ran out.
+    expired: u64,
+    /// Pending keys withdrawn by `release`.
+    released: u64,
+    /// Admissions whose device and seq were already held with other content.
+    seq_reuses: u64,
+    /// Bytes of memory the seen-set holds.
     memory_bytes: usize,
     ttl_ms: u64,
     max_keys: usize,
+}
+
+impl DeduplicatorStats {
+    fn of(seen: &SeenSet) -> DeduplicatorStats {
+        // Every member named, no `..`: a counter added to or renamed in the core's
+        // `Stats` stops this build until it is declared here too.
+        let Stats {
+            keys,
+            pending,
+            admitted,
+            duplicates,
+            pending_hits,
+            evicted_before_ttl,
+            expired,
+            released,
+            seq_reuses,
+        } = seen.stats();
+        DeduplicatorStats {
+            keys,
+            pending,
+            admitted,
+            duplicates,
+            pending_hits,
+            evicted_before_ttl,
+            expired,
+            released,
+            seq_reuses,
+            memory_bytes: seen.memory_bytes(),
+            ttl_ms: seen.config().ttl_ms(),
+            max_keys: seen.config().max_keys(),
+        }
+    }
+}
+
+/// What `admitKeys` returns.
+#[derive(Serialize, Tsify)]
+pub struct KeyAdmission {
+    /// One verdict per key, in order: 0 admitted, 1 admitted with a seq reuse (its
+    /// device and seq were held with other content), 2 duplicate.
+    // The core's `Verdict` as a byte; bytes become a Uint8Array (see `serializer`).
+    #[tsify(type = "Uint8Array")]
+    verdicts: Verdicts,
+    /// The burst's audit counts, `refused` included in `rejected`.
+    counts: AuditCounts,
+    /// The burst's audit line (JSON text) with the context appended.
+    line: String,
+}
+
+/// Verdict bytes, written as bytes (a `Uint8Array`, see [`serializer`]).
+pub struct Verdicts(Vec<u8>);
+
+impl Serialize for Verdicts {
+    fn serialize<S: serde::Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
+        s.serialize_bytes(&self.0)
+    }
 }
 
 /// A deduplicator with its bounded seen-set. Time is always passed in (`Date.now()`).
@@ -187,13 +269,12 @@ impl JsDeduplicator {
     #[wasm_bindgen(js_name = processBurst, unchecked_return_type = "BurstOutcome")]
     pub fn process_burst(
         &mut self,
-        #[wasm_bindgen(unchecked_param_type = "Reading[] | { readings: Reading[] }")]
-        readings: JsValue,
+        #[wasm_bindgen(unchecked_param_type = "Burst")] readings: JsValue,
         now_ms: f64,
         provisional: Option<bool>,
     ) -> Result<JsValue, JsValue> {
         let burst: RawBurst = from_js(readings)?;
-        let out = self
+        let out: BurstOutcome = self
             .inner
             .process_burst(burst.0, now_ms, provisional.unwrap_or(false))
             .map_err(to_js)?;
@@ -201,10 +282,12 @@ impl JsDeduplicator {
     }
 
     /// The bulk path: the burst as JSON text or UTF-8 bytes in, the outcome as JSON
-    /// text out. No reading crosses the boundary as an object.
+    /// text out: a {@link BurstOutcome}, as `processBurst` returns it. No reading
+    /// crosses the boundary as an object.
     #[wasm_bindgen(js_name = processBurstJson)]
     pub fn process_burst_json(
         &mut self,
+        // A JS union read by `body_bytes`, not a serde value: nothing to derive from.
         #[wasm_bindgen(unchecked_param_type = "string | Uint8Array")] json: JsValue,
         now_ms: f64,
         provisional: Option<bool>,
@@ -220,9 +303,9 @@ impl JsDeduplicator {
     /// Admits keys already derived (one per line, `device_id:seq:<16 hex>` as
     /// `parseUplink` or `idempotencyKey` give them) at `nowMs`; `refused` readings of
     /// the same burst count in the audit. No reading is validated and no SHA-256
-    /// computed. Returns `{verdicts, counts, line}`: a verdict byte per key (0
-    /// admitted, 1 admitted with a seq reuse, 2 duplicate), the audit counts and the
-    /// audit line with `context` appended. Throws `invalid_key` (nothing admitted).
+    /// computed. Returns a {@link KeyAdmission}: a verdict per key, the audit counts
+    /// and the audit line with `context` appended. Throws `invalid_key` (nothing
+    /// admitted).
     #[wasm_bindgen(js_name = admitKeys, unchecked_return_type = "KeyAdmission")]
     pub fn admit_keys(
         &mut self,
@@ -236,14 +319,11 @@ impl JsDeduplicator {
             .inner
             .admit_keys(keys, now_ms, refused.unwrap_or(0) as usize)
             .map_err(to_js)?;
-        let verdicts: Vec<u8> = out.verdicts.iter().map(|v| *v as u8).collect();
-        let result = js_sys::Object::new();
-        // Setting properties on a fresh plain object cannot fail.
-        let set = |k: &str, v: &JsValue| js_sys::Reflect::set(&result, &k.into(), v);
-        let _ = set("verdicts", &js_sys::Uint8Array::from(&verdicts[..]).into());
-        let _ = set("counts", &to_value(&out.audit.payload)?);
-        let _ = set("line", &out.audit.line(&context).into());
-        Ok(result.into())
+        to_value(&KeyAdmission {
+            verdicts: Verdicts(out.verdicts.iter().map(|v| *v as u8).collect()),
+            counts: out.audit.payload,
+            line: out.audit.line(&context),
+        })
     }
 
     /// Rebuilds a deduplicator from stored keys (one per line) and their admission
@@ -288,13 +368,7 @@ impl JsDeduplicator {
     /// Counters, current sizes and limits.
     #[wasm_bindgen(unchecked_return_type = "DeduplicatorStats")]
     pub fn stats(&self) -> Result<JsValue, JsValue> {
-        let seen = self.inner.seen();
-        to_value(&StatsView {
-            stats: seen.stats(),
-            memory_bytes: seen.memory_bytes(),
-            ttl_ms: seen.config().ttl_ms(),
-            max_keys: seen.config().max_keys(),
-        })
+        to_value(&DeduplicatorStats::of(self.inner.seen()))
     }
 
     /// The confirmed keys, limits, counters and hash key as versioned bytes.
@@ -321,7 +395,8 @@ impl JsDeduplicator {
 /// `invalid_time`.
 #[wasm_bindgen(js_name = auditLine)]
 pub fn audit_line(
-    event: &str,
+    // A string, read below into `AuditEvent` (a bad one is `invalid_burst`).
+    #[wasm_bindgen(unchecked_param_type = "AuditEvent")] event: &str,
     #[wasm_bindgen(unchecked_param_type = "AuditCounts")] counts: JsValue,
     now_ms: f64,
     #[wasm_bindgen(unchecked_optional_param_type = "AuditContext")] context: JsValue,
@@ -347,19 +422,25 @@ pub fn iso_time(ms: f64) -> Result<String, JsValue> {
     Ok(isoformat(ms * 1000))
 }
 
-#[derive(Serialize)]
-struct Range {
+/// A configurable number: its smallest and largest allowed values and its default.
+#[derive(Serialize, Tsify)]
+pub struct Range {
     min: u64,
     max: u64,
     default: u64,
 }
 
-#[derive(Serialize)]
+/// What `limits()` returns.
+#[derive(Serialize, Tsify)]
 #[serde(rename_all = "camelCase")]
-struct Limits {
+pub struct Limits {
+    /// `DeduplicatorOptions.ttlMs`, in ms.
     ttl_ms: Range,
+    /// `DeduplicatorOptions.maxKeys`.
     max_keys: Range,
+    /// `UplinkOptions.maxReadings`: readings in one request.
     max_readings: Range,
+    /// The `format` names `parseUplink` takes.
     formats: &'static [&'static str],
 }
 
@@ -387,26 +468,31 @@ pub fn limits() -> Result<JsValue, JsValue> {
     })
 }
 
-#[derive(Deserialize, Default)]
-#[serde(rename_all = "camelCase")]
-struct UplinkOptions {
+/// Overrides for `parseUplink`; each may be absent.
+#[derive(Deserialize, Default, Tsify)]
+#[serde(default, rename_all = "camelCase")]
+pub struct UplinkOptions {
+    /// The decoded payload's member for `seq` (default `seq`).
     seq_field: Option<String>,
+    /// The decoded payload's member for `ts` (default `ts`).
     ts_field: Option<String>,
+    /// The decoded payload's member for `fill_pct` (default `fill_pct`).
     fill_field: Option<String>,
+    /// Readings accepted in one request, a whole number; range and default:
+    /// `limits().maxReadings`.
     max_readings: Option<f64>,
 }
 
-/// Maps a webhook body (`format`: `ttn`, `chirpstack`, `helium`, `loriot` or
-/// `readings`) to readings, validates and keys each once, and splits them per
-/// device. Returns the JSON text of `{received, devices: [{device_id, readings:
-/// [{index, key, seq, ts, fill_pct}]}], rejected: [{index, field, code, message,
-/// device_id}]}`: `index` is the reading's index in the request, `ts` the UTC
-/// instant as the key hashed it, `device_id` of a rejection `null` when the device
-/// id itself is bad. Throws `unknown_format`, `invalid_json`, `invalid_burst`,
-/// `too_many_readings` (default limit 10 000) or `invalid_config`.
+/// Maps a webhook body (`format`: one of `limits().formats`) to readings,
+/// validates and keys each once, and splits them per device. Returns the JSON text
+/// of an {@link UplinkPlan}: `index` is the reading's index in the request, `ts`
+/// the UTC instant as the key hashed it, `device_id` of a rejection `null` when the
+/// device id itself is bad. Throws `unknown_format`, `invalid_json`,
+/// `invalid_burst`, `too_many_readings` (beyond `maxReadings`) or `invalid_config`.
 #[wasm_bindgen(js_name = parseUplink)]
 pub fn parse_uplink(
     format: &str,
+    // A JS union read by `body_bytes`, not a serde value: nothing to derive from.
     #[wasm_bindgen(unchecked_param_type = "string | Uint8Array")] body: JsValue,
     #[wasm_bindgen(unchecked_optional_param_type = "UplinkOptions")] options: JsValue,
 ) -> Result<String, JsValue> {

@@ -25,9 +25,13 @@ use serde::{Deserialize, Serialize};
 /// A reading admitted as new, with its idempotency key and its index in the burst.
 /// Serialises flat: `{index, key, device_id, seq, ts, fill_pct}`.
 #[derive(Debug, Clone, PartialEq)]
+#[cfg_attr(feature = "typescript", derive(tsify::Tsify))]
 pub struct Admitted<'a> {
     pub index: usize,
     pub key: String,
+    // For the TypeScript declaration only (`extends Reading`); the hand-written
+    // `Serialize` below writes the reading's members flat.
+    #[cfg_attr(feature = "typescript", serde(flatten))]
     pub reading: Reading<'a>,
 }
 
@@ -47,6 +51,7 @@ impl Serialize for Admitted<'_> {
 /// `pending` (provisional admissions, library only) and `not_stored` (a burst whose
 /// rows could not be written) are written only when not zero.
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[cfg_attr(feature = "typescript", derive(tsify::Tsify))]
 #[serde(deny_unknown_fields)]
 pub struct AuditCounts {
     pub received: usize,
@@ -80,6 +85,7 @@ impl AuditCounts {
 
 /// One audit record: `{"logged_at","level","event","payload"}`, one per burst.
 #[derive(Debug, Clone, PartialEq, Serialize)]
+#[cfg_attr(feature = "typescript", derive(tsify::Tsify))]
 pub struct Audit {
     pub logged_at: String,
     pub level: &'static str,
@@ -90,6 +96,7 @@ pub struct Audit {
 /// Where a burst came from and what went wrong, appended to its audit line by
 /// [`Audit::line`]. Absent members are left out of the line.
 #[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+#[cfg_attr(feature = "typescript", derive(tsify::Tsify))]
 #[serde(deny_unknown_fields)]
 pub struct AuditContext {
     #[serde(default, skip_serializing_if = "Option::is_none")]
@@ -105,6 +112,7 @@ pub struct AuditContext {
 /// The audit events: a burst decided (`INFO`) and a burst whose admitted readings
 /// could not be stored (`ERROR`; they are in `not_stored` and the sender retries).
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Deserialize)]
+#[cfg_attr(feature = "typescript", derive(tsify::Tsify))]
 #[serde(rename_all = "snake_case")]
 pub enum AuditEvent {
     BurstDeduplicated,
@@ -177,6 +185,7 @@ pub struct KeyAdmission {
 
 /// Everything decided about one burst.
 #[derive(Debug, Clone, PartialEq, Serialize)]
+#[cfg_attr(feature = "typescript", derive(tsify::Tsify))]
 pub struct BurstOutcome<'a> {
     /// Admitted readings in arrival order, normalised.
     pub unique: Vec<Admitted<'a>>,

@@ -131,6 +131,7 @@ impl From<serde_json::Error> for Error {
 /// A reading refused at the boundary: its index in the burst, the field, the
 /// stable code and a message. The rest of the burst is processed as usual.
 #[derive(Debug, Clone, PartialEq, serde::Serialize)]
+#[cfg_attr(feature = "typescript", derive(tsify::Tsify))]
 pub struct Rejection {
     pub index: usize,
     pub field: &'static str,

@@ -158,6 +158,8 @@ impl Default for FieldNames {
 /// `{received, devices: [{device_id, readings: [{index, key, seq, ts, fill_pct}]}],
 /// rejected: [{index, field, code, message, device_id}]}`.
 #[derive(Debug, Clone, PartialEq, Serialize)]
+#[cfg_attr(feature = "typescript", derive(tsify::Tsify))]
+#[cfg_attr(feature = "typescript", tsify(rename = "UplinkPlan"))]
 pub struct Plan {
     /// Readings in the request, valid or not.
     pub received: usize,
@@ -169,6 +171,7 @@ pub struct Plan {
 
 /// The valid readings of one device, in request order.
 #[derive(Debug, Clone, PartialEq, Serialize)]
+#[cfg_attr(feature = "typescript", derive(tsify::Tsify))]
 pub struct DeviceReadings {
     pub device_id: String,
     pub readings: Vec<KeyedReading>,
@@ -176,6 +179,7 @@ pub struct DeviceReadings {
 
 /// A valid reading with its idempotency key; its `device_id` is its group's.
 #[derive(Debug, Clone, PartialEq, Serialize)]
+#[cfg_attr(feature = "typescript", derive(tsify::Tsify))]
 pub struct KeyedReading {
     /// The reading's index in the request.
     pub index: usize,
@@ -184,6 +188,7 @@ pub struct KeyedReading {
     pub seq: i64,
     /// The UTC instant, written as the key hashed it (Python's `isoformat()`).
     #[serde(serialize_with = "isoformat_text")]
+    #[cfg_attr(feature = "typescript", tsify(type = "string"))]
     pub ts: Micros,
     /// Percent, 0.0 ..= 100.0, never `-0.0`.
     pub fill_pct: f64,
@@ -191,6 +196,7 @@ pub struct KeyedReading {
 
 /// A reading refused before it reached a deduplicator.
 #[derive(Debug, Clone, PartialEq, Serialize)]
+#[cfg_attr(feature = "typescript", derive(tsify::Tsify))]
 pub struct Refused {
     #[serde(flatten)]
     pub rejection: Rejection,

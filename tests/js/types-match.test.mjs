@@ -1,0 +1,147 @@
+// The values the built package returns, checked against the declarations generated
+// from the Rust types (pkg/reconnect_dedupe.d.ts): every declared member present
+// (optional ones may be absent), no member undeclared, each of its declared type.
+// Most shapes are serialised by serde derives, so their declarations cannot drift;
+// this covers the ones written by hand (a reading's members, `ts` as text, the
+// verdict bytes, the JSON text of processBurstJson and parseUplink) and the naming
+// of each return type. The types are read with the TypeScript compiler API.
+import { test } from 'node:test';
+import assert from 'node:assert/strict';
+import fs from 'node:fs';
+import { fileURLToPath } from 'node:url';
+import ts from 'typescript';
+
+const pkgDir = new URL('../../pkg/', import.meta.url);
+const wasmPath = new URL('reconnect_dedupe_bg.wasm', pkgDir);
+assert.ok(fs.existsSync(wasmPath), 'pkg/ is missing: run `npm run build` first');
+const pkg = await import(new URL('reconnect_dedupe.js', pkgDir));
+pkg.initSync({ module: fs.readFileSync(wasmPath) });
+const { Deduplicator, limits, parseUplink } = pkg;
+
+const dts = fileURLToPath(new URL('reconnect_dedupe.d.ts', pkgDir));
+const program = ts.createProgram([dts], {
+  strict: true,
+  noEmit: true,
+  types: [],
+  lib: ['lib.es2022.d.ts', 'lib.esnext.disposable.d.ts', 'lib.dom.d.ts'],
+});
+const checker = program.getTypeChecker();
+const exported = checker.getExportsOfModule(checker.getSymbolAtLocation(program.getSourceFile(dts)));
+
+/** The type a name of the .d.ts declares. */
+function declared(name) {
+  const symbol = exported.find((s) => s.name === name);
+  assert.ok(symbol, `pkg/reconnect_dedupe.d.ts declares no ${name}`);
+  return checker.getDeclaredTypeOfSymbol(symbol);
+}
+
+/** The return type of an exported function or Deduplicator method. */
+function returns(name, method) {
+  let symbol = exported.find((s) => s.name === name);
+  if (method) symbol = checker.getPropertyOfType(checker.getDeclaredTypeOfSymbol(symbol), method);
+  const type = checker.getTypeOfSymbolAtLocation(symbol, symbol.valueDeclaration);
+  return checker.getReturnTypeOfSignature(type.getCallSignatures()[0]);
+}
+
+const show = (v) => (v instanceof Uint8Array ? 'a Uint8Array' : JSON.stringify(v) ?? String(v));
+
+/** Where `value` departs from `type`: a list of `path: problem` lines. */
+function mismatches(value, type, path = '$') {
+  const f = type.flags;
+  const bad = () => [`${path}: ${show(value)} is not ${checker.typeToString(type)}`];
+  if (type.isUnion()) {
+    return type.types.some((t) => mismatches(value, t, path).length === 0) ? [] : bad();
+  }
+  if (f & ts.TypeFlags.StringLiteral) return value === type.value ? [] : bad();
+  if (f & ts.TypeFlags.NumberLiteral) return value === type.value ? [] : bad();
+  if (f & ts.TypeFlags.String) return typeof value === 'string' ? [] : bad();
+  if (f & ts.TypeFlags.Number) return typeof value === 'number' ? [] : bad();
+  if (f & ts.TypeFlags.BooleanLike) return typeof value === 'boolean' ? [] : bad();
+  if (f & ts.TypeFlags.Null) return value === null ? [] : bad();
+  if (f & ts.TypeFlags.Undefined) return value === undefined ? [] : bad();
+  if (f & (ts.TypeFlags.Any | ts.TypeFlags.Unknown)) return [`${path}: declared ${checker.typeToString(type)}`];
+  if (checker.isArrayType(type)) {
+    if (!Array.isArray(value)) return bad();
+    const [element] = checker.getTypeArguments(type);
+    return value.flatMap((v, i) => mismatches(v, element, `${path}[${i}]`));
+  }
+  if (type.symbol?.name === 'Uint8Array') return value instanceof Uint8Array ? [] : bad();
+  if (value === null || typeof value !== 'object' || Array.isArray(value)) return bad();
+  const members = checker.getPropertiesOfType(type);
+  const out = [];
+  for (const m of members) {
+    const optional = (m.flags & ts.SymbolFlags.Optional) !== 0;
+    if (!Object.hasOwn(value, m.name)) {
+      if (!optional) out.push(`${path}.${m.name}: missing`);
+      continue;
+    }
+    const t = checker.getTypeOfSymbolAtLocation(m, m.valueDeclaration);
+    out.push(...mismatches(value[m.name], t, `${path}.${m.name}`));
+  }
+  const names = new Set(members.map((m) => m.name));
+  for (const k of Object.keys(value)) if (!names.has(k)) out.push(`${path}.${k}: not declared`);
+  return out;
+}
+
+function conforms(value, type, what) {
+  assert.deepEqual(mismatches(value, type), [], `${what} against ${checker.typeToString(type)}`);
+}
+
+const NOW = Date.parse('2026-07-16T09:00:11.204Z');
+const reading = (seq, fill) => ({ device_id: 'bin-A17', seq, ts: '2026-07-16T09:00:00Z', fill_pct: fill });
+// A burst with something in every bucket: admitted, duplicate, rejected, seq reuse.
+const burst = [reading(1, 10), reading(1, 10), reading(2, 'x'), reading(1, 11)];
+
+test('the checker finds an undeclared, a missing and a mistyped member', () => {
+  const r = declared('Reading');
+  assert.deepEqual(mismatches(reading(1, 10), r), []);
+  assert.deepEqual(mismatches({ ...reading(1, 10), extra: 1 }, r), ['$.extra: not declared']);
+  const { seq: _, ...noSeq } = reading(1, 10);
+  assert.deepEqual(mismatches(noSeq, r), ['$.seq: missing']);
+  assert.deepEqual(mismatches(reading(1, '10'), r), ['$.fill_pct: "10" is not number']);
+});
+
+test('processBurst and processBurstJson return a BurstOutcome, as declared', () => {
+  const type = declared('BurstOutcome');
+  const dedup = new Deduplicator();
+  const out = dedup.processBurst(burst, NOW);
+  assert.ok(out.unique.length && out.duplicates.length && out.rejected.length && out.seq_reuses);
+  conforms(out, type, 'processBurst');
+  conforms(out, returns('Deduplicator', 'processBurst'), 'processBurst (its signature)');
+  // Provisional: a ticket; a copy of a still-provisional key is pending.
+  const open = dedup.processBurst([reading(3, 30)], NOW, true);
+  assert.equal(typeof open.ticket, 'number');
+  conforms(open, type, 'processBurst, provisional');
+  const waiting = dedup.processBurst([reading(3, 30)], NOW);
+  assert.equal(waiting.audit.payload.pending, 1);
+  conforms(waiting, type, 'processBurst, pending');
+  const text = dedup.processBurstJson(JSON.stringify({ readings: burst }), NOW + 1);
+  conforms(JSON.parse(text), type, 'processBurstJson (JSON text)');
+});
+
+test('stats, limits and admitKeys return their declared types', () => {
+  const dedup = new Deduplicator({ ttlMs: 60_000 });
+  dedup.processBurst(burst, NOW);
+  conforms(dedup.stats(), returns('Deduplicator', 'stats'), 'stats');
+  conforms(limits(), returns('limits'), 'limits');
+  const keys = ['bin-A17:9:0123456789abcdef', 'bin-A17:9:0123456789abcdef'].join('\n');
+  const out = dedup.admitKeys(keys, NOW, 1, { device_id: 'bin-A17', route: 'readings' });
+  assert.deepEqual([...out.verdicts], [0, 2]);
+  conforms(out, returns('Deduplicator', 'admitKeys'), 'admitKeys');
+});
+
+test('parseUplink returns the JSON text of an UplinkPlan', () => {
+  const type = declared('UplinkPlan');
+  const native = JSON.stringify([reading(1, 10), { ...reading(2, 20), device_id: '' }, reading(3, 'x'), 7]);
+  const plan = JSON.parse(parseUplink('readings', native));
+  // A rejection that names its device, one that cannot (device_id null), a keyed reading.
+  assert.deepEqual(plan.rejected.map((r) => r.device_id), [null, 'bin-A17', null]);
+  conforms(plan, type, 'parseUplink readings');
+  const fixtures = new URL('../fixtures/webhooks/with-fill/', import.meta.url);
+  for (const [format, file] of [['ttn', 'tts-v3-uplink.json'], ['chirpstack', 'chirpstack-v4-up.json']]) {
+    const body = fs.readFileSync(new URL(file, fixtures));
+    const p = JSON.parse(parseUplink(format, body));
+    assert.ok(p.devices.length > 0, file);
+    conforms(p, type, `parseUplink ${format}`);
+  }
+});

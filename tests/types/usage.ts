@@ -1,0 +1,207 @@
+// Real use of the JS API, type-checked against the generated declarations
+// (pkg/reconnect_dedupe.d.ts, from the Rust types through tsify) by
+// `npx tsc -p tests/types`. Nothing here runs; tests/js/ runs the same calls.
+//
+// Three kinds of check:
+// * calls and reads as the worker, the demo and Node users write them;
+// * `Members<T>` tables: the exact member names of each documented shape, so a
+//   member renamed, added or dropped on the Rust side fails here until the API
+//   change is meant (and this file, the README and the callers follow);
+// * `@ts-expect-error` lines: misuse must stay an error, so a declaration that
+//   decayed to `any` (or lost a member's type) fails too.
+import init, {
+  initSync,
+  Deduplicator,
+  auditLine,
+  idempotencyKey,
+  isoTime,
+  limits,
+  parseUplink,
+} from "../../pkg/reconnect_dedupe.js";
+import type {
+  Admitted,
+  Audit,
+  AuditContext,
+  AuditCounts,
+  AuditEvent,
+  Burst,
+  BurstOutcome,
+  DeduplicatorOptions,
+  DeduplicatorStats,
+  DeviceReadings,
+  KeyAdmission,
+  KeyedReading,
+  Limits,
+  Range,
+  Reading,
+  Refused,
+  Rejection,
+  UplinkOptions,
+  UplinkPlan,
+} from "../../pkg/reconnect_dedupe.js";
+
+/** Every member of T, each exactly once: a missing or unknown name is an error. */
+type Members<T> = { readonly [K in keyof Required<T>]: true };
+
+export const shapes = {
+  reading: { device_id: true, seq: true, ts: true, fill_pct: true } satisfies Members<Reading>,
+  admitted: {
+    index: true, key: true, device_id: true, seq: true, ts: true, fill_pct: true,
+  } satisfies Members<Admitted>,
+  rejection: { index: true, field: true, code: true, message: true } satisfies Members<Rejection>,
+  outcome: {
+    unique: true, duplicates_suppressed: true, duplicates: true, pending: true,
+    rejected: true, seq_reuses: true, ticket: true, audit: true,
+  } satisfies Members<BurstOutcome>,
+  audit: { logged_at: true, level: true, event: true, payload: true } satisfies Members<Audit>,
+  counts: {
+    received: true, unique: true, duplicates_suppressed: true, pending: true,
+    rejected: true, not_stored: true, seq_reuses: true, evicted_before_ttl: true,
+  } satisfies Members<AuditCounts>,
+  context: { device_id: true, route: true, burst_id: true, error: true } satisfies Members<AuditContext>,
+  admission: { verdicts: true, counts: true, line: true } satisfies Members<KeyAdmission>,
+  options: { ttlMs: true, maxKeys: true } satisfies Members<DeduplicatorOptions>,
+  uplinkOptions: {
+    seqField: true, tsField: true, fillField: true, maxReadings: true,
+  } satisfies Members<UplinkOptions>,
+  stats: {
+    keys: true, pending: true, admitted: true, duplicates: true, pending_hits: true,
+    evicted_before_ttl: true, expired: true, released: true, seq_reuses: true,
+    memory_bytes: true, ttl_ms: true, max_keys: true,
+  } satisfies Members<DeduplicatorStats>,
+  range: { min: true, max: true, default: true } satisfies Members<Range>,
+  limits: { ttlMs: true, maxKeys: true, maxReadings: true, formats: true } satisfies Members<Limits>,
+  plan: { received: true, devices: true, rejected: true } satisfies Members<UplinkPlan>,
+  device: { device_id: true, readings: true } satisfies Members<DeviceReadings>,
+  keyed: { index: true, key: true, seq: true, ts: true, fill_pct: true } satisfies Members<KeyedReading>,
+  refused: {
+    index: true, field: true, code: true, message: true, device_id: true,
+  } satisfies Members<Refused>,
+};
+
+const NOW = Date.parse("2026-07-16T09:00:11.204Z");
+const reading: Reading = { device_id: "bin-A17", seq: 41, ts: "2026-07-16T09:00:00Z", fill_pct: 62.5 };
+
+export async function loadInBrowser(url: URL): Promise<void> {
+  await init({ module_or_path: url });
+}
+
+export function loadInNode(bytes: Uint8Array): void {
+  initSync({ module: bytes });
+}
+
+export function keys(): string {
+  const key: string = idempotencyKey(reading);
+  // @ts-expect-error fill_pct is a number
+  idempotencyKey({ ...reading, fill_pct: "62.5" });
+  // @ts-expect-error a reading has all four members
+  idempotencyKey({ device_id: "bin-A17", seq: 41, ts: "2026-07-16T09:00:00Z" });
+  return key;
+}
+
+export function bursts(): number {
+  const options: DeduplicatorOptions = { ttlMs: 6 * 3600_000, maxKeys: 100_000 };
+  const dedup = new Deduplicator(options);
+  new Deduplicator();
+  new Deduplicator({ maxKeys: null });
+  // @ts-expect-error the option is maxKeys
+  new Deduplicator({ max_keys: 10 });
+
+  const list: Burst = [reading, reading];
+  const wrapped: Burst = { readings: [reading] };
+  const out: BurstOutcome = dedup.processBurst(list, NOW);
+  dedup.processBurst(wrapped, Date.now(), false);
+
+  const first: Admitted | undefined = out.unique[0];
+  const admittedKey: string | undefined = first?.key;
+  const index: number | undefined = first?.index;
+  const fill: number | undefined = first?.fill_pct;
+  const dupes: number[] = out.duplicates;
+  const pending: number[] = out.pending;
+  const suppressed: number = out.duplicates_suppressed + out.seq_reuses;
+  for (const r of out.rejected) {
+    const why: string = `${r.index} ${r.field} ${r.code} ${r.message}`;
+    void why;
+  }
+  const audit: Audit = out.audit;
+  const line: string = `${audit.logged_at} ${audit.level} ${audit.event}`;
+  const counts: AuditCounts = audit.payload;
+  const notStored: number = counts.not_stored ?? 0;
+  const received: number =
+    counts.unique + counts.duplicates_suppressed + (counts.pending ?? 0) + counts.rejected + notStored;
+  // @ts-expect-error the ticket is null outside provisional admission
+  const ticketNow: number = out.ticket;
+  // @ts-expect-error no such member: the count is duplicates_suppressed
+  out.suppressed;
+
+  const json: string = dedup.processBurstJson(JSON.stringify(list), NOW);
+  const bulk = JSON.parse(dedup.processBurstJson(new TextEncoder().encode(json), NOW, true)) as BurstOutcome;
+  if (bulk.ticket !== null) {
+    const confirmed: number = dedup.confirm(bulk.ticket);
+    const released: number = dedup.release(bulk.ticket);
+    void (confirmed + released);
+  }
+  const provisional = dedup.processBurst(list, NOW, true);
+  if (provisional.ticket !== null) dedup.release(provisional.ticket);
+
+  const held: boolean = dedup.contains(reading, NOW);
+  const stats: DeduplicatorStats = dedup.stats();
+  const size: number = stats.keys + stats.memory_bytes + stats.ttl_ms + stats.max_keys;
+  // @ts-expect-error stats members are snake_case, as the core counts them
+  stats.memoryBytes;
+
+  const bytes: Uint8Array = dedup.snapshot();
+  const again: Deduplicator = Deduplicator.restore(bytes, { maxKeys: 50_000 });
+  Deduplicator.restore(bytes);
+  again.free();
+  {
+    using scoped = new Deduplicator();
+    scoped.stats();
+  }
+  void [admittedKey, index, fill, dupes, pending, line, received, ticketNow, held];
+  return suppressed + size;
+}
+
+export function worker(body: Uint8Array): string[] {
+  const lim: Limits = limits();
+  const ttl: Range = lim.ttlMs;
+  const cap: number = lim.maxReadings.default + lim.maxKeys.max + ttl.min;
+  const formats: string[] = lim.formats;
+
+  const options: UplinkOptions = { fillField: "level", maxReadings: cap, seqField: "n", tsField: "t" };
+  const plan: UplinkPlan = JSON.parse(parseUplink("ttn", body, options)) as UplinkPlan;
+  parseUplink("readings", "[]");
+  // @ts-expect-error the option is fillField
+  parseUplink("ttn", body, { fill_field: "level" });
+
+  const lines: string[] = [];
+  for (const device of plan.devices) {
+    const keyed: KeyedReading[] = device.readings;
+    const keys = keyed.map((r) => r.key).join("\n");
+    const times = Float64Array.from(keyed, () => Date.now());
+    const dedup = Deduplicator.fromKeys(keys, times, { ttlMs: ttl.default });
+    Deduplicator.fromKeys(keys, [NOW]);
+    const refused = plan.rejected.filter((r: Refused) => r.device_id === device.device_id).length;
+    const context: AuditContext = { device_id: device.device_id, route: "ttn", burst_id: "b-1" };
+    const admission: KeyAdmission = dedup.admitKeys(keys, NOW, refused, context);
+    dedup.admitKeys(keys, NOW, undefined);
+    const verdicts: Uint8Array = admission.verdicts;
+    const admitted = keyed.filter((_, i) => verdicts[i] !== 2);
+    const counts: AuditCounts = admission.counts;
+    lines.push(admission.line, `${admitted.length} of ${counts.received}`);
+  }
+  const nobody: Refused[] = plan.rejected.filter((r) => r.device_id === null);
+  const event: AuditEvent = nobody.length > 0 ? "burst_deduplicated" : "burst_not_stored";
+  const counts: AuditCounts = {
+    received: plan.received, unique: 0, duplicates_suppressed: 0, rejected: plan.received,
+    seq_reuses: 0, evicted_before_ttl: 0,
+  };
+  lines.push(auditLine(event, counts, NOW, { route: "ttn", error: "origin down" }));
+  auditLine("burst_not_stored", { ...counts, rejected: 0, not_stored: plan.received }, NOW);
+  // @ts-expect-error an event the core does not know
+  auditLine("burst_dropped", counts, NOW);
+  // @ts-expect-error a context member the core does not know
+  auditLine(event, counts, NOW, { device: "bin-A17" });
+  lines.push(isoTime(NOW), ...formats);
+  return lines;
+}
