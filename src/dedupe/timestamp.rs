@@ -46,8 +46,9 @@ impl TsError {
 /// character between date and time, second 60 and a tenth fraction digit; `chrono`
 /// second 60 and any number of digits; `jiff` `+0200`, `+24:00`, `T09:00Z`) and none
 /// tells a missing offset from other syntax. And this takes 19 ns a parse against
-/// 28 (`time`), 37 (`jiff`) and 46 ns (`chrono`), native; as Wasm they would add
-/// 37, 141 and 8 KiB (benches/handwritten.rs, 2026-11-30; BENCHMARKS.md).
+/// 28 (`time` 0.3.55, which needs rustc 1.88; 41 for 0.3.45), 37 (`jiff`) and 46 ns
+/// (`chrono`), native; as Wasm they would add 37, 141 and 8 KiB
+/// (benches/handwritten.rs, 2026-11-30; BENCHMARKS.md).
 pub fn parse_rfc3339(s: &str) -> Result<Micros, TsError> {
     let b = s.as_bytes();
     if b.len() < 19 {
