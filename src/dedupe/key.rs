@@ -14,46 +14,79 @@ use super::error::Error;
 use super::reading::{check_device_id, Reading, MAX_SAFE_SEQ};
 use super::timestamp::write_isoformat;
 use sha2::{Digest, Sha256};
-use std::fmt::Write;
 
 /// Appends Python's `repr(x)` of a finite, non-negative float.
 ///
-/// Shortest round-trip digits; integral values keep a `.0`; values below 1e-4 use
-/// exponent form with a signed exponent of at least two digits (`1e-05`, `1.5e-07`).
-/// Values of 1e16 and above would also switch to exponent form in Python; a fill
-/// level never reaches them, but they are handled the same way for completeness.
+/// Shortest round-trip digits, an exact tie going to the even digit as in Python;
+/// integral values keep a `.0`; values below 1e-4 use exponent form with a signed
+/// exponent of at least two digits (`1e-05`, `1.5e-07`); from 1e16 up, `1e+16`.
+///
+/// The digits come from zmij (serde_json's float formatter), which writes exactly this
+/// from 1e-4 up. `std::fmt`, used here before, does not: it breaks exact ties upwards,
+/// so the float32 value 26.775894 as a double came out `26.775894165039063` where
+/// Python writes `26.775894165039062` (and the key differed).
+///
+/// Whole tenths (62.5, 71.0: most fill levels) are written by hand: on the fill-level
+/// mix 11 ns a value against 31 ns through zmij alone (benches/handwritten.rs,
+/// 2026-11-30, native; BENCHMARKS.md).
+///
+/// ```
+/// use reconnect_dedupe::key::write_py_float_repr;
+/// let mut s = String::new();
+/// for x in [62.5, 71.0, 0.30000000000000004, 1e-05, 26.775894165039062] {
+///     write_py_float_repr(&mut s, x);
+///     s.push(' ');
+/// }
+/// assert_eq!(s, "62.5 71.0 0.30000000000000004 1e-05 26.775894165039062 ");
+/// ```
 pub fn write_py_float_repr(out: &mut String, x: f64) {
     debug_assert!(x.is_finite() && x >= 0.0);
-    if x == 0.0 {
-        out.push_str("0.0");
-    } else if !(1e-4..1e16).contains(&x) {
-        // Rust's `{:e}` gives the same shortest digits: "1e-5", "1.5e-7", "1e16".
-        let start = out.len();
-        let _ = write!(out, "{x:e}");
-        let e_at = start + out[start..].find('e').unwrap_or(out.len() - start);
-        let exp: i32 = out[e_at + 1..].parse().unwrap_or(0);
-        out.truncate(e_at);
-        let sign = if exp < 0 { '-' } else { '+' };
-        let _ = write!(out, "e{sign}{:02}", exp.unsigned_abs());
-    } else if let Some(tenths) = whole_tenths(x) {
-        // The common case (62.5, 71.0): the shortest digits are the tenths themselves.
+    if let Some(tenths) = whole_tenths(x) {
+        // The shortest digits are the tenths themselves (0.0 included).
         push_u64(out, tenths / 10);
         out.push('.');
         out.push(char::from(b'0' + (tenths % 10) as u8));
+        return;
+    }
+    let mut buf = zmij::Buffer::new();
+    let digits = buf.format_finite(x);
+    if x >= 1e-4 {
+        out.push_str(digits);
     } else {
-        let start = out.len();
-        let _ = write!(out, "{x}");
-        if !out[start..].contains('.') {
-            out.push_str(".0");
-        }
+        push_exponent_form(out, digits);
     }
 }
 
-/// `Some(k)` when `x` (in 1e-4 .. 1e9) is exactly the double nearest to `k / 10`.
+/// Appends a value below 1e-4 in Python's form from zmij's text of it, which is
+/// decimal down to 1e-5 (`0.000015`) and exponent form below (`1.5e-7`).
+fn push_exponent_form(out: &mut String, digits: &str) {
+    let exp = if let Some((mantissa, exp)) = digits.split_once('e') {
+        out.push_str(mantissa);
+        exp.parse::<i32>().unwrap_or(0)
+    } else {
+        let fraction = digits.strip_prefix("0.").unwrap_or(digits);
+        let significant = fraction.trim_start_matches('0');
+        let mut chars = significant.chars();
+        out.extend(chars.next());
+        if !chars.as_str().is_empty() {
+            out.push('.');
+            out.push_str(chars.as_str());
+        }
+        -((fraction.len() - significant.len()) as i32) - 1
+    };
+    out.push_str(if exp < 0 { "e-" } else { "e+" });
+    if exp.unsigned_abs() < 10 {
+        out.push('0');
+    }
+    push_u64(out, u64::from(exp.unsigned_abs()));
+}
+
+/// `Some(k)` when `x` (in 0 .. 1e9) is exactly the double nearest to `k / 10`.
 ///
 /// Then `k / 10` with one decimal is Python's `repr(x)`: that decimal round-trips to
 /// `x`, and no decimal with fewer digits does, since below 1e9 the doubles lie far
-/// closer together than 0.1 (an integral `x` keeps its `.0`, as in Python).
+/// closer together than 0.1 (an integral `x` keeps its `.0`, as in Python). No value
+/// in 0 < x < 1e-4 is a whole tenth, so the exponent form never takes this path.
 fn whole_tenths(x: f64) -> Option<u64> {
     let tenths = (x * 10.0).round();
     // Division is correctly rounded, so `tenths / 10.0` is the double nearest k / 10.
@@ -185,6 +218,7 @@ mod tests {
         s
     }
 
+    /// Each expected text is what Python 3 prints for `repr(x)`.
     #[test]
     fn float_repr_matches_python() {
         for (x, want) in [
@@ -195,35 +229,48 @@ mod tests {
             (0.30000000000000004, "0.30000000000000004"),
             (33.333333333333336, "33.333333333333336"),
             (0.0001, "0.0001"),
+            (0.00012, "0.00012"),
             (1e-05, "1e-05"),
             (1.5e-05, "1.5e-05"),
             (9.999999999999999e-05, "9.999999999999999e-05"),
+            (1e-07, "1e-07"),
             (1.25e-100, "1.25e-100"),
             (5e-324, "5e-324"),
             (1e16, "1e+16"),
+            (1.5e16, "1.5e+16"),
             (1234567890123456.0, "1234567890123456.0"),
         ] {
             assert_eq!(repr(x), want, "{x:?}");
         }
     }
 
+    /// Exact ties between two shortest candidates go to the even digit, as in Python
+    /// (`std::fmt` goes up: `...063`). They come from float32 values, which payload
+    /// formatters decode from the uplink's bytes.
+    #[test]
+    fn float_repr_breaks_ties_to_even_as_python_does() {
+        for (x, want) in [
+            (26.775894165039062, "26.775894165039062"),
+            (64.00003051757812, "64.00003051757812"),
+            (61.760475158691406, "61.760475158691406"),
+            (58.400245666503906, "58.400245666503906"),
+            (0.0013551712036132812, "0.0013551712036132812"),
+            (157106500456924.12, "157106500456924.12"),
+        ] {
+            assert_eq!(repr(x), want, "{x:?}");
+            if x < 100.0 {
+                assert_eq!(f64::from(x as f32), x, "{x:?} is a float32 value");
+            }
+        }
+    }
+
+    /// The whole-tenths path writes what the general path (zmij) writes.
     #[test]
     fn tenths_fast_path_matches_shortest_digits() {
-        let mut rng = 0x9e37_79b9_7f4a_7c15_u64;
-        let randoms = (0..100_000).map(|_| {
-            rng ^= rng << 13;
-            rng ^= rng >> 7;
-            rng ^= rng << 17;
-            (rng >> 11) as f64 / (1u64 << 53) as f64 * 100.0
-        });
+        let mut rng = fastrand::Rng::with_seed(0x9e37_79b9_7f4a_7c15);
+        let randoms = (0..100_000).map(|_| rng.f64() * 100.0);
         for x in (1..=1_000_000).map(|k| k as f64 / 10.0).chain(randoms) {
-            let shortest = format!("{x}");
-            let want = if shortest.contains('.') {
-                shortest
-            } else {
-                shortest + ".0"
-            };
-            assert_eq!(repr(x), want, "{x:?}");
+            assert_eq!(repr(x), zmij::Buffer::new().format_finite(x), "{x:?}");
         }
     }
 
