@@ -18,7 +18,8 @@ fn main() {
 
 #[cfg(not(target_arch = "wasm32"))]
 mod native {
-    use criterion::{criterion_group, BatchSize, Criterion, Throughput};
+    use criterion::measurement::WallTime;
+    use criterion::{criterion_group, BatchSize, BenchmarkGroup, Criterion, Throughput};
     use reconnect_dedupe::key::content_digest;
     use reconnect_dedupe::{
         idempotency_key, parse_reading, Config, Deduplicator, Fingerprint, Reading, SeenSet,
@@ -153,6 +154,27 @@ mod native {
         s
     }
 
+    /// Held keys at `now`: the duplicate path of check_and_add, and the read-only
+    /// contains of as many absent keys.
+    fn lookups(
+        g: &mut BenchmarkGroup<'_, WallTime>,
+        set: &mut SeenSet,
+        held: &[Fingerprint],
+        now: i64,
+    ) {
+        g.bench_function("lookup_duplicate", |b| {
+            b.iter(|| {
+                for &f in held {
+                    black_box(set.check_and_add(f, now, None, 0));
+                }
+            })
+        });
+        let absent: Vec<Fingerprint> = (0..held.len() as u64).map(|i| fingerprint(99, i)).collect();
+        g.bench_function("contains_absent", |b| {
+            b.iter(|| absent.iter().filter(|&&f| set.contains(f, now)).count())
+        });
+    }
+
     fn seen_set(c: &mut Criterion) {
         const BATCH: u64 = 1000;
         for n in [1_000, 100_000, 1_000_000] {
@@ -169,21 +191,33 @@ mod native {
                     }
                 })
             });
-            // Held keys: the duplicate path of check_and_add, and the read-only contains.
             let held: Vec<Fingerprint> = (0..BATCH)
                 .map(|i| fingerprint(7, next - 1 - i * (n as u64 / BATCH)))
                 .collect();
-            g.bench_function("lookup_duplicate", |b| {
-                b.iter(|| {
-                    for &f in &held {
-                        black_box(set.check_and_add(f, NOW, None, 0));
-                    }
-                })
-            });
-            let absent: Vec<Fingerprint> = (0..BATCH).map(|i| fingerprint(99, i)).collect();
-            g.bench_function("contains_absent", |b| {
-                b.iter(|| absent.iter().filter(|&&f| set.contains(f, NOW)).count())
-            });
+            lookups(&mut g, &mut set, &held, NOW);
+            g.finish();
+        }
+        // Per-device sets (default cap, a few keys held): a rolling window where each
+        // admission expires the oldest key, then lookups. Up to `SCAN_MAX` (48) held
+        // entries a lookup scans the ring; past it, the table answers.
+        for n in [8u64, 32, 48, 49, 64] {
+            let mut g = c.benchmark_group(format!("seen_set/device_{n}_keys"));
+            g.throughput(Throughput::Elements(BATCH));
+            let mut set = SeenSet::new(Config::new(n, 100_000).unwrap());
+            let mut next = 0;
+            let mut roll = |set: &mut SeenSet, count: u64| {
+                for _ in 0..count {
+                    black_box(set.check_and_add(fingerprint(7, next), NOW + next as i64, None, 0));
+                    next += 1;
+                }
+            };
+            roll(&mut set, n);
+            g.bench_function("insert_expire", |b| b.iter(|| roll(&mut set, BATCH)));
+            let now = NOW + next as i64 - 1;
+            let held: Vec<Fingerprint> = (0..BATCH)
+                .map(|i| fingerprint(7, next - 1 - i % n))
+                .collect();
+            lookups(&mut g, &mut set, &held, now);
             g.finish();
         }
         let mut g = c.benchmark_group("seen_set/fill");

@@ -1,13 +1,26 @@
 //! The bounded memory of keys already admitted: first write wins, a TTL counted
 //! from first admission, a cap on the number of keys, oldest admission out first.
 //!
-//! # Layout (20 bytes a key plus the index, ≈ 28–31 bytes a key in all)
+//! # Layout (20 bytes a key plus the index, ≈ 28–31 bytes a key in all at scale)
 //! * `ring`: a FIFO of [`Entry`] in admission order, so expiry and eviction both take
 //!   from the front. An entry is a 128-bit fingerprint and a `u32` admission time.
-//!   The ring is chunked ([`Ring`]): it grows without copying, so growth leaves no
-//!   holes in Wasm linear memory (≈ 28 bytes a key in all at 1 M keys).
+//!   ([`Ring`]): small, it is one buffer grown by ~1.5× to exactly the size needed;
+//!   from 1 024 entries on it is chunked and grows without copying, so growth leaves
+//!   no holes in Wasm linear memory (≈ 28 bytes a key in all at 1 M keys).
 //! * `table`: an open-addressing index (linear probing, load ≤ 3/4) of `u32` ring
-//!   positions, keyed by the fingerprint's `device_id + seq` half.
+//!   positions, keyed by the fingerprint's `device_id + seq` half. While the ring holds
+//!   at most `SCAN_MAX` (48) entries there is no table at all: a lookup scans the ring,
+//!   which at that size costs about what hashing does. The table is built when an
+//!   admission takes the ring past `SCAN_MAX`, and dropped when removals bring it back
+//!   to `SCAN_MAX / 2` (halfway, so a set at the line does not rebuild it every burst).
+//!
+//! # Memory per set: it follows the keys held, never the cap
+//! Many sets share one Wasm linear memory (one per device object in an isolate), so
+//! an empty set allocates nothing, a set of 40 keys holds a 40-entry ring (800 bytes)
+//! and no table, and after removals ([`SeenSet::sweep`], eviction, `release`) the ring
+//! gives back what it no longer needs (see [`Ring`]), a table under 1/8 full is rebuilt
+//! smaller, and the map of open tickets is freed once none is open. The cap only bounds
+//! the number of keys (and sizes the ring's chunks for caps under 1 024).
 //!
 //! # Fingerprints
 //! `(h1, h2) = SipHash-2-4-128(secret, device_id ‖ seq)`; an entry stores
@@ -46,6 +59,11 @@ pub const DEFAULT_MAX_KEYS: usize = 100_000;
 pub const MAX_TTL_MS: u64 = 31 * 24 * 3600 * 1000;
 /// Largest accepted cap: 2^24 keys (≈ 420 MB, far past an edge isolate's 128 MB).
 pub const MAX_MAX_KEYS: usize = 1 << 24;
+
+/// Most ring entries (dead ones included) looked up by a scan, without a table.
+pub(crate) const SCAN_MAX: usize = 48;
+/// Fewest slots of a table.
+const MIN_TABLE: usize = 16;
 
 const STATE_SHIFT: u32 = 62;
 const ID_MASK: u64 = (1 << STATE_SHIFT) - 1;
@@ -275,6 +293,7 @@ impl SeenSet {
         let now = now_ms.max(self.clock_ms);
         self.clock_ms = now;
         let ttl = self.config.ttl_ms as i64;
+        let held = self.ring.len();
         while let Some(front) = self.ring.front().copied() {
             if front.state() != State::Dead && self.epoch_ms + i64::from(front.at) + ttl > now {
                 break;
@@ -283,6 +302,9 @@ impl SeenSet {
                 self.stats.expired += 1;
             }
             self.pop_front();
+        }
+        if self.ring.len() < held {
+            self.fit();
         }
         if self.ring.is_empty() {
             self.epoch_ms = now;
@@ -295,8 +317,8 @@ impl SeenSet {
             }
             self.epoch_ms = new_epoch;
         }
-        if self.stats.pending == 0 && !self.tickets.is_empty() {
-            self.tickets.clear();
+        if self.stats.pending == 0 && self.tickets.capacity() > 0 {
+            self.tickets = HashMap::new();
         }
     }
 
@@ -349,6 +371,7 @@ impl SeenSet {
             }
             self.pop_front();
             self.trim_dead_front();
+            self.fit();
         }
         self.insert(fp, self.clock_ms, ticket);
         self.stats.admitted += 1;
@@ -404,13 +427,14 @@ impl SeenSet {
             self.ring.pop_back();
         }
         self.trim_dead_front();
+        self.fit();
+        if self.tickets.is_empty() {
+            self.tickets = HashMap::new();
+        }
         Ok(changed)
     }
 
     fn insert(&mut self, fp: Fingerprint, now: i64, ticket: Option<u32>) {
-        if (self.live + 1) * 4 > self.table.len() * 3 {
-            self.grow_table();
-        }
         let pos = self.next_position();
         let state = if ticket.is_some() {
             State::Pending
@@ -424,9 +448,17 @@ impl SeenSet {
         };
         entry.set_state(state);
         self.ring.push_back(entry);
-        let slot = self.empty_slot_for(fp.id);
-        self.table[slot] = pos;
         self.live += 1;
+        if self.table.is_empty() {
+            if self.ring.len() > SCAN_MAX {
+                self.build_table(table_slots(self.live));
+            }
+        } else if self.live * 4 > self.table.len() * 3 {
+            self.build_table(self.table.len() * 2);
+        } else {
+            let slot = empty_slot(&self.table, fp.id);
+            self.table[slot] = pos;
+        }
         if let Some(t) = ticket {
             self.stats.pending += 1;
             self.tickets.entry(t).or_default().push(pos);
@@ -454,15 +486,30 @@ impl SeenSet {
         }
     }
 
+    /// After removals: gives back ring memory no longer needed, drops the table once
+    /// the ring is back to half the scanning size, and rebuilds a table under 1/8 full
+    /// at its fitting size. Cheap when there is nothing to do.
+    fn fit(&mut self) {
+        self.ring.shrink();
+        if self.table.is_empty() {
+            return;
+        }
+        if self.ring.len() <= SCAN_MAX / 2 {
+            self.table = Vec::new();
+        } else if self.table.len() > MIN_TABLE && self.live * 8 < self.table.len() {
+            self.build_table(table_slots(self.live));
+        }
+    }
+
     fn bucket(&self, id: u64) -> usize {
         (id as usize) & (self.table.len() - 1)
     }
 
     fn find(&self, fp: Fingerprint) -> Probe {
-        let mut same_id = false;
         if self.table.is_empty() {
-            return Probe::Missing { same_id };
+            return self.scan(fp);
         }
+        let mut same_id = false;
         let mask = self.table.len() - 1;
         let mut slot = self.bucket(fp.id);
         loop {
@@ -482,17 +529,31 @@ impl SeenSet {
         }
     }
 
-    fn empty_slot_for(&self, id: u64) -> usize {
-        let mask = self.table.len() - 1;
-        let mut slot = self.bucket(id);
-        while self.table[slot] != EMPTY {
-            slot = (slot + 1) & mask;
+    /// [`Self::find`] without a table: every live entry of the ring, oldest first.
+    fn scan(&self, fp: Fingerprint) -> Probe {
+        let mut same_id = false;
+        let mut base = 0;
+        for part in self.ring.slices() {
+            for (i, e) in part.iter().enumerate() {
+                if e.id() == fp.id && e.state() != State::Dead {
+                    if e.tag == fp.tag {
+                        return Probe::Found { ring_idx: base + i };
+                    }
+                    same_id = true;
+                }
+            }
+            base += part.len();
         }
-        slot
+        Probe::Missing { same_id }
     }
 
-    /// Removes ring entry `idx` from the index (backward-shift deletion).
+    /// Takes live ring entry `idx` out of the count and, if there is one, the index
+    /// (backward-shift deletion).
     fn unindex(&mut self, idx: usize) {
+        self.live -= 1;
+        if self.table.is_empty() {
+            return;
+        }
         let pos = self.head.wrapping_add(idx as u32) & POS_MASK;
         let mask = self.table.len() - 1;
         let mut hole = self.bucket(self.ring[idx].id());
@@ -512,20 +573,35 @@ impl SeenSet {
             next = (next + 1) & mask;
         }
         self.table[hole] = EMPTY;
-        self.live -= 1;
     }
 
-    fn grow_table(&mut self) {
-        let slots = (self.table.len() * 2).max(16);
+    /// Indexes every live entry afresh in a table of `slots` slots (a power of two).
+    fn build_table(&mut self, slots: usize) {
+        // The old table goes first, so a smaller one can take its place in memory.
+        self.table = Vec::new();
         self.table = vec![EMPTY; slots];
-        for idx in 0..self.ring.len() {
-            let e = self.ring[idx];
+        for (idx, e) in self.ring.iter().enumerate() {
             if e.state() != State::Dead {
-                let slot = self.empty_slot_for(e.id());
+                let slot = empty_slot(&self.table, e.id());
                 self.table[slot] = self.head.wrapping_add(idx as u32) & POS_MASK;
             }
         }
     }
+}
+
+/// Slots for a table of `live` entries: a power of two, at least [`MIN_TABLE`], load ≤ 3/4.
+fn table_slots(live: usize) -> usize {
+    (live * 4).div_ceil(3).next_power_of_two().max(MIN_TABLE)
+}
+
+/// The first empty slot on `id`'s probe sequence (the table has one: load ≤ 3/4).
+fn empty_slot(table: &[u32], id: u64) -> usize {
+    let mask = table.len() - 1;
+    let mut slot = (id as usize) & mask;
+    while table[slot] != EMPTY {
+        slot = (slot + 1) & mask;
+    }
+    slot
 }
 
 enum Probe {
