@@ -31,7 +31,15 @@
 //! of different devices or seqs match only if SipHash collides on all 126 bits:
 //! 2^-126 a pair, so a full window of 2^24 held keys checked against 2^24 new ones
 //! (2^48 pairs) is falsely suppressed with probability ≤ 2^-78, far under 2^-40.
-//! The secret comes from `getrandom` on first use, never at module scope.
+//! The secret comes from `getrandom` on first use, never at module scope. With a
+//! secret random key a sender cannot aim readings at one hash bucket.
+//!
+//! SipHash is the `siphasher` crate's `SipHasher24` (128-bit output), fed the bytes of
+//! `device_id` and then the 8 little-endian bytes of `seq`: the byte stream, hence every
+//! fingerprint and every snapshot, is the one the hand-written SipHash it replaced
+//! produced (pinned by a test). Measured in the same run before the switch
+//! (BENCHMARKS.md): 25–28 ns a hash natively against 37–42 ns for the hand-written one,
+//! and 16 against 28 ns in Wasm under V8.
 //!
 //! # Time
 //! `now_ms` is always passed in. A key admitted at `t` is a duplicate for
@@ -47,9 +55,10 @@ mod snapshot;
 #[cfg(test)]
 mod tests;
 
-use crate::dedupe::siphash::{siphash128, SipKey};
 use ring::Ring;
+use siphasher::sip128::{Hasher128, SipHasher24};
 use std::collections::HashMap;
+use std::hash::Hasher;
 
 /// Default time-to-live: 6 hours, longer than a daily-route bin's offline buffer.
 pub const DEFAULT_TTL_MS: u64 = 6 * 3600 * 1000;
@@ -268,7 +277,7 @@ impl SeenSet {
                 k
             }
         };
-        let (h1, h2) = siphash128(key, &[device_id.as_bytes(), &seq.to_le_bytes()]);
+        let (h1, h2) = sip_device_seq(key, device_id.as_bytes(), seq);
         Ok(Fingerprint {
             id: h1 & ID_MASK,
             tag: h2 ^ digest,
@@ -587,6 +596,20 @@ impl SeenSet {
             }
         }
     }
+}
+
+/// The secret key of the fingerprints' SipHash (two little-endian halves).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) struct SipKey(pub u64, pub u64);
+
+/// SipHash-2-4-128 of `device_id ‖ seq` (its 8 little-endian bytes) under `key`, as the
+/// (first, second) 64-bit halves of the reference output.
+fn sip_device_seq(key: SipKey, device_id: &[u8], seq: i64) -> (u64, u64) {
+    let mut h = SipHasher24::new_with_keys(key.0, key.1);
+    h.write(device_id);
+    h.write_u64(seq as u64); // `to_le` inside: the same bytes as `seq.to_le_bytes()`
+    let out = h.finish128();
+    (out.h1, out.h2)
 }
 
 /// Slots for a table of `live` entries: a power of two, at least [`MIN_TABLE`], load ≤ 3/4.
