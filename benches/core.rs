@@ -20,6 +20,7 @@ fn main() {
 mod native {
     use criterion::measurement::WallTime;
     use criterion::{criterion_group, BatchSize, BenchmarkGroup, Criterion, Throughput};
+    use fastrand::Rng;
     use reconnect_dedupe::key::content_digest;
     use reconnect_dedupe::{
         idempotency_key, parse_reading, Config, Deduplicator, Fingerprint, Reading, SeenSet,
@@ -30,42 +31,24 @@ mod native {
     const NOW: i64 = 1_784_192_400_000; // 2026-07-16T09:00:00Z
     const TTL_MS: u64 = 31 * 24 * 3600 * 1000; // nothing expires during a bench
 
-    /// splitmix64: seeded and dependency-free.
-    struct Rng(u64);
-    impl Rng {
-        fn next(&mut self) -> u64 {
-            self.0 = self.0.wrapping_add(0x9e37_79b9_7f4a_7c15);
-            let mut z = self.0;
-            z = (z ^ (z >> 30)).wrapping_mul(0xbf58_476d_1ce4_e5b9);
-            z = (z ^ (z >> 27)).wrapping_mul(0x94d0_49bb_1331_11eb);
-            z ^ (z >> 31)
-        }
-        fn below(&mut self, n: u64) -> u64 {
-            self.next() % n
-        }
-    }
-
     /// One reading as JSON, in the shapes devices send (whole seconds, milliseconds,
     /// nanoseconds, an offset; one-decimal, integral and full-double fill levels).
     fn reading_json(rng: &mut Rng, device: u64, seq: u64) -> String {
-        let sec = rng.below(86_400);
+        let sec = rng.u64(..86_400);
         let (h, m, s) = (sec / 3600, sec / 60 % 60, sec % 60);
-        let ts = match rng.below(4) {
+        let ts = match rng.u64(..4) {
             0 => format!("2026-07-16T{h:02}:{m:02}:{s:02}Z"),
-            1 => format!("2026-07-16T{h:02}:{m:02}:{s:02}.{:03}Z", rng.below(1000)),
+            1 => format!("2026-07-16T{h:02}:{m:02}:{s:02}.{:03}Z", rng.u64(..1000)),
             2 => format!(
                 "2026-07-16T{h:02}:{m:02}:{s:02}.{:09}Z",
-                rng.below(1_000_000_000)
+                rng.u64(..1_000_000_000)
             ),
             _ => format!("2026-07-16T{h:02}:{m:02}:{s:02}+02:00"),
         };
-        let fill = match rng.below(10) {
-            0..=5 => format!("{:.1}", rng.below(1001) as f64 / 10.0),
-            6..=8 => format!("{}", rng.below(101)),
-            _ => format!(
-                "{:?}",
-                rng.below(1 << 53) as f64 / (1u64 << 53) as f64 * 100.0
-            ),
+        let fill = match rng.u64(..10) {
+            0..=5 => format!("{:.1}", rng.u64(..1001) as f64 / 10.0),
+            6..=8 => format!("{}", rng.u64(..101)),
+            _ => format!("{:?}", rng.f64() * 100.0),
         };
         format!(
             r#"{{"device_id":"bin-{device:05}","seq":{seq},"ts":"{ts}","fill_pct":{fill},"rssi":-97}}"#
@@ -75,20 +58,20 @@ mod native {
     /// Bursts of 1–100 readings from 20 000 devices, about 30 % of them replays of a
     /// reading already sent.
     fn workload(seed: u64, readings: usize) -> Vec<String> {
-        let mut rng = Rng(seed);
+        let mut rng = Rng::with_seed(seed);
         let mut seqs = vec![0u64; 20_000];
         let mut sent: Vec<String> = Vec::new();
         let mut bursts = Vec::new();
         let mut total = 0;
         while total < readings {
-            let size = (1 + rng.below(100) as usize).min(readings - total);
+            let size = rng.usize(1..=100).min(readings - total);
             let mut parts = Vec::with_capacity(size);
             for _ in 0..size {
-                if !sent.is_empty() && rng.below(10) < 3 {
-                    let back = rng.below(sent.len().min(5000) as u64) as usize;
+                if !sent.is_empty() && rng.u64(..10) < 3 {
+                    let back = rng.usize(..sent.len().min(5000));
                     parts.push(sent[sent.len() - 1 - back].clone());
                 } else {
-                    let device = rng.below(20_000);
+                    let device = rng.u64(..20_000);
                     seqs[device as usize] += 1;
                     let r = reading_json(&mut rng, device, seqs[device as usize]);
                     sent.push(r.clone());
@@ -102,7 +85,7 @@ mod native {
     }
 
     fn key_derivation(c: &mut Criterion) {
-        let mut rng = Rng(1);
+        let mut rng = Rng::with_seed(1);
         let texts: Vec<String> = (0..1000)
             .map(|i| reading_json(&mut rng, i % 97, i))
             .collect();
@@ -141,15 +124,15 @@ mod native {
     /// run before the switch (BENCHMARKS.md) this group compared the hand-written
     /// SipHash with `siphasher`.
     fn fingerprint_hash(c: &mut Criterion) {
-        let mut rng = Rng(3);
+        let mut rng = Rng::with_seed(3);
         let ids: Vec<(String, i64)> = (0..1000)
             .map(|i| {
                 let id = if i % 2 == 0 {
-                    format!("bin-{:05}", rng.below(20_000))
+                    format!("bin-{:05}", rng.u64(..20_000))
                 } else {
-                    format!("{:016X}", rng.next())
+                    format!("{:016X}", rng.u64(..))
                 };
-                (id, rng.below(1 << 20) as i64)
+                (id, rng.u64(..1 << 20) as i64)
             })
             .collect();
         let mut set = SeenSet::new(Config::default());
@@ -167,10 +150,10 @@ mod native {
 
     /// The `i`-th fingerprint of a seeded sequence (distinct for distinct `i`).
     fn fingerprint(seed: u64, i: u64) -> Fingerprint {
-        let mut rng = Rng(seed ^ i.wrapping_mul(0x2545_f491_4f6c_dd1d));
+        let mut rng = Rng::with_seed(seed ^ i.wrapping_mul(0x2545_f491_4f6c_dd1d));
         Fingerprint {
-            id: rng.next() >> 2,
-            tag: rng.next(),
+            id: rng.u64(..) >> 2,
+            tag: rng.u64(..),
         }
     }
 

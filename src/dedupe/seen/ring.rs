@@ -266,17 +266,15 @@ mod tests {
             let mut ring = Ring::new(max);
             let chunk = 1 << ring.shift;
             let mut model = VecDeque::new();
-            let mut x = 0x2545_f491_4f6c_dd1d_u64;
+            let mut rng = fastrand::Rng::with_seed(max as u64);
             let (mut was_chunked, mut small_again) = (false, false);
             for step in 0..48_000u32 {
-                x ^= x << 13;
-                x ^= x >> 7;
-                x ^= x << 17;
                 // Phases of mostly pushes, then mostly pops, so the ring crosses between
                 // its small and large layouts in both directions.
                 let filling = (step / 8000) % 2 == 0;
-                match x % 8 {
-                    0..=4 if model.len() < max && (filling || x % 8 == 0) => {
+                let op = rng.u8(..8);
+                match op {
+                    0..=4 if model.len() < max && (filling || op == 0) => {
                         ring.push_back(step);
                         model.push_back(step);
                     }
@@ -295,7 +293,7 @@ mod tests {
                 if step % 997 == 0 {
                     assert!(ring.iter().eq(model.iter()));
                     assert!(ring.iter_mut().map(|v| *v).eq(model.iter().copied()));
-                    let i = (x as usize) % model.len().max(1);
+                    let i = rng.usize(..model.len().max(1));
                     assert_eq!(model.get(i), (i < ring.len()).then(|| &ring[i]));
                 }
                 ring.check_fit();

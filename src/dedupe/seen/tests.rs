@@ -370,21 +370,6 @@ fn the_ticket_map_is_freed_when_no_ticket_is_open() {
     assert_eq!(s.tickets.capacity(), 0);
 }
 
-/// A tiny deterministic generator (SplitMix64) so every run is reproducible.
-struct Rng(u64);
-impl Rng {
-    fn next(&mut self) -> u64 {
-        self.0 = self.0.wrapping_add(0x9E37_79B9_7F4A_7C15);
-        let mut z = self.0;
-        z = (z ^ (z >> 30)).wrapping_mul(0xBF58_476D_1CE4_E5B9);
-        z = (z ^ (z >> 27)).wrapping_mul(0x94D0_49BB_1331_11EB);
-        z ^ (z >> 31)
-    }
-    fn below(&mut self, n: u64) -> u64 {
-        self.next() % n
-    }
-}
-
 /// The naive model: an ordered list of full key strings with their admission time.
 #[derive(Clone)]
 struct ModelEntry {
@@ -512,7 +497,7 @@ struct Coverage {
 /// (now and then backwards) and snapshot round trips, checked against the naive model
 /// and `validate` after every step.
 fn model_run(seed: u64, shape: &Shape, cov: &mut Coverage) {
-    let mut rng = Rng(seed);
+    let mut rng = fastrand::Rng::with_seed(seed);
     let (ttl, cap) = (shape.ttl, shape.cap);
     let mut s = set(ttl as u64, cap);
     let mut m = Model {
@@ -531,16 +516,16 @@ fn model_run(seed: u64, shape: &Shape, cov: &mut Coverage) {
         } else {
             2
         };
-        match rng.below(100) {
+        match rng.u64(..100) {
             0..=59 => {
                 // A burst, sometimes provisional.
-                let ticket = (rng.below(4) == 0).then(|| s.open_ticket());
+                let ticket = (rng.u64(..4) == 0).then(|| s.open_ticket());
                 let start = s.next_position();
                 let model_start = m.next_pos;
-                for _ in 0..1 + rng.below(burst_max) {
-                    let device = ["bin-A17", "bin-B04", "70B3D57ED0041234"][rng.below(3) as usize];
-                    let seq = rng.below(shape.seqs) as i64 - 1;
-                    let digest = rng.below(3);
+                for _ in 0..rng.u64(1..=burst_max) {
+                    let device = ["bin-A17", "bin-B04", "70B3D57ED0041234"][rng.usize(..3)];
+                    let seq = rng.i64(-1..shape.seqs as i64 - 1);
+                    let digest = rng.u64(..3);
                     let f = s.fingerprint(device, seq, digest).unwrap();
                     let got = s.check_and_add(f, now, ticket, start);
                     let want = m.add(device, seq, digest, now, ticket, model_start);
@@ -552,14 +537,14 @@ fn model_run(seed: u64, shape: &Shape, cov: &mut Coverage) {
                 }
             }
             60..=74 if !open.is_empty() => {
-                let t = open.swap_remove(rng.below(open.len() as u64) as usize);
-                let release = rng.below(2) == 0;
+                let t = open.swap_remove(rng.usize(..open.len()));
+                let release = rng.bool();
                 let got = if release { s.release(t) } else { s.confirm(t) };
                 assert_eq!(got, Ok(m.close(t, release)), "{ctx}");
             }
             75..=94 => {
                 // Time moves on, now and then backwards.
-                now += rng.below(ttl as u64 / 2 + 1) as i64 - 3;
+                now += rng.i64(-3..=ttl / 2 - 3);
                 s.sweep(now);
                 m.sweep(now);
             }
@@ -591,10 +576,10 @@ fn model_run(seed: u64, shape: &Shape, cov: &mut Coverage) {
 fn random_operation_sequences_match_the_naive_model() {
     let mut cov = Coverage::default();
     for seed in 0..300u64 {
-        let mut rng = Rng(seed);
+        let mut rng = fastrand::Rng::with_seed(seed);
         let shape = Shape {
-            ttl: 1 + rng.below(60) as i64,
-            cap: 1 + rng.below(24) as usize,
+            ttl: rng.i64(1..=60),
+            cap: rng.usize(1..=24),
             steps: 400,
             burst_max: 6,
             seqs: 6,
