@@ -115,6 +115,7 @@ impl<T: Copy + Default> Ring<T> {
             buf[..self.len].copy_from_slice(&old[self.head..self.head + self.len]);
         }
         self.chunks.clear();
+        self.chunks.reserve_exact(1); // one pointer, not the four a first push reserves
         self.chunks.push(buf);
         self.head = 0;
     }
