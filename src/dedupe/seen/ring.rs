@@ -13,10 +13,10 @@
 //!   while it grows the old and the new buffer are both live, and the freed halves are
 //!   holes in Wasm linear memory, which never shrinks.
 //! * **Back down**: [`Ring::shrink`], which the owner calls after removals, frees the
-//!   chunks past the entries but one spare (none once the entries fill at most 2/3 of a
-//!   chunk: then one chunk is left and the ring is small again), cuts a small buffer less
-//!   than 1/4 full to `len + len / 2 + 1` entries, and frees everything once the ring is
-//!   empty. The thresholds leave room both ways, so a steady ring neither grows nor
+//!   chunks past the entries but one spare (and that one too while the entries fill at
+//!   most 2/3 of a chunk, so a ring down to one such chunk is small again), cuts a small
+//!   buffer less than 1/4 full to `len + len / 2 + 1` entries, and frees everything once
+//!   the ring is empty. The thresholds leave room both ways, so a steady ring neither grows nor
 //!   shrinks.
 //!
 //! Both layouts index the same way (`chunks[at >> shift][at & mask]`): a small buffer is
