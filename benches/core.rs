@@ -18,7 +18,9 @@ fn main() {
 
 #[cfg(not(target_arch = "wasm32"))]
 mod native {
-    use criterion::{criterion_group, BatchSize, Criterion, Throughput};
+    use criterion::measurement::WallTime;
+    use criterion::{criterion_group, BatchSize, BenchmarkGroup, Criterion, Throughput};
+    use fastrand::Rng;
     use reconnect_dedupe::key::content_digest;
     use reconnect_dedupe::{
         idempotency_key, parse_reading, Config, Deduplicator, Fingerprint, Reading, SeenSet,
@@ -29,42 +31,24 @@ mod native {
     const NOW: i64 = 1_784_192_400_000; // 2026-07-16T09:00:00Z
     const TTL_MS: u64 = 31 * 24 * 3600 * 1000; // nothing expires during a bench
 
-    /// splitmix64: seeded and dependency-free.
-    struct Rng(u64);
-    impl Rng {
-        fn next(&mut self) -> u64 {
-            self.0 = self.0.wrapping_add(0x9e37_79b9_7f4a_7c15);
-            let mut z = self.0;
-            z = (z ^ (z >> 30)).wrapping_mul(0xbf58_476d_1ce4_e5b9);
-            z = (z ^ (z >> 27)).wrapping_mul(0x94d0_49bb_1331_11eb);
-            z ^ (z >> 31)
-        }
-        fn below(&mut self, n: u64) -> u64 {
-            self.next() % n
-        }
-    }
-
     /// One reading as JSON, in the shapes devices send (whole seconds, milliseconds,
     /// nanoseconds, an offset; one-decimal, integral and full-double fill levels).
     fn reading_json(rng: &mut Rng, device: u64, seq: u64) -> String {
-        let sec = rng.below(86_400);
+        let sec = rng.u64(..86_400);
         let (h, m, s) = (sec / 3600, sec / 60 % 60, sec % 60);
-        let ts = match rng.below(4) {
+        let ts = match rng.u64(..4) {
             0 => format!("2026-07-16T{h:02}:{m:02}:{s:02}Z"),
-            1 => format!("2026-07-16T{h:02}:{m:02}:{s:02}.{:03}Z", rng.below(1000)),
+            1 => format!("2026-07-16T{h:02}:{m:02}:{s:02}.{:03}Z", rng.u64(..1000)),
             2 => format!(
                 "2026-07-16T{h:02}:{m:02}:{s:02}.{:09}Z",
-                rng.below(1_000_000_000)
+                rng.u64(..1_000_000_000)
             ),
             _ => format!("2026-07-16T{h:02}:{m:02}:{s:02}+02:00"),
         };
-        let fill = match rng.below(10) {
-            0..=5 => format!("{:.1}", rng.below(1001) as f64 / 10.0),
-            6..=8 => format!("{}", rng.below(101)),
-            _ => format!(
-                "{:?}",
-                rng.below(1 << 53) as f64 / (1u64 << 53) as f64 * 100.0
-            ),
+        let fill = match rng.u64(..10) {
+            0..=5 => format!("{:.1}", rng.u64(..1001) as f64 / 10.0),
+            6..=8 => format!("{}", rng.u64(..101)),
+            _ => format!("{:?}", rng.f64() * 100.0),
         };
         format!(
             r#"{{"device_id":"bin-{device:05}","seq":{seq},"ts":"{ts}","fill_pct":{fill},"rssi":-97}}"#
@@ -74,20 +58,20 @@ mod native {
     /// Bursts of 1–100 readings from 20 000 devices, about 30 % of them replays of a
     /// reading already sent.
     fn workload(seed: u64, readings: usize) -> Vec<String> {
-        let mut rng = Rng(seed);
+        let mut rng = Rng::with_seed(seed);
         let mut seqs = vec![0u64; 20_000];
         let mut sent: Vec<String> = Vec::new();
         let mut bursts = Vec::new();
         let mut total = 0;
         while total < readings {
-            let size = (1 + rng.below(100) as usize).min(readings - total);
+            let size = rng.usize(1..=100).min(readings - total);
             let mut parts = Vec::with_capacity(size);
             for _ in 0..size {
-                if !sent.is_empty() && rng.below(10) < 3 {
-                    let back = rng.below(sent.len().min(5000) as u64) as usize;
+                if !sent.is_empty() && rng.u64(..10) < 3 {
+                    let back = rng.usize(..sent.len().min(5000));
                     parts.push(sent[sent.len() - 1 - back].clone());
                 } else {
-                    let device = rng.below(20_000);
+                    let device = rng.u64(..20_000);
                     seqs[device as usize] += 1;
                     let r = reading_json(&mut rng, device, seqs[device as usize]);
                     sent.push(r.clone());
@@ -101,7 +85,7 @@ mod native {
     }
 
     fn key_derivation(c: &mut Criterion) {
-        let mut rng = Rng(1);
+        let mut rng = Rng::with_seed(1);
         let texts: Vec<String> = (0..1000)
             .map(|i| reading_json(&mut rng, i % 97, i))
             .collect();
@@ -135,12 +119,41 @@ mod native {
         g.finish();
     }
 
+    /// The fingerprint of `device_id`, `seq` and a digest (SipHash-2-4-128 of
+    /// `device_id ‖ seq`, `siphasher`), for ids in the workload's two shapes. In the
+    /// run before the switch (BENCHMARKS.md) this group compared the hand-written
+    /// SipHash with `siphasher`.
+    fn fingerprint_hash(c: &mut Criterion) {
+        let mut rng = Rng::with_seed(3);
+        let ids: Vec<(String, i64)> = (0..1000)
+            .map(|i| {
+                let id = if i % 2 == 0 {
+                    format!("bin-{:05}", rng.u64(..20_000))
+                } else {
+                    format!("{:016X}", rng.u64(..))
+                };
+                (id, rng.u64(..1 << 20) as i64)
+            })
+            .collect();
+        let mut set = SeenSet::new(Config::default());
+        let mut g = c.benchmark_group("fingerprint_hash");
+        g.throughput(Throughput::Elements(ids.len() as u64));
+        g.bench_function("seen_set_fingerprint", |b| {
+            b.iter(|| {
+                ids.iter().fold(0u64, |acc, (id, seq)| {
+                    acc ^ set.fingerprint(black_box(id), *seq, 0).unwrap().id
+                })
+            })
+        });
+        g.finish();
+    }
+
     /// The `i`-th fingerprint of a seeded sequence (distinct for distinct `i`).
     fn fingerprint(seed: u64, i: u64) -> Fingerprint {
-        let mut rng = Rng(seed ^ i.wrapping_mul(0x2545_f491_4f6c_dd1d));
+        let mut rng = Rng::with_seed(seed ^ i.wrapping_mul(0x2545_f491_4f6c_dd1d));
         Fingerprint {
-            id: rng.next() >> 2,
-            tag: rng.next(),
+            id: rng.u64(..) >> 2,
+            tag: rng.u64(..),
         }
     }
 
@@ -151,6 +164,27 @@ mod native {
             s.check_and_add(fingerprint(7, i), NOW, None, 0);
         }
         s
+    }
+
+    /// Held keys at `now`: the duplicate path of check_and_add, and the read-only
+    /// contains of as many absent keys.
+    fn lookups(
+        g: &mut BenchmarkGroup<'_, WallTime>,
+        set: &mut SeenSet,
+        held: &[Fingerprint],
+        now: i64,
+    ) {
+        g.bench_function("lookup_duplicate", |b| {
+            b.iter(|| {
+                for &f in held {
+                    black_box(set.check_and_add(f, now, None, 0));
+                }
+            })
+        });
+        let absent: Vec<Fingerprint> = (0..held.len() as u64).map(|i| fingerprint(99, i)).collect();
+        g.bench_function("contains_absent", |b| {
+            b.iter(|| absent.iter().filter(|&&f| set.contains(f, now)).count())
+        });
     }
 
     fn seen_set(c: &mut Criterion) {
@@ -169,21 +203,33 @@ mod native {
                     }
                 })
             });
-            // Held keys: the duplicate path of check_and_add, and the read-only contains.
             let held: Vec<Fingerprint> = (0..BATCH)
                 .map(|i| fingerprint(7, next - 1 - i * (n as u64 / BATCH)))
                 .collect();
-            g.bench_function("lookup_duplicate", |b| {
-                b.iter(|| {
-                    for &f in &held {
-                        black_box(set.check_and_add(f, NOW, None, 0));
-                    }
-                })
-            });
-            let absent: Vec<Fingerprint> = (0..BATCH).map(|i| fingerprint(99, i)).collect();
-            g.bench_function("contains_absent", |b| {
-                b.iter(|| absent.iter().filter(|&&f| set.contains(f, NOW)).count())
-            });
+            lookups(&mut g, &mut set, &held, NOW);
+            g.finish();
+        }
+        // Per-device sets (default cap, a few keys held): a rolling window where each
+        // admission expires the oldest key, then lookups. Up to `SCAN_MAX` (48) held
+        // entries a lookup scans the ring; past it, the table answers.
+        for n in [8u64, 32, 48, 49, 64] {
+            let mut g = c.benchmark_group(format!("seen_set/device_{n}_keys"));
+            g.throughput(Throughput::Elements(BATCH));
+            let mut set = SeenSet::new(Config::new(n, 100_000).unwrap());
+            let mut next = 0;
+            let mut roll = |set: &mut SeenSet, count: u64| {
+                for _ in 0..count {
+                    black_box(set.check_and_add(fingerprint(7, next), NOW + next as i64, None, 0));
+                    next += 1;
+                }
+            };
+            roll(&mut set, n);
+            g.bench_function("insert_expire", |b| b.iter(|| roll(&mut set, BATCH)));
+            let now = NOW + next as i64 - 1;
+            let held: Vec<Fingerprint> = (0..BATCH)
+                .map(|i| fingerprint(7, next - 1 - i % n))
+                .collect();
+            lookups(&mut g, &mut set, &held, now);
             g.finish();
         }
         let mut g = c.benchmark_group("seen_set/fill");
@@ -228,6 +274,6 @@ mod native {
             .sample_size(10)
             .warm_up_time(Duration::from_millis(500))
             .measurement_time(Duration::from_secs(2));
-        targets = key_derivation, seen_set, bursts
+        targets = key_derivation, fingerprint_hash, seen_set, bursts
     }
 }

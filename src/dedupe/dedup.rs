@@ -292,7 +292,8 @@ impl Deduplicator {
     pub fn from_seen(seen: SeenSet) -> Deduplicator {
         Deduplicator {
             seen,
-            scratch: String::with_capacity(64),
+            // Grown on first use: the worker's path (admit_keys) never hashes content.
+            scratch: String::new(),
         }
     }
 

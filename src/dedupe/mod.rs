@@ -6,5 +6,4 @@ pub mod error;
 pub mod key;
 pub mod reading;
 pub mod seen;
-pub mod siphash;
 pub mod timestamp;

@@ -232,3 +232,43 @@ for (const [path, call] of [
   }
   console.log(`\nsnapshot of 100,000 keys: ${median(snap).toFixed(1)} ms, ${MB(bytes.length)}; restore: ${median(rest).toFixed(1)} ms (median of 7)`);
 }
+
+// ---- per-device memory ---------------------------------------------------------------
+// An isolate hosts many device objects, each with its own Deduplicator in the one
+// shared linear memory: what one costs with default options, empty and holding 1, 40
+// (a bin reporting every 10 minutes holds ~36 in a 6 h window) and 400 keys.
+{
+  const BURST = 10;
+  const pad2 = (n) => String(n).padStart(2, '0');
+  /** One burst of `count` distinct readings of device `dev`, seqs from `from`. */
+  const deviceBurst = (dev, from, count) => {
+    const parts = [];
+    for (let seq = from; seq < from + count; seq++) {
+      const ts = `2026-07-16T${pad2(9 + Math.floor(seq / 3600) % 12)}:${pad2(Math.floor(seq / 60) % 60)}:${pad2(seq % 60)}Z`;
+      parts.push(`{"device_id":"bin-${String(dev).padStart(5, '0')}","seq":${seq},"ts":"${ts}","fill_pct":${(seq * 7 + dev) % 1001 / 10}}`);
+    }
+    return `[${parts.join(',')}]`;
+  };
+  console.log(`\nper-device memory (default options: ttlMs 6 h, maxKeys 100,000; Deduplicators in one fresh instance, bursts of ${BURST} readings 1 min apart):`);
+  for (const [keys, devices] of [[0, 10_000], [1, 10_000], [40, 10_000], [400, 1_000]]) {
+    const m = await instance();
+    const before = m.memory.buffer.byteLength;
+    const ds = [];
+    for (let dev = 0; dev < devices; dev++) ds.push(new m.Deduplicator());
+    for (let from = 0, b = 0; from < keys; from += BURST, b++) {
+      const count = Math.min(BURST, keys - from);
+      for (let dev = 0; dev < devices; dev++) ds[dev].processBurstJson(deviceBurst(dev, from, count), NOW + b * 60_000);
+    }
+    const grown = m.memory.buffer.byteLength - before;
+    let held = 0;
+    for (const d of ds) {
+      const s = d.stats();
+      if (s.keys !== keys || s.admitted !== keys) throw new Error(`a device holds ${s.keys} keys (admitted ${s.admitted}), not ${keys}`);
+      held += s.memory_bytes;
+    }
+    const what = keys === 0 ? 'idle (empty)' : `${keys} key${keys > 1 ? 's' : ''} each (${Math.ceil(keys / BURST)} burst${keys > BURST ? 's' : ''})`;
+    console.log(`  ${what.padEnd(24)} ${fmt(devices).padStart(6)} devices: linear memory ${MB(m.memory.buffer.byteLength)}, ` +
+      `growth ${MB(grown)} = ${fmt(grown / devices)} B/device; seen-set allocations ${fmt(held / devices)} B/device`);
+    for (const d of ds) d.free();
+  }
+}

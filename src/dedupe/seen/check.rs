@@ -1,6 +1,6 @@
 //! The seen-set's invariant checker, run after every step of the randomised tests.
 
-use super::{Fingerprint, Probe, SeenSet, State, EMPTY, POS_MASK};
+use super::{Fingerprint, Probe, SeenSet, State, EMPTY, MIN_TABLE, POS_MASK, SCAN_MAX};
 
 impl SeenSet {
     /// Panics if any internal invariant is broken. Called after every step of the
@@ -11,6 +11,12 @@ impl SeenSet {
         let mut live = 0;
         let mut pending = 0;
         let mut last_at = 0u32;
+        let mut indexed: Vec<u32> = self.table.iter().copied().filter(|&p| p != EMPTY).collect();
+        indexed.sort_unstable();
+        assert!(
+            indexed.windows(2).all(|w| w[0] < w[1]),
+            "a position indexed twice"
+        );
         for (idx, e) in self.ring.iter().enumerate() {
             assert!(e.at >= last_at, "admission times out of order");
             last_at = e.at;
@@ -23,11 +29,12 @@ impl SeenSet {
             live += 1;
             pending += usize::from(e.state() == State::Pending);
             let pos = self.head.wrapping_add(idx as u32) & POS_MASK;
-            assert_eq!(
-                self.table.iter().filter(|&&p| p == pos).count(),
-                1,
-                "live entry not indexed exactly once"
-            );
+            if !self.table.is_empty() {
+                assert!(
+                    indexed.binary_search(&pos).is_ok(),
+                    "live entry not indexed"
+                );
+            }
             let fp = Fingerprint {
                 id: e.id(),
                 tag: e.tag,
@@ -41,9 +48,29 @@ impl SeenSet {
         assert!(self.ring.back().is_none_or(|e| e.state() != State::Dead));
         assert_eq!(live, self.live, "live count");
         assert_eq!(pending as u64, self.stats.pending, "pending count");
-        let indexed = self.table.iter().filter(|&&p| p != EMPTY).count();
-        assert_eq!(indexed, live, "index holds dead or foreign positions");
-        assert!(self.table.is_empty() || live * 4 <= self.table.len() * 3);
+        if self.table.is_empty() {
+            assert!(
+                self.ring.len() <= SCAN_MAX,
+                "no table past the scanning size"
+            );
+        } else {
+            assert_eq!(indexed.len(), live, "index holds dead or foreign positions");
+            assert!(self.table.len().is_power_of_two() && self.table.len() >= MIN_TABLE);
+            assert!(live * 4 <= self.table.len() * 3, "table over 3/4 full");
+            assert!(
+                self.ring.len() > SCAN_MAX / 2,
+                "table kept at half the scanning size"
+            );
+            assert!(
+                self.table.len() == MIN_TABLE || live * 8 >= self.table.len(),
+                "table under 1/8 full after removals"
+            );
+        }
+        self.ring.check_fit();
+        assert!(
+            !self.tickets.is_empty() || self.tickets.capacity() == 0,
+            "ticket map kept with no ticket open"
+        );
         let s = self.stats;
         assert_eq!(
             s.admitted,

@@ -1,8 +1,9 @@
 //! Snapshot bytes of a seen-set: format `RDDS` v1, checked field by field on restore.
 
-use super::{Config, Entry, Fingerprint, Probe, SeenSet, State, Stats, ID_MASK, MAX_TIME_MS};
+use super::{
+    Config, Entry, Fingerprint, Probe, SeenSet, SipKey, State, Stats, ID_MASK, MAX_TIME_MS,
+};
 use crate::dedupe::error::Error;
-use crate::dedupe::siphash::SipKey;
 use sha2::{Digest, Sha256};
 
 const MAGIC: &[u8; 4] = b"RDDS";

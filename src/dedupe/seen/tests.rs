@@ -24,6 +24,67 @@ fn add(s: &mut SeenSet, f: Fingerprint, now: i64) -> Admission {
 
 const NEW: Admission = Admission::Admitted { seq_reuse: false };
 
+fn hex(out: (u64, u64)) -> String {
+    let bytes = [out.0.to_le_bytes(), out.1.to_le_bytes()].concat();
+    bytes.iter().map(|b| format!("{b:02x}")).collect()
+}
+
+/// SipHash-2-4-128 known answers. The reference code's `vectors_sip128` (key bytes
+/// 00 .. 0f, message bytes 00 .. n-1) through `siphasher` and, for n = 15, through the
+/// fingerprint's two parts (a 7-byte id, an 8-byte seq); then fingerprint hashes pinned
+/// from the hand-written SipHash used before `siphasher`, so fingerprints and snapshots
+/// did not change with it.
+#[test]
+fn fingerprint_hash_known_answers() {
+    let key = SipKey(0x0706_0504_0302_0100, 0x0f0e_0d0c_0b0a_0908);
+    let sip = SipHasher24::new_with_keys(key.0, key.1);
+    let msg: Vec<u8> = (0u8..16).collect();
+    for (n, want) in [
+        (0, "a3817f04ba25a8e66df67214c7550293"),
+        (1, "da87c1d86b99af44347659119b22fc45"),
+        (15, "5493e99933b0a8117e08ec0f97cfc3d9"),
+    ] {
+        let out = sip.hash(&msg[..n]);
+        assert_eq!(hex((out.h1, out.h2)), want, "{n} bytes");
+    }
+    let seq = i64::from_le_bytes([7, 8, 9, 10, 11, 12, 13, 14]);
+    assert_eq!(
+        hex(sip_device_seq(key, &msg[..7], seq)),
+        "5493e99933b0a8117e08ec0f97cfc3d9"
+    );
+    for (device, seq, h1, h2) in [
+        ("bin-A17", 41, 0xbe32_1956_b393_b448, 0x3f05_db7a_c469_faa8),
+        (
+            "70B3D57ED0041234",
+            -1,
+            0x7df3_a1d9_95ee_4028,
+            0xdb48_60f8_56cb_1537,
+        ),
+        ("", 0, 0x96f2_e6ef_68ab_93c2, 0x1d80_5762_9da4_92bd),
+        (
+            "bin-00042",
+            i64::MAX,
+            0x036a_1081_b330_d609,
+            0xe7b3_9efc_61c2_c776,
+        ),
+        ("ü-device", 7, 0x49be_0437_1075_ab18, 0x1946_c7f7_255f_7ddf),
+    ] {
+        assert_eq!(
+            sip_device_seq(key, device.as_bytes(), seq),
+            (h1, h2),
+            "{device}"
+        );
+    }
+    // The fingerprint: id = the first half less its top two bits, tag = second ^ digest.
+    let mut s = set(1000, 10);
+    s.hash_key = Some(key);
+    let f = s.fingerprint("bin-A17", 41, 0xff).unwrap();
+    assert_eq!(
+        (f.id, f.tag),
+        (0xbe32_1956_b393_b448 & ID_MASK, 0x3f05_db7a_c469_fa57)
+    );
+}
+
 #[test]
 fn config_rejects_zero_and_absurd_limits() {
     for (ttl, max) in [(0, 1), (MAX_TTL_MS + 1, 1), (1, 0), (1, MAX_MAX_KEYS + 1)] {
@@ -227,19 +288,86 @@ fn corrupt_or_foreign_snapshots_are_errors() {
     assert_eq!(code(&forged), "invalid_snapshot");
 }
 
-/// A tiny deterministic generator (SplitMix64) so every run is reproducible.
-struct Rng(u64);
-impl Rng {
-    fn next(&mut self) -> u64 {
-        self.0 = self.0.wrapping_add(0x9E37_79B9_7F4A_7C15);
-        let mut z = self.0;
-        z = (z ^ (z >> 30)).wrapping_mul(0xBF58_476D_1CE4_E5B9);
-        z = (z ^ (z >> 27)).wrapping_mul(0x94D0_49BB_1331_11EB);
-        z ^ (z >> 31)
+/// The set's memory follows the keys it holds: nothing when empty, an exact ring and no
+/// table while small, chunks and a table when large, and back down both lines as keys
+/// expire, every key still found on each side of each line.
+#[test]
+fn memory_follows_the_keys_held_not_the_cap() {
+    let mut s = SeenSet::new(Config::default());
+    let ttl = DEFAULT_TTL_MS as i64;
+    assert_eq!(s.memory_bytes(), 0);
+    let fs: Vec<_> = (0..2100).map(|i| fp(&mut s, "bin-A17", i, 0)).collect();
+    let held = |s: &SeenSet, range: std::ops::Range<usize>, now: i64| {
+        fs.iter()
+            .enumerate()
+            .all(|(i, &f)| s.contains(f, now) == range.contains(&i))
+    };
+    let admit = |s: &mut SeenSet, range: std::ops::Range<usize>| {
+        for i in range {
+            assert_eq!(add(s, fs[i], T0 + i as i64), NEW);
+        }
+    };
+    admit(&mut s, 0..1);
+    assert_eq!(s.memory_bytes(), 20, "one key: one entry");
+    admit(&mut s, 1..40);
+    assert_eq!(s.memory_bytes(), 40 * 20, "40 keys: 40 entries, no table");
+    admit(&mut s, 40..SCAN_MAX);
+    assert!(s.table.is_empty() && held(&s, 0..SCAN_MAX, T0 + 2100));
+    admit(&mut s, SCAN_MAX..SCAN_MAX + 1);
+    assert_eq!(s.table.len(), 128, "past the scanning size: a table");
+    assert!(held(&s, 0..SCAN_MAX + 1, T0 + 2100));
+    admit(&mut s, SCAN_MAX + 1..2000);
+    assert!(s.ring.is_chunked() && held(&s, 0..2000, T0 + 2100));
+    assert_eq!(s.memory_bytes(), 2 * 1024 * 20 + 4096 * 4);
+    // Down to 29 keys: one small ring again, a table rebuilt at its fitting size.
+    s.sweep(T0 + 1970 + ttl);
+    s.validate();
+    assert!(!s.ring.is_chunked() && held(&s, 1971..2000, T0 + 1970 + ttl));
+    assert_eq!(s.memory_bytes(), 44 * 20 + 64 * 4);
+    // Down to 23: under half the scanning size, no table.
+    let now = T0 + 1976 + ttl;
+    s.sweep(now);
+    s.validate();
+    assert!(s.table.is_empty() && held(&s, 1977..2000, now));
+    assert_eq!(s.memory_bytes(), 44 * 20);
+    // Across the line again with provisional keys, and back when they are released.
+    let t = s.open_ticket();
+    let start = s.next_position();
+    for &f in &fs[2000..2100] {
+        assert_eq!(s.check_and_add(f, now, Some(t), start), NEW);
     }
-    fn below(&mut self, n: u64) -> u64 {
-        self.next() % n
+    s.validate();
+    assert!(!s.table.is_empty() && held(&s, 1977..2100, now));
+    assert_eq!(s.release(t), Ok(100));
+    s.validate();
+    assert!(s.table.is_empty() && held(&s, 1977..2000, now));
+    // Nothing held, nothing allocated.
+    s.sweep(T0 + 2000 + 2 * ttl);
+    s.validate();
+    assert_eq!((s.memory_bytes(), s.stats().keys), (0, 0));
+}
+
+/// The map of open tickets costs nothing while no ticket is open.
+#[test]
+fn the_ticket_map_is_freed_when_no_ticket_is_open() {
+    let mut s = set(60_000, 100);
+    for (seq, close) in [
+        (1, SeenSet::confirm as fn(&mut SeenSet, u32) -> _),
+        (2, SeenSet::release),
+    ] {
+        let f = fp(&mut s, "d", seq, 1);
+        let t = s.open_ticket();
+        let start = s.next_position();
+        s.check_and_add(f, T0, Some(t), start);
+        assert!(s.tickets.capacity() > 0);
+        assert_eq!(close(&mut s, t), Ok(1));
+        assert_eq!(s.tickets.capacity(), 0);
+        s.validate();
     }
+    // A ticket that admitted nothing goes with the next sweep.
+    s.open_ticket();
+    s.sweep(T0 + 1);
+    assert_eq!(s.tickets.capacity(), 0);
 }
 
 /// The naive model: an ordered list of full key strings with their admission time.
@@ -340,77 +468,149 @@ impl Model {
     }
 }
 
-#[test]
-fn random_operation_sequences_match_the_naive_model() {
-    // Outcomes seen over all seeds, to prove every path was exercised.
-    let mut seen_outcomes = std::collections::HashSet::new();
-    let mut totals = Stats::default();
-    for seed in 0..300u64 {
-        let mut rng = Rng(seed);
-        let ttl = 1 + rng.below(60) as i64;
-        let cap = 1 + rng.below(24) as usize;
-        let mut s = set(ttl as u64, cap);
-        let mut m = Model {
-            ttl,
-            cap,
-            clock: 0,
-            entries: Vec::new(),
-            next_pos: 0,
+/// The shape of one seeded run: limits, burst sizes and how many distinct seqs.
+struct Shape {
+    ttl: i64,
+    cap: usize,
+    steps: usize,
+    /// Most readings in a burst; a run alternates busy phases of bursts up to this size
+    /// with quiet ones of bursts up to 2, so sets grow and shrink.
+    burst_max: u64,
+    /// Seqs are drawn from `-1 .. seqs - 1`.
+    seqs: u64,
+}
+
+/// What a set of runs went through, to prove every path was exercised.
+#[derive(Default)]
+struct Coverage {
+    outcomes: std::collections::HashSet<String>,
+    totals: Stats,
+    /// Ring and index layouts seen: scanned, indexed, small ring, chunked ring.
+    scanned: bool,
+    indexed: bool,
+    table_dropped: bool,
+    chunked: bool,
+    small_again: bool,
+}
+
+/// One seeded sequence of bursts (some provisional), confirms, releases, clock moves
+/// (now and then backwards) and snapshot round trips, checked against the naive model
+/// and `validate` after every step.
+fn model_run(seed: u64, shape: &Shape, cov: &mut Coverage) {
+    let mut rng = fastrand::Rng::with_seed(seed);
+    let (ttl, cap) = (shape.ttl, shape.cap);
+    let mut s = set(ttl as u64, cap);
+    let mut m = Model {
+        ttl,
+        cap,
+        clock: 0,
+        entries: Vec::new(),
+        next_pos: 0,
+    };
+    let mut now = T0;
+    let mut open: Vec<u32> = Vec::new();
+    for step in 0..shape.steps {
+        let ctx = format!("seed {seed} step {step}");
+        let burst_max = if step / 50 % 2 == 0 {
+            shape.burst_max
+        } else {
+            2
         };
-        let mut now = T0;
-        let mut open: Vec<u32> = Vec::new();
-        for step in 0..400 {
-            let ctx = format!("seed {seed} step {step}");
-            match rng.below(100) {
-                0..=59 => {
-                    // A burst of 1..6 readings, sometimes provisional.
-                    let ticket = (rng.below(4) == 0).then(|| s.open_ticket());
-                    let start = s.next_position();
-                    let model_start = m.next_pos;
-                    for _ in 0..1 + rng.below(6) {
-                        let device =
-                            ["bin-A17", "bin-B04", "70B3D57ED0041234"][rng.below(3) as usize];
-                        let seq = rng.below(6) as i64 - 1;
-                        let digest = rng.below(3);
-                        let f = s.fingerprint(device, seq, digest).unwrap();
-                        let got = s.check_and_add(f, now, ticket, start);
-                        let want = m.add(device, seq, digest, now, ticket, model_start);
-                        assert_eq!(got, want, "{ctx}");
-                        seen_outcomes.insert(format!("{got:?}"));
-                    }
-                    if let Some(t) = ticket {
-                        open.push(t);
-                    }
+        match rng.u64(..100) {
+            0..=59 => {
+                // A burst, sometimes provisional.
+                let ticket = (rng.u64(..4) == 0).then(|| s.open_ticket());
+                let start = s.next_position();
+                let model_start = m.next_pos;
+                for _ in 0..rng.u64(1..=burst_max) {
+                    let device = ["bin-A17", "bin-B04", "70B3D57ED0041234"][rng.usize(..3)];
+                    let seq = rng.i64(-1..shape.seqs as i64 - 1);
+                    let digest = rng.u64(..3);
+                    let f = s.fingerprint(device, seq, digest).unwrap();
+                    let got = s.check_and_add(f, now, ticket, start);
+                    let want = m.add(device, seq, digest, now, ticket, model_start);
+                    assert_eq!(got, want, "{ctx}");
+                    cov.outcomes.insert(format!("{got:?}"));
                 }
-                60..=74 if !open.is_empty() => {
-                    let t = open.swap_remove(rng.below(open.len() as u64) as usize);
-                    let release = rng.below(2) == 0;
-                    let got = if release { s.release(t) } else { s.confirm(t) };
-                    assert_eq!(got, Ok(m.close(t, release)), "{ctx}");
-                }
-                75..=94 => {
-                    // Time moves on, now and then backwards.
-                    now += rng.below(25) as i64 - 3;
-                    s.sweep(now);
-                    m.sweep(now);
-                }
-                _ => {
-                    // Persist and restore: pending keys are dropped, as if released.
-                    for t in open.drain(..) {
-                        m.close(t, true);
-                    }
-                    m.entries.retain(|e| !e.dead);
-                    s = SeenSet::restore(&s.snapshot(), None, None).unwrap();
+                if let Some(t) = ticket {
+                    open.push(t);
                 }
             }
-            s.validate();
-            assert_eq!(s.stats().keys as usize, m.live_keys(), "{ctx}");
+            60..=74 if !open.is_empty() => {
+                let t = open.swap_remove(rng.usize(..open.len()));
+                let release = rng.bool();
+                let got = if release { s.release(t) } else { s.confirm(t) };
+                assert_eq!(got, Ok(m.close(t, release)), "{ctx}");
+            }
+            75..=94 => {
+                // Time moves on, now and then backwards.
+                now += rng.i64(-3..=ttl / 2 - 3);
+                s.sweep(now);
+                m.sweep(now);
+            }
+            _ => {
+                // Persist and restore: pending keys are dropped, as if released.
+                for t in open.drain(..) {
+                    m.close(t, true);
+                }
+                m.entries.retain(|e| !e.dead);
+                s = SeenSet::restore(&s.snapshot(), None, None).unwrap();
+            }
         }
-        let st = s.stats();
-        totals.expired += st.expired;
-        totals.evicted_before_ttl += st.evicted_before_ttl;
-        totals.released += st.released;
+        s.validate();
+        assert_eq!(s.stats().keys as usize, m.live_keys(), "{ctx}");
+        let indexed = !s.table.is_empty();
+        cov.table_dropped |= cov.indexed && !indexed;
+        cov.scanned |= !indexed && !s.ring.is_empty();
+        cov.indexed |= indexed;
+        cov.small_again |= cov.chunked && !s.ring.is_chunked();
+        cov.chunked |= s.ring.is_chunked();
     }
-    assert_eq!(seen_outcomes.len(), 4, "{seen_outcomes:?}");
-    assert!(totals.expired > 0 && totals.evicted_before_ttl > 0 && totals.released > 0);
+    let st = s.stats();
+    cov.totals.expired += st.expired;
+    cov.totals.evicted_before_ttl += st.evicted_before_ttl;
+    cov.totals.released += st.released;
+}
+
+#[test]
+fn random_operation_sequences_match_the_naive_model() {
+    let mut cov = Coverage::default();
+    for seed in 0..300u64 {
+        let mut rng = fastrand::Rng::with_seed(seed);
+        let shape = Shape {
+            ttl: rng.i64(1..=60),
+            cap: rng.usize(1..=24),
+            steps: 400,
+            burst_max: 6,
+            seqs: 6,
+        };
+        model_run(seed, &shape, &mut cov);
+    }
+    assert_eq!(cov.outcomes.len(), 4, "{:?}", cov.outcomes);
+    let t = cov.totals;
+    assert!(t.expired > 0 && t.evicted_before_ttl > 0 && t.released > 0);
+}
+
+/// Larger sets: the lookup goes from scanning to a table and back, the ring from one
+/// buffer to chunks (128 entries a chunk at cap 100, 256 at cap 200, 1 024 at 1 500)
+/// and back, while every decision still matches the model.
+#[test]
+fn random_sequences_cross_the_scan_table_and_chunk_lines() {
+    let mut cov = Coverage::default();
+    for seed in 0..24u64 {
+        let cap = [40, 100, 200, 1500][seed as usize % 4];
+        let shape = Shape {
+            ttl: 400,
+            cap,
+            steps: if cap > 1000 { 500 } else { 300 },
+            burst_max: cap as u64 / 8,
+            seqs: cap as u64 * 2,
+        };
+        model_run(seed, &shape, &mut cov);
+    }
+    assert_eq!(cov.outcomes.len(), 4, "{:?}", cov.outcomes);
+    assert!(cov.scanned && cov.indexed && cov.table_dropped);
+    assert!(cov.chunked && cov.small_again);
+    let t = cov.totals;
+    assert!(t.expired > 0 && t.evicted_before_ttl > 0 && t.released > 0);
 }
