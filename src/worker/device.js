@@ -174,8 +174,9 @@ export class DeviceObject extends DurableObject {
   }
 
   /**
-   * Deletes rows past retention, delivers what is due, flushes the figures to the
-   * fleet roll-up (after delivery, so a delivery rides along), and re-arms itself.
+   * Deletes rows past retention, flushes changed figures to the fleet roll-up
+   * (before delivering, which may wait on a slow origin; what delivery changes goes
+   * with the next flush), delivers what is due, and re-arms itself.
    */
   async alarm() {
     const cfg = config(this.env);
@@ -183,8 +184,8 @@ export class DeviceObject extends DurableObject {
       const cut = this.sql.exec("DELETE FROM readings WHERE state != 'pending' AND admitted_at <= ?", Date.now() - cfg.RETENTION_MS);
       if (cut.rowsWritten) noteChange(this.sql);
     });
-    if (cfg.ORIGIN_URL) await deliver(this.ctx.storage, cfg);
     await flush(this.ctx.storage, this.env, cfg);
+    if (cfg.ORIGIN_URL) await deliver(this.ctx.storage, cfg);
     await this.schedule(cfg, null);
   }
 
