@@ -22,28 +22,28 @@
 // Staleness: a device's change reaches /v1/stats within STATS_FLUSH_MS plus one
 // flush round trip, while flushes succeed (a device whose alarm is busy delivering
 // a backlog to a slow origin flushes when that run ends: at most 20 batches, each
-// at most ORIGIN_TIMEOUT_MS); a failed flush is retried every STATS_FLUSH_MS. Each row is one device's consistent snapshot, so received =
-// unique + duplicates_suppressed + rejected holds in every reply; once quiet the
-// totals are exact.
+// at most ORIGIN_TIMEOUT_MS); a failed flush is retried every STATS_FLUSH_MS. Each
+// row is one device's consistent snapshot, so received = unique +
+// duplicates_suppressed + rejected holds in every reply; once quiet the totals are
+// exact.
 //
 // Why 16 shards: 100 000 devices reporting every 10 minutes are ~170 bursts/s, one
 // or two flushes each (one right after the burst, one STATS_FLUSH_MS later for its
-// delivery). One object would take 170-340 writing requests/s, where
-// Cloudflare documents a soft limit of 1 000 requests/s per object and 200-500/s
-// for requests that write storage; 16 shards take ~11-21/s each, and absorb a
-// reconnect storm (the whole fleet flushing at once) in ~6 s rather than ~100 s.
-// A device's shard must never change (it would be counted twice), so SHARDS and
-// the hash are fixed.
+// delivery). One object would take 170-340 writing requests/s, where Cloudflare
+// documents a soft limit of 1 000 requests/s per object and 200-500/s for requests
+// that write storage; 16 shards take ~11-21/s each, and absorb a reconnect storm
+// (the whole fleet flushing at once) in ~6 s rather than ~100 s. A device's shard
+// must never change (it would be counted twice), so SHARDS and the hash are fixed.
 import { DurableObject } from "cloudflare:workers";
 
-export const SHARDS = 16;
+const SHARDS = 16;
 /** A flush not answered by then counts as failed (and is sent again, harmlessly). */
 const FLUSH_TIMEOUT_MS = 10_000;
 
 /** Cumulative counters, named as in the ingest reply and the audit line. */
-export const COUNTERS = ["received", "unique", "duplicates_suppressed", "rejected", "seq_reuses"];
+const COUNTERS = ["received", "unique", "duplicates_suppressed", "rejected", "seq_reuses"];
 /** Backlog gauges of a device's ledger; summed over the fleet like the counters. */
-export const BACKLOG = ["pending_deliveries", "delivered", "failed_attempts", "ledger_rows"];
+const BACKLOG = ["pending_deliveries", "delivered", "failed_attempts", "ledger_rows"];
 const SUMMED = [...COUNTERS, ...BACKLOG];
 
 /** Adds to a named counter in a `counters (name, value)` table. */
@@ -88,7 +88,7 @@ export function noteChange(sql) {
   sql.exec("UPDATE stats_flush SET version = version + 1");
 }
 
-/** When the alarm has to run for the next flush (`now` at the earliest), or null if nothing is unflushed. */
+/** When the alarm must run for the next flush (`now` at the earliest); null if all is flushed. */
 export function flushDue(sql, now) {
   return sql.exec("SELECT CASE WHEN device_id IS NOT NULL AND version > acknowledged THEN MAX(next_flush_at, ?) END AS due FROM stats_flush", now).one().due;
 }
@@ -193,7 +193,7 @@ function stub(env, i) {
 }
 
 /** FNV-1a (32 bit) of the UTF-16 code units, mod SHARDS. Fixed forever: see the top. */
-export function shardOf(key) {
+function shardOf(key) {
   let h = 0x811c9dc5;
   for (let i = 0; i < key.length; i++) h = Math.imul(h ^ key.charCodeAt(i), 0x01000193);
   return (h >>> 0) % SHARDS;
