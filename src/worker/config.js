@@ -19,6 +19,7 @@ const NUMBERS = {
   RETRY_BASE_MS: [1_000, 1, DAY],
   RETRY_MAX_MS: [3_600_000, 1, 7 * DAY],
   DELIVERY_BATCH: [500, 1, 10_000],
+  STATS_FLUSH_MS: [10_000, 1, 3_600_000],
 };
 
 const cache = new WeakMap();

@@ -1,5 +1,7 @@
 // Delivery of admitted readings to ORIGIN_URL: the outbox rows of one device
 // object (state 'pending'), POSTed in batches from its alarm, retried with backoff.
+import { isoTime } from "./core.js";
+import { noteChange } from "./fleet.js";
 
 /**
  * Delivers what is due from `storage` (a device object's storage). Bounded per
@@ -41,6 +43,8 @@ export async function deliver(storage, cfg) {
           );
         }
       }
+      // Delivered or failed, the backlog figures moved: flush them to the roll-up.
+      noteChange(sql);
     });
     if (error !== null) {
       console.log(JSON.stringify({ level: "WARN", event: "delivery_failed", device_id: rows[0].device_id, readings: rows.length, error }));
@@ -62,7 +66,7 @@ async function post(cfg, rows) {
       seq: r.seq,
       ts: r.ts,
       fill_pct: r.fill_pct,
-      admitted_at: new Date(r.admitted_at).toISOString(),
+      admitted_at: isoTime(r.admitted_at),
     })),
   });
   try {

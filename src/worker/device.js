@@ -5,7 +5,7 @@ import { DurableObject } from "cloudflare:workers";
 import { config } from "./config.js";
 import { auditLine, Deduplicator, guarded, HttpError, isoTime, wasmGeneration } from "./core.js";
 import { deliver } from "./delivery.js";
-import { COUNT } from "./fleet.js";
+import { countBurst, DEVICE_SCHEMA, flush, flushDue, noteChange } from "./fleet.js";
 
 const SCHEMA = `
 CREATE TABLE IF NOT EXISTS readings (
@@ -24,8 +24,7 @@ CREATE TABLE IF NOT EXISTS readings (
 );
 CREATE INDEX IF NOT EXISTS readings_by_admission ON readings (admitted_at);
 CREATE INDEX IF NOT EXISTS readings_due ON readings (state, next_attempt_at);
-CREATE TABLE IF NOT EXISTS counters (name TEXT PRIMARY KEY, value INTEGER NOT NULL);
-`;
+${DEVICE_SCHEMA}`;
 
 // A key that expired from the seen-set and arrives again is admitted again (the
 // core's TTL semantics), so its row is replaced rather than duplicated. REPLACE
@@ -107,7 +106,7 @@ export class DeviceObject extends DurableObject {
           if (out.verdicts[i] === DUPLICATE) return;
           this.sql.exec(INSERT, r.key, device_id, r.seq, r.ts, r.fill_pct, now, burst_id, state, state === "pending" ? now : null);
         });
-        for (const [name, n] of Object.entries(counts)) if (n) this.sql.exec(COUNT, name, n);
+        countBurst(this.sql, device_id, counts);
       });
     } catch (e) {
       // The admitted keys are not stored: forget the seen-set, whose rebuild from
@@ -121,31 +120,7 @@ export class DeviceObject extends DurableObject {
     console.log(out.line);
     // Deliver right away; also re-arms an alarm lost with a restart while a backlog waits.
     await this.schedule(cfg, counts.unique && state === "pending" ? now : null);
-    await this.register(device_id);
     return { ok: true, verdicts: out.verdicts };
-  }
-
-  /** Counters and the delivery backlog of this device. */
-  stats() {
-    const counters = Object.fromEntries(this.sql.exec("SELECT name, value FROM counters").toArray().map((r) => [r.name, r.value]));
-    const b = this.sql
-      .exec(
-        `SELECT COUNT(*) AS rows,
-                SUM(state = 'pending') AS pending,
-                SUM(state = 'delivered') AS delivered,
-                MIN(CASE WHEN state = 'pending' THEN admitted_at END) AS oldest_pending,
-                SUM(CASE WHEN state = 'pending' THEN attempts ELSE 0 END) AS failed_attempts
-         FROM readings`,
-      )
-      .one();
-    return {
-      counters,
-      ledger_rows: b.rows,
-      pending_deliveries: b.pending ?? 0,
-      delivered: b.delivered ?? 0,
-      failed_attempts: b.failed_attempts ?? 0,
-      oldest_undelivered_at: b.oldest_pending ?? null,
-    };
   }
 
   /** Ledger rows in admission order, `after` a rowid cursor. */
@@ -173,15 +148,26 @@ export class DeviceObject extends DurableObject {
     };
   }
 
-  /** Deletes rows past retention, delivers what is due, and re-arms itself. */
+  /**
+   * Deletes rows past retention, flushes changed figures to the fleet roll-up
+   * (before delivering, which may wait on a slow origin; what delivery changes goes
+   * with the next flush), delivers what is due, and re-arms itself.
+   */
   async alarm() {
     const cfg = config(this.env);
-    this.sql.exec("DELETE FROM readings WHERE state != 'pending' AND admitted_at <= ?", Date.now() - cfg.RETENTION_MS);
+    this.ctx.storage.transactionSync(() => {
+      const cut = this.sql.exec("DELETE FROM readings WHERE state != 'pending' AND admitted_at <= ?", Date.now() - cfg.RETENTION_MS);
+      if (cut.rowsWritten) noteChange(this.sql);
+    });
+    await flush(this.ctx.storage, this.env, cfg);
     if (cfg.ORIGIN_URL) await deliver(this.ctx.storage, cfg);
     await this.schedule(cfg, null);
   }
 
-  /** Arms the alarm for the next due delivery (or `dueNow`) or retention expiry. */
+  /**
+   * Arms the alarm for the earliest of: `dueNow`, the next due delivery, the next
+   * retention expiry, the next flush of changed figures to the fleet roll-up.
+   */
   async schedule(cfg, dueNow) {
     const r = this.sql
       .exec(
@@ -190,29 +176,16 @@ export class DeviceObject extends DurableObject {
          FROM readings`,
       )
       .one();
-    const candidates = [dueNow, cfg.ORIGIN_URL ? r.due : null, r.oldest_done === null ? null : r.oldest_done + cfg.RETENTION_MS].filter(
-      (t) => t !== null && t !== undefined,
-    );
+    const candidates = [
+      dueNow,
+      cfg.ORIGIN_URL ? r.due : null,
+      r.oldest_done === null ? null : r.oldest_done + cfg.RETENTION_MS,
+      flushDue(this.sql, Date.now()),
+    ].filter((t) => t !== null && t !== undefined);
     if (!candidates.length) return;
     const next = Math.min(...candidates);
     const current = await this.ctx.storage.getAlarm();
     if (current === null || current > next) await this.ctx.storage.setAlarm(next);
-  }
-
-  /** Lists this device with the fleet registry once, for /v1/stats. */
-  async register(device_id) {
-    if (this.registered) return;
-    const done = this.sql.exec("SELECT value FROM counters WHERE name = 'registered'").toArray().length > 0;
-    if (!done) {
-      try {
-        await this.env.FLEET.get(this.env.FLEET.idFromName("fleet")).register(device_id);
-        this.sql.exec(COUNT, "registered", 1);
-      } catch (e) {
-        console.log(JSON.stringify({ level: "WARN", event: "register_failed", device_id, error: String(e?.message ?? e) }));
-        return;
-      }
-    }
-    this.registered = true;
   }
 }
 

@@ -1,27 +1,258 @@
-// The fleet object: which device objects exist, and readings no device got.
+// Fleet-wide figures for GET /v1/stats without asking any device: both halves of
+// the roll-up protocol, the device side (run inside a DeviceObject) and the roll-up
+// side (FleetObject).
+//
+// * A device keeps its own figures: cumulative counters, written by `countBurst` in
+//   the burst's own transaction, and backlog gauges read from its `readings` table.
+//   Every change (a burst, a delivery attempt, a retention delete) bumps the
+//   device's `version` in the transaction that makes it.
+// * From its alarm, at most once per STATS_FLUSH_MS, a device whose version is ahead
+//   of the last acknowledged one sends its figures, whole, with that version, to
+//   its roll-up shard: one of SHARDS FleetObjects, picked by a fixed hash of the
+//   device id. The version is only marked acknowledged after the shard answered.
+// * A shard holds one row per device (the registry: a device appears with its first
+//   flush) and running totals. It applies a flush only when the version is newer
+//   than its row's, adding the difference to the totals in one transaction. So a
+//   flush that is retried after a timeout, arrives twice or is overtaken changes
+//   nothing a second time, and one that failed is not lost: the unacknowledged
+//   version stays in the device's SQLite and the next flush carries the same (or
+//   newer) figures. No delta is ever in flight that is not also on disk.
+// * GET /v1/stats asks the SHARDS shards and nothing else: a constant number of calls.
+//
+// Staleness: a device's change reaches /v1/stats within STATS_FLUSH_MS plus one
+// flush round trip, while flushes succeed (a device whose alarm is busy delivering
+// a backlog to a slow origin flushes when that run ends: at most 20 batches, each
+// at most ORIGIN_TIMEOUT_MS); a failed flush is retried every STATS_FLUSH_MS. Each
+// row is one device's consistent snapshot, so received = unique +
+// duplicates_suppressed + rejected holds in every reply; once quiet the totals are
+// exact.
+//
+// Why 16 shards: 100 000 devices reporting every 10 minutes are ~170 bursts/s, one
+// or two flushes each (one right after the burst, one STATS_FLUSH_MS later for its
+// delivery). One object would take 170-340 writing requests/s, where Cloudflare
+// documents a soft limit of 1 000 requests/s per object and 200-500/s for requests
+// that write storage; 16 shards take ~11-21/s each, and absorb a reconnect storm
+// (the whole fleet flushing at once) in ~6 s rather than ~100 s. A device's shard
+// must never change (it would be counted twice), so SHARDS and the hash are fixed.
 import { DurableObject } from "cloudflare:workers";
+import { isoTime } from "./core.js";
+
+const SHARDS = 16;
+/** A flush not answered by then counts as failed (and is sent again, harmlessly). */
+const FLUSH_TIMEOUT_MS = 10_000;
+
+/** Cumulative counters, named as in the ingest reply and the audit line. */
+const COUNTERS = ["received", "unique", "duplicates_suppressed", "rejected", "seq_reuses"];
+/** Backlog gauges of a device's ledger; summed over the fleet like the counters. */
+const BACKLOG = ["pending_deliveries", "delivered", "failed_attempts", "ledger_rows"];
+const SUMMED = [...COUNTERS, ...BACKLOG];
 
 /** Adds to a named counter in a `counters (name, value)` table. */
-export const COUNT = `INSERT INTO counters (name, value) VALUES (?, ?)
+const COUNT = `INSERT INTO counters (name, value) VALUES (?, ?)
 ON CONFLICT (name) DO UPDATE SET value = value + excluded.value`;
 
-/** The device registry: which device objects exist, and readings no device got. */
+// --- device side ------------------------------------------------------------------
+
+/**
+ * The device's tables for the roll-up: its counters, and one row recording the
+ * current `version` of its figures, the last version a shard `acknowledged`, and
+ * the earliest time the next flush may start.
+ */
+export const DEVICE_SCHEMA = `
+CREATE TABLE IF NOT EXISTS counters (name TEXT PRIMARY KEY, value INTEGER NOT NULL);
+CREATE TABLE IF NOT EXISTS stats_flush (
+  id INTEGER PRIMARY KEY CHECK (id = 0),
+  device_id TEXT,
+  version INTEGER NOT NULL,
+  acknowledged INTEGER NOT NULL,
+  next_flush_at INTEGER NOT NULL
+);
+INSERT OR IGNORE INTO stats_flush (id, device_id, version, acknowledged, next_flush_at) VALUES (0, NULL, 0, 0, 0);
+`;
+
+/**
+ * Adds one burst's counts (`received`, `unique`, `duplicates_suppressed`,
+ * `rejected`, `seq_reuses`) and marks the figures changed. Call it inside the
+ * transaction that stores the burst's rows.
+ */
+export function countBurst(sql, device_id, counts) {
+  for (const name of COUNTERS) if (counts[name]) sql.exec(COUNT, name, counts[name]);
+  sql.exec("UPDATE stats_flush SET version = version + 1, device_id = ?", device_id);
+}
+
+/** Marks the backlog figures changed (a delivery attempt, a retention delete). */
+export function noteChange(sql) {
+  sql.exec("UPDATE stats_flush SET version = version + 1");
+}
+
+/** When the alarm must run for the next flush (`now` at the earliest); null if all is flushed. */
+export function flushDue(sql, now) {
+  return sql.exec("SELECT CASE WHEN device_id IS NOT NULL AND version > acknowledged THEN MAX(next_flush_at, ?) END AS due FROM stats_flush", now).one().due;
+}
+
+/**
+ * Sends this device's figures to its shard if they changed and the last attempt is
+ * STATS_FLUSH_MS old. Never throws: a failure is logged and retried by the alarm.
+ */
+export async function flush(storage, env, cfg) {
+  const sql = storage.sql;
+  const now = Date.now();
+  const s = sql.exec("SELECT device_id, version, acknowledged, next_flush_at FROM stats_flush").one();
+  if (s.device_id === null || s.version <= s.acknowledged || s.next_flush_at > now) return;
+  const report = { device_id: s.device_id, version: s.version, ...figures(sql) };
+  try {
+    // Recorded before sending, so that even a flush whose outcome is lost waits its turn.
+    sql.exec("UPDATE stats_flush SET next_flush_at = ?", now + cfg.STATS_FLUSH_MS);
+    await withTimeout(shard(env, s.device_id).apply(report), FLUSH_TIMEOUT_MS);
+    sql.exec("UPDATE stats_flush SET acknowledged = MAX(acknowledged, ?)", s.version);
+  } catch (e) {
+    console.log(JSON.stringify({ level: "WARN", event: "stats_flush_failed", device_id: s.device_id, version: s.version, error: String(e?.message ?? e) }));
+  }
+}
+
+function withTimeout(promise, ms) {
+  let timer;
+  const late = new Promise((_, reject) => {
+    timer = setTimeout(() => reject(new Error(`no answer within ${ms} ms`)), ms);
+  });
+  promise.catch(() => {}); // settles after the timeout: already counted as failed
+  return Promise.race([promise, late]).finally(() => clearTimeout(timer));
+}
+
+/** The device's counters and backlog now, one consistent snapshot. */
+function figures(sql) {
+  const counters = Object.fromEntries(sql.exec("SELECT name, value FROM counters").toArray().map((r) => [r.name, r.value]));
+  const b = sql
+    .exec(
+      `SELECT COUNT(*) AS rows,
+              SUM(state = 'pending') AS pending,
+              SUM(state = 'delivered') AS delivered,
+              MIN(CASE WHEN state = 'pending' THEN admitted_at END) AS oldest_pending,
+              SUM(CASE WHEN state = 'pending' THEN attempts ELSE 0 END) AS failed_attempts
+       FROM readings`,
+    )
+    .one();
+  const out = Object.fromEntries(COUNTERS.map((name) => [name, counters[name] ?? 0]));
+  return {
+    ...out,
+    pending_deliveries: b.pending ?? 0,
+    delivered: b.delivered ?? 0,
+    failed_attempts: b.failed_attempts ?? 0,
+    ledger_rows: b.rows,
+    oldest_undelivered_at: b.oldest_pending ?? null,
+  };
+}
+
+// --- stateless tier -----------------------------------------------------------------
+
+/**
+ * Counts readings rejected before any device got them (no usable device_id) into
+ * received and rejected. `key` (the burst id) spreads them over the shards. Not
+ * retried, so never counted twice; a failure is logged with the count.
+ */
+export async function countUnroutable(env, key, n) {
+  try {
+    await shard(env, key).unroutable(n);
+  } catch (e) {
+    console.log(JSON.stringify({ level: "ERROR", event: "unroutable_not_counted", readings: n, error: String(e?.message ?? e) }));
+  }
+}
+
+/** The fleet's figures for GET /v1/stats: one call per shard, whatever the fleet size. */
+export async function fleetStats(env, cfg) {
+  const parts = await Promise.all(Array.from({ length: SHARDS }, (_, i) => stub(env, i).summary()));
+  const now = Date.now();
+  const total = { devices: 0, ...Object.fromEntries(SUMMED.map((name) => [name, 0])) };
+  let oldest = null;
+  for (const p of parts) {
+    for (const name of Object.keys(total)) total[name] += p.totals[name] ?? 0;
+    if (p.oldest_undelivered_at !== null) oldest = Math.min(oldest ?? Infinity, p.oldest_undelivered_at);
+  }
+  return {
+    devices: total.devices,
+    ...Object.fromEntries(COUNTERS.map((name) => [name, total[name]])),
+    pending_deliveries: total.pending_deliveries,
+    oldest_undelivered_age_ms: oldest === null ? null : Math.max(0, now - oldest),
+    delivered: total.delivered,
+    failed_attempts: total.failed_attempts,
+    ledger_rows: total.ledger_rows,
+    as_of: isoTime(now),
+    stats_flush_ms: cfg.STATS_FLUSH_MS,
+  };
+}
+
+function shard(env, key) {
+  return stub(env, shardOf(key));
+}
+
+function stub(env, i) {
+  return env.FLEET.get(env.FLEET.idFromName(`rollup-${i}`));
+}
+
+/** FNV-1a (32 bit) of the UTF-16 code units, mod SHARDS. Fixed forever: see the top. */
+function shardOf(key) {
+  let h = 0x811c9dc5;
+  for (let i = 0; i < key.length; i++) h = Math.imul(h ^ key.charCodeAt(i), 0x01000193);
+  return (h >>> 0) % SHARDS;
+}
+
+// --- roll-up side ---------------------------------------------------------------------
+
+/** One roll-up shard: the last figures of each of its devices, and their running totals. */
 export class FleetObject extends DurableObject {
   constructor(ctx, env) {
     super(ctx, env);
     this.sql = ctx.storage.sql;
-    this.sql.exec(`CREATE TABLE IF NOT EXISTS devices (device_id TEXT PRIMARY KEY, first_seen INTEGER NOT NULL);
-                   CREATE TABLE IF NOT EXISTS counters (name TEXT PRIMARY KEY, value INTEGER NOT NULL);`);
+    this.sql.exec(`
+      CREATE TABLE IF NOT EXISTS device_figures (
+        device_id TEXT PRIMARY KEY,
+        version INTEGER NOT NULL,
+        figures TEXT NOT NULL,            -- JSON: the SUMMED names
+        oldest_undelivered_at INTEGER,
+        flushed_at INTEGER NOT NULL
+      );
+      CREATE INDEX IF NOT EXISTS device_figures_oldest ON device_figures (oldest_undelivered_at);
+      CREATE TABLE IF NOT EXISTS counters (name TEXT PRIMARY KEY, value INTEGER NOT NULL);`);
   }
-  register(device_id) {
-    this.sql.exec("INSERT OR IGNORE INTO devices (device_id, first_seen) VALUES (?, ?)", device_id, Date.now());
+
+  /** Applies a device's flush if it is newer than the last one applied; returns whether it was. */
+  apply({ device_id, version, oldest_undelivered_at, ...figures }) {
+    return this.ctx.storage.transactionSync(() => {
+      const row = this.sql.exec("SELECT version, figures FROM device_figures WHERE device_id = ?", device_id).toArray()[0];
+      if (row && row.version >= version) return false;
+      const before = row ? JSON.parse(row.figures) : {};
+      for (const name of SUMMED) {
+        const delta = (figures[name] ?? 0) - (before[name] ?? 0);
+        if (delta) this.sql.exec(COUNT, name, delta);
+      }
+      if (!row) this.sql.exec(COUNT, "devices", 1);
+      const kept = JSON.stringify(Object.fromEntries(SUMMED.map((name) => [name, figures[name] ?? 0])));
+      this.sql.exec(
+        `INSERT INTO device_figures (device_id, version, figures, oldest_undelivered_at, flushed_at) VALUES (?, ?, ?, ?, ?)
+         ON CONFLICT (device_id) DO UPDATE SET version = excluded.version, figures = excluded.figures,
+           oldest_undelivered_at = excluded.oldest_undelivered_at, flushed_at = excluded.flushed_at`,
+        device_id,
+        version,
+        kept,
+        oldest_undelivered_at,
+        Date.now(),
+      );
+      return true;
+    });
   }
+
+  /** `n` readings rejected before reaching any device: received and rejected. */
   unroutable(n) {
-    this.sql.exec(COUNT, "unroutable_rejected", n);
+    this.ctx.storage.transactionSync(() => {
+      this.sql.exec(COUNT, "received", n);
+      this.sql.exec(COUNT, "rejected", n);
+    });
   }
+
+  /** This shard's totals and the oldest undelivered admission among its devices. */
   summary() {
-    const devices = this.sql.exec("SELECT device_id FROM devices ORDER BY device_id").toArray().map((r) => r.device_id);
-    const row = this.sql.exec("SELECT value FROM counters WHERE name = 'unroutable_rejected'").toArray()[0];
-    return { devices, unroutable_rejected: row ? row.value : 0 };
+    const totals = Object.fromEntries(this.sql.exec("SELECT name, value FROM counters").toArray().map((r) => [r.name, r.value]));
+    const { oldest } = this.sql.exec("SELECT MIN(oldest_undelivered_at) AS oldest FROM device_figures").one();
+    return { totals, oldest_undelivered_at: oldest ?? null };
   }
 }

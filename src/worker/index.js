@@ -3,6 +3,7 @@
 // core (parseUplink); deduplication, storage and delivery in src/worker/device.js.
 import { config } from "./config.js";
 import { auditLine, guarded, HttpError, limits, parseUplink } from "./core.js";
+import { countUnroutable, fleetStats } from "./fleet.js";
 
 export { DeviceObject } from "./device.js";
 export { FleetObject } from "./fleet.js";
@@ -144,7 +145,7 @@ async function ingest(request, env, cfg, format, routeName) {
     const n = unroutable.length;
     const counts = { received: n, unique: 0, duplicates_suppressed: 0, rejected: n, seq_reuses: 0, evicted_before_ttl: 0 };
     console.log(auditLine("burst_deduplicated", counts, Date.now(), context));
-    await env.FLEET.get(env.FLEET.idFromName("fleet")).unroutable(n);
+    await countUnroutable(env, burst_id, n);
   }
   return merge(plan, groups, replies, burst_id);
 }
@@ -214,30 +215,9 @@ function tooLarge(limit) {
 
 // --- reads ----------------------------------------------------------------------
 
+/** Fleet-wide figures from the roll-up shards (src/worker/fleet.js), never from devices. */
 async function stats(env) {
-  const { devices, unroutable_rejected } = await env.FLEET.get(env.FLEET.idFromName("fleet")).summary();
-  const total = { devices: devices.length, received: unroutable_rejected, unique: 0, duplicates_suppressed: 0, rejected: unroutable_rejected, pending: 0, seq_reuses: 0 };
-  const backlog = { pending_deliveries: 0, delivered: 0, failed_attempts: 0, oldest_undelivered_age_ms: null, ledger_rows: 0 };
-  let oldest = null;
-  for (let i = 0; i < devices.length; i += 50) {
-    const parts = await Promise.all(devices.slice(i, i + 50).map((id) => env.DEVICES.get(env.DEVICES.idFromName(id)).stats()));
-    for (const s of parts) {
-      const c = s.counters;
-      total.received += c.received ?? 0;
-      total.unique += c.unique ?? 0;
-      total.duplicates_suppressed += c.duplicates_suppressed ?? 0;
-      total.rejected += c.rejected ?? 0;
-      total.pending += c.pending ?? 0;
-      total.seq_reuses += c.seq_reuses ?? 0;
-      backlog.pending_deliveries += s.pending_deliveries;
-      backlog.delivered += s.delivered;
-      backlog.failed_attempts += s.failed_attempts;
-      backlog.ledger_rows += s.ledger_rows;
-      if (s.oldest_undelivered_at !== null) oldest = Math.min(oldest ?? Infinity, s.oldest_undelivered_at);
-    }
-  }
-  if (oldest !== null) backlog.oldest_undelivered_age_ms = Math.max(0, Date.now() - oldest);
-  return json(200, { ...total, ...backlog });
+  return json(200, await fleetStats(env, config(env)));
 }
 
 async function ledger(env, deviceId, params) {

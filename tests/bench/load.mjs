@@ -19,7 +19,7 @@ const MAX_SECONDS = option("max-seconds", 60);
 const WARMUP = 200;
 const SEED = option("seed", 20260716);
 // A steady fleet: the warm-up reaches every device once, so the measured requests see
-// no first-contact work (the worker registers a device with its fleet object once).
+// no first-contact work (a new device object, its schema, its first roll-up flush).
 const DEVICES = option("devices", 300);
 const TOKEN = "dev-token";
 

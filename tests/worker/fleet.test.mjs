@@ -1,0 +1,288 @@
+// GET /v1/stats from the roll-up (src/worker/fleet.js): device objects flush their
+// figures to 16 shards, /v1/stats reads the shards only. In workerd (Miniflare), over
+// HTTP, with a real local origin; faults are real SQLite triggers added to the
+// objects' database files between two runs (no mocks).
+import { test } from "node:test";
+import assert from "node:assert/strict";
+import fs from "node:fs";
+import path from "node:path";
+import { execFileSync } from "node:child_process";
+import { start, post, get, origin, until, tempDir } from "./harness.mjs";
+
+const reading = (device_id, seq, fill_pct, ts = "2026-07-16T09:00:00Z") => ({ device_id, seq, ts, fill_pct });
+const unroutable = (seq) => ({ seq, ts: "2026-07-16T09:00:00Z", fill_pct: 1 });
+const QUIET_MS = 120_000;
+
+/** The reply's figures, without the time it was read at. */
+async function figures(call) {
+  const { status, body } = await get(call, "/v1/stats");
+  assert.equal(status, 200);
+  const { as_of, ...rest } = body;
+  assert.ok(Math.abs(Date.parse(as_of) - Date.now()) < 60_000, `as_of ${as_of} is a current time`);
+  return rest;
+}
+
+/** Polls /v1/stats until it shows exactly `expected` (the flushes are in), then asserts it. */
+async function quiet(call, expected) {
+  let last;
+  try {
+    await until(async () => {
+      last = await figures(call);
+      return isDeepEqual(last, expected);
+    }, "/v1/stats to show the expected figures", QUIET_MS);
+  } catch (e) {
+    assert.deepEqual(last, expected, e.message);
+  }
+  assert.deepEqual(await figures(call), expected, "and it stays so");
+}
+
+function isDeepEqual(a, b) {
+  try {
+    assert.deepEqual(a, b);
+    return true;
+  } catch {
+    return false;
+  }
+}
+
+/** Figures of a fleet with nothing waiting for delivery. */
+function settled(flushMs, counters, backlog) {
+  return {
+    devices: 0,
+    received: 0,
+    unique: 0,
+    duplicates_suppressed: 0,
+    rejected: 0,
+    seq_reuses: 0,
+    pending_deliveries: 0,
+    oldest_undelivered_age_ms: null,
+    delivered: 0,
+    failed_attempts: 0,
+    ledger_rows: 0,
+    ...counters,
+    ...backlog,
+    stats_flush_ms: flushMs,
+  };
+}
+
+async function ingest(call, burst) {
+  const res = await post(call, "/v1/readings", burst);
+  assert.equal(res.status, 200);
+  return res.json();
+}
+
+/** The objects' SQLite files of one class in a persistence directory. */
+function databases(dir, className) {
+  const at = path.join(dir, `-${className}`);
+  return fs
+    .readdirSync(at)
+    .filter((f) => f.endsWith(".sqlite") && f !== "metadata.sqlite")
+    .map((f) => path.join(at, f));
+}
+
+/** Runs one SQL statement on each file (python3's sqlite3, while no runtime holds them). */
+function sqlite(files, statement) {
+  for (const file of files) {
+    execFileSync("python3", ["-c", "import sqlite3,sys; c=sqlite3.connect(sys.argv[1]); c.execute(sys.argv[2]); c.commit()", file, statement]);
+  }
+}
+
+const flushFailures = (w, device_id) =>
+  w.lines.filter((l) => l.startsWith("{") && l.includes('"stats_flush_failed"')).map((l) => JSON.parse(l)).filter((l) => l.device_id === device_id);
+
+test("1 200 devices over three requests: /v1/stats is exact once the flushes are in", async () => {
+  const o = await origin();
+  const w = await start({ vars: { ORIGIN_URL: o.url, STATS_FLUSH_MS: "100" } });
+  try {
+    const id = (i) => `fleet-${String(i).padStart(4, "0")}`;
+    const range = (from, to, f) => Array.from({ length: to - from }, (_, k) => f(from + k));
+    // 1 200 devices, 100 replays inside the burst, 50 refused readings of known
+    // devices, 10 without a device (rejected before any device object is asked).
+    const first = [
+      ...range(0, 1200, (i) => reading(id(i), 1, i % 100)),
+      ...range(0, 100, (i) => reading(id(i), 1, i % 100)),
+      ...range(0, 50, (i) => reading(id(i), 2, 101)),
+      ...range(0, 10, unroutable),
+    ];
+    // 300 replays of the first request, 200 new readings, 20 seq reuses (same seq,
+    // other content: admitted and counted), 5 unroutable.
+    const second = [
+      ...range(100, 400, (i) => reading(id(i), 1, i % 100)),
+      ...range(0, 200, (i) => reading(id(i), 2, 50)),
+      ...range(1000, 1020, (i) => reading(id(i), 1, (i % 100) + 0.5)),
+      ...range(0, 5, unroutable),
+    ];
+    const replies = [await ingest(w.call, first), await ingest(w.call, second), await ingest(w.call, second)];
+    const sum = (k) => replies.reduce((n, r) => n + (Array.isArray(r[k]) ? r[k].length : r[k]), 0);
+    const counters = { devices: 1200, received: 2410, unique: 1420, duplicates_suppressed: 920, rejected: 70, seq_reuses: 20 };
+    assert.deepEqual(
+      [sum("received"), sum("unique"), sum("duplicates_suppressed"), sum("rejected")],
+      [counters.received, counters.unique, counters.duplicates_suppressed, counters.rejected],
+      "the replies account for the same readings",
+    );
+    assert.equal(counters.received, counters.unique + counters.duplicates_suppressed + counters.rejected);
+    // Every admitted reading delivered: deliveries reach the roll-up too.
+    await quiet(w.call, settled(100, counters, { delivered: 1420, ledger_rows: 1420 }));
+    assert.equal(new Set(o.accepted()).size, 1420);
+  } finally {
+    await w.mf.dispose();
+    await o.close();
+  }
+});
+
+test("/v1/stats reads only the roll-up: the same figures after a restart with every device object's storage gone", async () => {
+  const dir = tempDir();
+  const burst = [
+    ...Array.from({ length: 40 }, (_, i) => reading(`bin-G${i}`, 1, i)),
+    reading("bin-G0", 1, 0),
+    reading("bin-G1", 2, 200),
+    unroutable(1),
+  ];
+  const expected = settled(50, { devices: 40, received: 43, unique: 40, duplicates_suppressed: 1, rejected: 2 }, { ledger_rows: 40 });
+  const first = await start({ persist: dir, vars: { STATS_FLUSH_MS: "50" } });
+  try {
+    await ingest(first.call, burst);
+    await quiet(first.call, expected);
+  } finally {
+    await first.mf.dispose();
+  }
+  fs.rmSync(path.join(dir, "-DeviceObject"), { recursive: true, force: true });
+  const second = await start({ persist: dir, vars: { STATS_FLUSH_MS: "50" } });
+  try {
+    assert.deepEqual(await figures(second.call), expected, "no device object is consulted");
+    const ledger = await get(second.call, "/v1/devices/bin-G0/readings");
+    assert.deepEqual(ledger.body.readings, [], "the device objects really start empty");
+  } finally {
+    await second.mf.dispose();
+    fs.rmSync(dir, { recursive: true, force: true });
+  }
+});
+
+test("a device's figures reach /v1/stats at most once per STATS_FLUSH_MS: later bursts wait, then arrive together", async () => {
+  const FLUSH_MS = 5000;
+  const w = await start({ vars: { STATS_FLUSH_MS: String(FLUSH_MS) } });
+  try {
+    const sentFirst = Date.now();
+    await ingest(w.call, [reading("bin-B", 1, 10)]);
+    // The first flush of a device goes out at once.
+    await until(async () => (await figures(w.call)).received === 1, "the first flush");
+    for (let seq = 2; seq <= 5; seq++) await ingest(w.call, [reading("bin-B", seq, seq)]);
+    const next = await until(async () => {
+      const s = await figures(w.call);
+      return s.received > 1 && { ...s, at: Date.now() };
+    }, "the next flush", QUIET_MS);
+    assert.equal(next.received, 5, "the four later bursts came in one flush");
+    assert.ok(next.at - sentFirst >= FLUSH_MS, `not before STATS_FLUSH_MS (after ${next.at - sentFirst} ms)`);
+  } finally {
+    await w.mf.dispose();
+  }
+});
+
+test("a flush the roll-up applied but whose acknowledgement was lost is sent again and not counted twice", async () => {
+  const dir = tempDir();
+  const vars = { STATS_FLUSH_MS: "50" };
+  const first = await start({ persist: dir, vars });
+  try {
+    await ingest(first.call, [reading("bin-ACK", 1, 10)]);
+    await quiet(first.call, settled(50, { devices: 1, received: 1, unique: 1 }, { ledger_rows: 1 }));
+  } finally {
+    await first.mf.dispose();
+  }
+  // The device can no longer record that a flush was acknowledged: every flush
+  // reaches the roll-up, and the device sends the same version again and again.
+  sqlite(databases(dir, "DeviceObject"), "CREATE TRIGGER lose_ack BEFORE UPDATE OF acknowledged ON stats_flush BEGIN SELECT RAISE(ABORT, 'injected: acknowledgement lost'); END");
+  const second = await start({ persist: dir, vars });
+  const twice = settled(50, { devices: 1, received: 4, unique: 2, duplicates_suppressed: 1, rejected: 1 }, { ledger_rows: 2 });
+  try {
+    await ingest(second.call, [reading("bin-ACK", 2, 20), reading("bin-ACK", 2, 20), reading("bin-ACK", 3, 101)]);
+    await until(() => flushFailures(second, "bin-ACK").length >= 3, "three sends of one version", QUIET_MS);
+    const versions = new Set(flushFailures(second, "bin-ACK").map((l) => l.version));
+    assert.equal(versions.size, 1, "the same version every time");
+    assert.match(flushFailures(second, "bin-ACK")[0].error, /injected: acknowledgement lost/);
+    assert.deepEqual(await figures(second.call), twice, "applied once");
+  } finally {
+    await second.mf.dispose();
+  }
+  sqlite(databases(dir, "DeviceObject"), "DROP TRIGGER lose_ack");
+  const third = await start({ persist: dir, vars });
+  try {
+    await ingest(third.call, [reading("bin-ACK", 4, 40)]);
+    await quiet(third.call, settled(50, { devices: 1, received: 5, unique: 3, duplicates_suppressed: 1, rejected: 1 }, { ledger_rows: 3 }));
+    assert.deepEqual(flushFailures(third, "bin-ACK"), []);
+  } finally {
+    await third.mf.dispose();
+    fs.rmSync(dir, { recursive: true, force: true });
+  }
+});
+
+test("a flush the roll-up refused is kept by the device and arrives once after a restart, with no new burst", async () => {
+  const dir = tempDir();
+  const vars = { STATS_FLUSH_MS: "50" };
+  const before = settled(50, { devices: 1, received: 1, unique: 1 }, { ledger_rows: 1 });
+  const first = await start({ persist: dir, vars });
+  try {
+    await ingest(first.call, [reading("bin-LOST", 1, 10)]);
+    await quiet(first.call, before);
+  } finally {
+    await first.mf.dispose();
+  }
+  // Every shard now refuses to change a device's figures.
+  const shards = databases(dir, "FleetObject");
+  assert.equal(shards.length, 16, "/v1/stats asked the 16 shards");
+  sqlite(shards, "CREATE TRIGGER refuse_flush BEFORE UPDATE ON device_figures BEGIN SELECT RAISE(ABORT, 'injected: roll-up write failed'); END");
+  const second = await start({ persist: dir, vars });
+  try {
+    await ingest(second.call, [reading("bin-LOST", 2, 20), reading("bin-LOST", 2, 20)]);
+    const [failure] = await until(() => flushFailures(second, "bin-LOST").length && flushFailures(second, "bin-LOST"), "a refused flush");
+    assert.match(failure.error, /injected: roll-up write failed/);
+    assert.deepEqual(await figures(second.call), before, "the refused flush changed nothing");
+  } finally {
+    await second.mf.dispose();
+  }
+  sqlite(shards, "DROP TRIGGER refuse_flush");
+  const third = await start({ persist: dir, vars });
+  try {
+    // Only the device's own alarm, restored from storage, can bring this.
+    await quiet(third.call, settled(50, { devices: 1, received: 3, unique: 2, duplicates_suppressed: 1 }, { ledger_rows: 2 }));
+  } finally {
+    await third.mf.dispose();
+    fs.rmSync(dir, { recursive: true, force: true });
+  }
+});
+
+test("backlog figures follow deliveries: waiting, failed attempts and their age, then delivered", async () => {
+  const o = await origin({ failures: 2 });
+  const w = await start({ vars: { ORIGIN_URL: o.url, STATS_FLUSH_MS: "50", RETRY_BASE_MS: "3000", RETRY_MAX_MS: "3000" } });
+  try {
+    const t0 = Date.now();
+    await ingest(w.call, [reading("bin-D1", 1, 10), reading("bin-D1", 2, 20), reading("bin-D2", 1, 30)]);
+    // The first POST of each device fails (bin-D1's carries two readings); the
+    // retries are RETRY_BASE_MS away.
+    const waiting = await until(async () => {
+      const s = await figures(w.call);
+      return s.failed_attempts === 3 && s;
+    }, "the failed attempts");
+    assert.equal(waiting.pending_deliveries, 3);
+    assert.equal(waiting.delivered, 0);
+    assert.ok(waiting.oldest_undelivered_age_ms >= 0 && waiting.oldest_undelivered_age_ms <= Date.now() - t0, String(waiting.oldest_undelivered_age_ms));
+    await quiet(w.call, settled(50, { devices: 2, received: 3, unique: 3 }, { delivered: 3, ledger_rows: 3 }));
+    assert.equal(o.requests.length, 4, "one failed and one accepted POST per device");
+  } finally {
+    await w.mf.dispose();
+    await o.close();
+  }
+});
+
+test("STATS_FLUSH_MS is validated like the other numbers", async () => {
+  for (const bad of ["0", "1.5", "3600001", "soon"]) {
+    const w = await start({ vars: { STATS_FLUSH_MS: bad } });
+    try {
+      const { status, body } = await get(w.call, "/v1/stats");
+      assert.equal(status, 500);
+      assert.equal(body.error.code, "invalid_config");
+      assert.match(body.error.message, /STATS_FLUSH_MS must be a whole number in 1\.\.3600000/);
+    } finally {
+      await w.mf.dispose();
+    }
+  }
+});
