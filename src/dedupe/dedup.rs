@@ -292,7 +292,7 @@ impl Deduplicator {
     pub fn from_seen(seen: SeenSet) -> Deduplicator {
         Deduplicator {
             seen,
-            // Grown on first use: the worker's path (admit_keys) never hashes content.
+            // Sized on first use: the worker's path (admit_keys) never hashes content.
             scratch: String::new(),
         }
     }
@@ -357,6 +357,8 @@ impl Deduplicator {
         provisional: bool,
     ) -> Result<BurstOutcome<'a>, Error> {
         let now = check_time(now_ms)?;
+        // Content is hashed here: one right-sized buffer for it, once per deduplicator.
+        self.scratch.reserve(64);
         let received = readings.len();
         let evicted_before = self.seen.stats().evicted_before_ttl;
         self.seen.sweep(now);

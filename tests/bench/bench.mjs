@@ -249,15 +249,29 @@ for (const [path, call] of [
     }
     return `[${parts.join(',')}]`;
   };
-  console.log(`\nper-device memory (default options: ttlMs 6 h, maxKeys 100,000; Deduplicators in one fresh instance, bursts of ${BURST} readings 1 min apart):`);
-  for (const [keys, devices] of [[0, 10_000], [1, 10_000], [40, 10_000], [400, 1_000]]) {
+  /** The same burst as keys, one per line, as a device object receives them. */
+  const deviceKeys = (dev, from, count) => {
+    const lines = [];
+    for (let seq = from; seq < from + count; seq++) {
+      const hex = ((dev * 2654435761 + seq * 40503) >>> 0).toString(16).padStart(8, '0');
+      lines.push(`bin-${String(dev).padStart(5, '0')}:${seq}:${hex}${hex}`);
+    }
+    return lines.join('\n');
+  };
+  const PATHS = {
+    worker: (d, dev, from, count, now) => d.admitKeys(deviceKeys(dev, from, count), now),
+    library: (d, dev, from, count, now) => d.processBurstJson(deviceBurst(dev, from, count), now),
+  };
+  console.log(`\nper-device memory (default options: ttlMs 6 h, maxKeys 100,000; Deduplicators in one fresh instance, bursts of ${BURST} readings 1 min apart;` +
+    ` worker: keys through admitKeys, as the device objects; library: readings through processBurstJson):`);
+  for (const [keys, devices, path] of [[0, 10_000, 'worker'], [1, 10_000, 'worker'], [40, 10_000, 'worker'], [40, 10_000, 'library'], [400, 1_000, 'worker']]) {
     const m = await instance();
     const before = m.memory.buffer.byteLength;
     const ds = [];
     for (let dev = 0; dev < devices; dev++) ds.push(new m.Deduplicator());
     for (let from = 0, b = 0; from < keys; from += BURST, b++) {
       const count = Math.min(BURST, keys - from);
-      for (let dev = 0; dev < devices; dev++) ds[dev].processBurstJson(deviceBurst(dev, from, count), NOW + b * 60_000);
+      for (let dev = 0; dev < devices; dev++) PATHS[path](ds[dev], dev, from, count, NOW + b * 60_000);
     }
     const grown = m.memory.buffer.byteLength - before;
     let held = 0;
@@ -266,8 +280,8 @@ for (const [path, call] of [
       if (s.keys !== keys || s.admitted !== keys) throw new Error(`a device holds ${s.keys} keys (admitted ${s.admitted}), not ${keys}`);
       held += s.memory_bytes;
     }
-    const what = keys === 0 ? 'idle (empty)' : `${keys} key${keys > 1 ? 's' : ''} each (${Math.ceil(keys / BURST)} burst${keys > BURST ? 's' : ''})`;
-    console.log(`  ${what.padEnd(24)} ${fmt(devices).padStart(6)} devices: linear memory ${MB(m.memory.buffer.byteLength)}, ` +
+    const what = keys === 0 ? 'idle (empty)' : `${keys} key${keys > 1 ? 's' : ''} each (${Math.ceil(keys / BURST)} burst${keys > BURST ? 's' : ''}, ${path})`;
+    console.log(`  ${what.padEnd(34)} ${fmt(devices).padStart(6)} devices: linear memory ${MB(m.memory.buffer.byteLength)}, ` +
       `growth ${MB(grown)} = ${fmt(grown / devices)} B/device; seen-set allocations ${fmt(held / devices)} B/device`);
     for (const d of ds) d.free();
   }
