@@ -162,29 +162,11 @@ fn audit_context(context: JsValue) -> Result<AuditContext, JsValue> {
     serde_wasm_bindgen::from_value(context).map_err(|e| to_js(Error::InvalidBurst(e.to_string())))
 }
 
-// The core's `Stats` (src/dedupe/seen/ carries no tsify derive) mirrored
-// member for member, plus memory and limits; `of` ties the two.
 /// What `stats()` returns: the seen-set's counters, its memory and its limits.
 #[derive(Serialize, Tsify)]
 pub struct DeduplicatorStats {
-    /// Keys held now, pending ones included.
-    keys: u64,
-    /// Keys held provisionally, awaiting `confirm` or `release`.
-    pending: u64,
-    /// Keys ever admitted (provisionally or not).
-    admitted: u64,
-    /// Lookups that found a confirmed key.
-    duplicates: u64,
-    /// Lookups that found a pending key (of an earlier burst).
-    pending_hits: u64,
-    /// Keys dropped because the cap was reached before their TTL ran out.
-    evicted_before_ttl: u64,
-    /// Keys dropped because their TTL ran out.
-    expired: u64,
-    /// Pending keys withdrawn by `release`.
-    released: u64,
-    /// Admissions whose device and seq were already held with other content.
-    seq_reuses: u64,
+    #[serde(flatten)]
+    stats: Stats,
     /// Bytes of memory the seen-set holds.
     memory_bytes: usize,
     ttl_ms: u64,
@@ -193,29 +175,8 @@ pub struct DeduplicatorStats {
 
 impl DeduplicatorStats {
     fn of(seen: &SeenSet) -> DeduplicatorStats {
-        // Every member named, no `..`: a counter added to or renamed in the core's
-        // `Stats` stops this build until it is declared here too.
-        let Stats {
-            keys,
-            pending,
-            admitted,
-            duplicates,
-            pending_hits,
-            evicted_before_ttl,
-            expired,
-            released,
-            seq_reuses,
-        } = seen.stats();
         DeduplicatorStats {
-            keys,
-            pending,
-            admitted,
-            duplicates,
-            pending_hits,
-            evicted_before_ttl,
-            expired,
-            released,
-            seq_reuses,
+            stats: seen.stats(),
             memory_bytes: seen.memory_bytes(),
             ttl_ms: seen.config().ttl_ms(),
             max_keys: seen.config().max_keys(),

@@ -129,6 +129,7 @@ impl Config {
 
 /// Lifetime counters. `keys` and `pending` are current sizes; the rest only grow.
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq, serde::Serialize)]
+#[cfg_attr(feature = "typescript", derive(tsify::Tsify))]
 pub struct Stats {
     /// Keys held now, pending ones included.
     pub keys: u64,
