@@ -1,0 +1,192 @@
+// Review of the /v1/stats roll-up (src/worker/fleet.js) under storage that does not
+// look like a fresh deployment: a device object whose storage was reset, and device
+// objects written by 0.1.0 (before the roll-up existed). Also the one write failure
+// whose burst is answered 200. In workerd (Miniflare) with persistence; faults and
+// old state are made in the objects' SQLite files between two runs, as
+// fleet.test.mjs does (no mocks).
+import { test } from "node:test";
+import assert from "node:assert/strict";
+import fs from "node:fs";
+import path from "node:path";
+import { execFileSync } from "node:child_process";
+import { start, post, get, until, tempDir } from "./harness.mjs";
+
+const reading = (device_id, seq, fill_pct) => ({ device_id, seq, ts: "2026-07-16T09:00:00Z", fill_pct });
+const VARS = { STATS_FLUSH_MS: "50" };
+/** With STATS_FLUSH_MS = 50 every flush is in well within this. */
+const SETTLE_MS = 6_000;
+
+async function stats(call) {
+  const { status, body } = await get(call, "/v1/stats");
+  assert.equal(status, 200);
+  const { as_of, stats_flush_ms, oldest_undelivered_age_ms, ...rest } = body;
+  return rest;
+}
+
+/** Polls /v1/stats until `pick(stats)` equals `expected` or SETTLE_MS passes, then asserts it. */
+async function settles(call, pick, expected, message) {
+  let last;
+  try {
+    await until(async () => {
+      last = pick(await stats(call));
+      try {
+        assert.deepEqual(last, expected);
+        return true;
+      } catch {
+        return false;
+      }
+    }, message, SETTLE_MS);
+  } catch {
+    // fall through to the assertion with the last figures seen
+  }
+  assert.deepEqual(last, expected, message);
+}
+
+const counters = ({ devices, received, unique, duplicates_suppressed, rejected }) => ({ devices, received, unique, duplicates_suppressed, rejected });
+
+async function ingest(call, burst, status = 200) {
+  const res = await post(call, "/v1/readings", burst);
+  assert.equal(res.status, status);
+  return res.json();
+}
+
+function databases(dir, className) {
+  const at = path.join(dir, `-${className}`);
+  return fs
+    .readdirSync(at)
+    .filter((f) => f.endsWith(".sqlite") && f !== "metadata.sqlite")
+    .map((f) => path.join(at, f));
+}
+
+/** Runs SQL statements on each file (python3's sqlite3, while no runtime holds them). */
+function sqlite(files, script) {
+  for (const file of files) {
+    execFileSync("python3", ["-c", "import sqlite3,sys; c=sqlite3.connect(sys.argv[1]); c.executescript(sys.argv[2]); c.commit()", file, script]);
+  }
+}
+
+test("a device object whose storage was reset keeps counting in /v1/stats: its new flushes are not taken for old versions", async () => {
+  const dir = tempDir();
+  const first = await start({ persist: dir, vars: VARS });
+  try {
+    // Three bursts: the shard holds this device's figures at version 3.
+    for (let seq = 1; seq <= 3; seq++) await ingest(first.call, [reading("bin-RESET", seq, seq)]);
+    await settles(first.call, counters, { devices: 1, received: 3, unique: 3, duplicates_suppressed: 0, rejected: 0 }, "the first three readings");
+  } finally {
+    await first.mf.dispose();
+  }
+  // The device object's storage is gone (fleet.test.mjs does the same to show that
+  // /v1/stats does not depend on it); the roll-up shards keep their rows.
+  fs.rmSync(path.join(dir, "-DeviceObject"), { recursive: true, force: true });
+  const second = await start({ persist: dir, vars: VARS });
+  try {
+    // Four more readings: the new object counts its versions from 1 again.
+    for (let seq = 4; seq <= 7; seq++) await ingest(second.call, [reading("bin-RESET", seq, seq)]);
+    // `received` .. `seq_reuses` "count every reading since the start" (README):
+    // 3 + 4. Today versions 1..3 of the new object are acknowledged without being
+    // applied (the shard holds version 3) and version 4 adds 4 - 3: 4, not 7.
+    await settles(second.call, counters, { devices: 1, received: 7, unique: 7, duplicates_suppressed: 0, rejected: 0 }, "all seven readings counted once");
+  } finally {
+    await second.mf.dispose();
+    fs.rmSync(dir, { recursive: true, force: true });
+  }
+});
+
+/**
+ * A persistence directory holding one device object as 0.1.0 (38f584c) left it: the
+ * same `readings` table, and a `counters` table with 0.1.0's names (`duplicates`,
+ * not `duplicates_suppressed`, and its `registered` mark), no `stats_flush` table,
+ * and no roll-up shards (0.1.0 kept a registry object named "fleet" instead). The
+ * device stored `bin-OLD` seq 1 once and suppressed its replay.
+ */
+async function storageOf010() {
+  const dir = tempDir();
+  const w = await start({ persist: dir, vars: VARS });
+  try {
+    await ingest(w.call, [reading("bin-OLD", 1, 10), reading("bin-OLD", 1, 10)]);
+    await settles(w.call, counters, { devices: 1, received: 2, unique: 1, duplicates_suppressed: 1, rejected: 0 }, "setup");
+  } finally {
+    await w.mf.dispose();
+  }
+  sqlite(
+    databases(dir, "DeviceObject"),
+    `DROP TABLE stats_flush;
+     UPDATE counters SET name = 'duplicates' WHERE name = 'duplicates_suppressed';
+     INSERT INTO counters (name, value) VALUES ('registered', 1);`,
+  );
+  fs.rmSync(path.join(dir, "-FleetObject"), { recursive: true, force: true });
+  return dir;
+}
+
+test("upgraded from 0.1.0 storage: /v1/stats counts the devices and readings stored before the upgrade", async () => {
+  const dir = await storageOf010();
+  const w = await start({ persist: dir, vars: VARS });
+  try {
+    // 0.1.0's /v1/stats (fan-out) answered devices 1, received 2, unique 1,
+    // duplicates_suppressed 1, ledger_rows 1 for this state. The roll-up never hears
+    // of this device until it receives a new burst: stats_flush.device_id is NULL, so
+    // flushDue() is null and nothing is ever sent, deliveries and retention included.
+    await settles(
+      w.call,
+      (s) => ({ ...counters(s), ledger_rows: s.ledger_rows }),
+      { devices: 1, received: 2, unique: 1, duplicates_suppressed: 1, rejected: 0, ledger_rows: 1 },
+      "the device stored before the upgrade is in /v1/stats",
+    );
+  } finally {
+    await w.mf.dispose();
+    fs.rmSync(dir, { recursive: true, force: true });
+  }
+});
+
+test("upgraded from 0.1.0 storage: received = unique + duplicates_suppressed + rejected still holds after the next burst", async () => {
+  const dir = await storageOf010();
+  const w = await start({ persist: dir, vars: VARS });
+  try {
+    await ingest(w.call, [reading("bin-OLD", 2, 20)]);
+    // The flush carries received 3 and unique 2, but duplicates_suppressed 0: the
+    // replay 0.1.0 counted under `duplicates` is read under no name at all.
+    await settles(w.call, counters, { devices: 1, received: 3, unique: 2, duplicates_suppressed: 1, rejected: 0 }, "the upgraded device's figures");
+    const s = await stats(w.call);
+    assert.equal(s.received, s.unique + s.duplicates_suppressed + s.rejected, "README: holds in every reply");
+  } finally {
+    await w.mf.dispose();
+    fs.rmSync(dir, { recursive: true, force: true });
+  }
+});
+
+test("a burst whose device object could not store its counts is not answered 200 and forgotten", async () => {
+  const dir = tempDir();
+  const first = await start({ persist: dir, vars: VARS });
+  try {
+    await ingest(first.call, [reading("bin-RJ", 1, 10)]);
+    await settles(first.call, counters, { devices: 1, received: 1, unique: 1, duplicates_suppressed: 0, rejected: 0 }, "setup");
+  } finally {
+    await first.mf.dispose();
+  }
+  // The device object's writes fail (as in worker.test.mjs's failed-write test).
+  const files = databases(dir, "DeviceObject");
+  sqlite(files, "CREATE TRIGGER fail_count BEFORE UPDATE OF version ON stats_flush BEGIN SELECT RAISE(ABORT, 'injected'); END;");
+  const second = await start({ persist: dir, vars: VARS });
+  let res;
+  try {
+    // One reading, rejected (fill_pct 101) but routable to bin-RJ: its device object
+    // must count it, and that write fails (the audit line says burst_not_stored).
+    res = await post(second.call, "/v1/readings", [reading("bin-RJ", 2, 101)]);
+    await res.json();
+  } finally {
+    await second.mf.dispose();
+  }
+  sqlite(files, "DROP TRIGGER fail_count;");
+  const third = await start({ persist: dir, vars: VARS });
+  try {
+    if (res.status === 200) {
+      // Answered as processed, so the sender never resends it: it must be counted.
+      await settles(third.call, counters, { devices: 1, received: 2, unique: 1, duplicates_suppressed: 0, rejected: 1 }, "a 200 burst's rejection is in /v1/stats");
+    } else {
+      assert.equal(res.status, 503, "or the sender is told to retry");
+    }
+  } finally {
+    await third.mf.dispose();
+    fs.rmSync(dir, { recursive: true, force: true });
+  }
+});
