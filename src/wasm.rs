@@ -188,7 +188,8 @@ impl DeduplicatorStats {
 #[derive(Serialize, Tsify)]
 pub struct KeyAdmission {
     /// One verdict per key, in order: 0 admitted, 1 admitted with a seq reuse (its
-    /// device and seq were held with other content), 2 duplicate.
+    /// device and seq were held with other content), 2 duplicate, 3 pending (held
+    /// provisionally by another call's open ticket; library use only).
     // The core's `Verdict` as a byte; bytes become a Uint8Array (see `serializer`).
     #[tsify(type = "Uint8Array")]
     verdicts: Verdicts,

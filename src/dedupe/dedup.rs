@@ -173,6 +173,9 @@ pub enum Verdict {
     AdmittedSeqReuse = 1,
     /// Held already: first write wins, this copy is suppressed.
     Duplicate = 2,
+    /// Held provisionally by another call's open ticket (library use only): neither
+    /// admitted nor a duplicate, since those rows may yet fail to store; retry it.
+    Pending = 3,
 }
 
 /// The outcome of [`Deduplicator::admit_keys`]: a verdict per key, in order, and
@@ -505,10 +508,15 @@ impl Deduplicator {
                             Verdict::Admitted
                         }
                     }
-                    // Without a ticket nothing is ever pending.
-                    Admission::Duplicate | Admission::Pending => {
+                    Admission::Duplicate => {
                         counts.duplicates_suppressed += 1;
                         Verdict::Duplicate
+                    }
+                    // A key of another call's open ticket (`process_burst` with
+                    // `provisional`); this call opens none.
+                    Admission::Pending => {
+                        counts.pending += 1;
+                        Verdict::Pending
                     }
                 },
             )

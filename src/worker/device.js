@@ -5,7 +5,7 @@ import { DurableObject } from "cloudflare:workers";
 import { config } from "./config.js";
 import { auditLine, Deduplicator, guarded, HttpError, isoTime, wasmGeneration } from "./core.js";
 import { deliver } from "./delivery.js";
-import { countBurst, DEVICE_SCHEMA, flush, flushDue, noteChange } from "./fleet.js";
+import { countBurst, flush, flushDue, noteChange, prepareDevice } from "./fleet.js";
 
 const SCHEMA = `
 CREATE TABLE IF NOT EXISTS readings (
@@ -24,7 +24,7 @@ CREATE TABLE IF NOT EXISTS readings (
 );
 CREATE INDEX IF NOT EXISTS readings_by_admission ON readings (admitted_at);
 CREATE INDEX IF NOT EXISTS readings_due ON readings (state, next_attempt_at);
-${DEVICE_SCHEMA}`;
+`;
 
 // A key that expired from the seen-set and arrives again is admitted again (the
 // core's TTL semantics), so its row is replaced rather than duplicated. REPLACE
@@ -35,14 +35,21 @@ const INSERT = `
 INSERT OR REPLACE INTO readings (key, device_id, seq, ts, fill_pct, admitted_at, burst_id, state, next_attempt_at)
 VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)`;
 
-/** A verdict of `admitKeys`: the key was held already. */
-const DUPLICATE = 2;
+/** The verdicts of `admitKeys` that admitted the key (1: with a seq reuse). */
+const ADMITTED = new Set([0, 1]);
 
 export class DeviceObject extends DurableObject {
   constructor(ctx, env) {
     super(ctx, env);
     this.sql = ctx.storage.sql;
     this.sql.exec(SCHEMA);
+    if (prepareDevice(this.sql)) {
+      // Storage from 0.1.0: flush its figures to the roll-up soon.
+      ctx.blockConcurrencyWhile(async () => {
+        const at = await ctx.storage.getAlarm();
+        if (at === null || at > Date.now()) await ctx.storage.setAlarm(Date.now());
+      });
+    }
     this.dedup = null;
     this.generation = -1;
   }
@@ -61,9 +68,16 @@ export class DeviceObject extends DurableObject {
     if (this.dedup && this.generation === wasmGeneration()) return this.dedup;
     this.drop();
     const generation = wasmGeneration();
+    // The newest MAX_KEYS_PER_DEVICE rows within the TTL, replayed oldest first: what
+    // the cap would have kept anyway, so the rebuild is linear in the keys it holds.
     const rows = this.sql
-      .exec("SELECT key, admitted_at FROM readings WHERE admitted_at > ? ORDER BY admitted_at, rowid", now - cfg.TTL_MS)
-      .toArray();
+      .exec(
+        "SELECT key, admitted_at FROM readings WHERE admitted_at > ? ORDER BY admitted_at DESC, rowid DESC LIMIT ?",
+        now - cfg.TTL_MS,
+        cfg.MAX_KEYS_PER_DEVICE,
+      )
+      .toArray()
+      .reverse();
     const keys = rows.map((r) => r.key).join("\n");
     const times = Float64Array.from(rows, (r) => r.admitted_at);
     this.dedup = Deduplicator.fromKeys(keys, times, { ttlMs: cfg.TTL_MS, maxKeys: cfg.MAX_KEYS_PER_DEVICE });
@@ -83,7 +97,8 @@ export class DeviceObject extends DurableObject {
    * this device's readings rejected while routing; they count in this burst's
    * audit line. Between admitting and storing nothing is awaited, so no other
    * request can see a key admitted but not stored. Returns `{ok: true, verdicts}`
-   * (a byte per reading: 0 admitted, 1 admitted with a seq reuse, 2 duplicate),
+   * (a byte per reading: 0 admitted, 1 admitted with a seq reuse, 2 duplicate; 3,
+   * pending, needs a provisional admission, which the worker never makes),
    * or `{ok: false, status, code, message, verdicts?}` when nothing was stored.
    */
   async ingest({ device_id, readings, refused = 0, route, burst_id }) {
@@ -103,7 +118,7 @@ export class DeviceObject extends DurableObject {
     try {
       this.ctx.storage.transactionSync(() => {
         readings.forEach((r, i) => {
-          if (out.verdicts[i] === DUPLICATE) return;
+          if (!ADMITTED.has(out.verdicts[i])) return;
           this.sql.exec(INSERT, r.key, device_id, r.seq, r.ts, r.fill_pct, now, burst_id, state, state === "pending" ? now : null);
         });
         countBurst(this.sql, device_id, counts);

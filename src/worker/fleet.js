@@ -54,21 +54,46 @@ ON CONFLICT (name) DO UPDATE SET value = value + excluded.value`;
 // --- device side ------------------------------------------------------------------
 
 /**
- * The device's tables for the roll-up: its counters, and one row recording the
- * current `version` of its figures, the last version a shard `acknowledged`, and
- * the earliest time the next flush may start.
+ * The device's tables for the roll-up: its counters, and one row recording this
+ * storage's `incarnation` (a random id drawn when the row is created: a device
+ * object whose storage was reset or restored starts a new one), the current
+ * `version` of its figures, the last version a shard `acknowledged`, and the
+ * earliest time the next flush may start.
  */
-export const DEVICE_SCHEMA = `
+const DEVICE_SCHEMA = `
 CREATE TABLE IF NOT EXISTS counters (name TEXT PRIMARY KEY, value INTEGER NOT NULL);
 CREATE TABLE IF NOT EXISTS stats_flush (
   id INTEGER PRIMARY KEY CHECK (id = 0),
+  incarnation TEXT NOT NULL,
   device_id TEXT,
   version INTEGER NOT NULL,
   acknowledged INTEGER NOT NULL,
   next_flush_at INTEGER NOT NULL
 );
-INSERT OR IGNORE INTO stats_flush (id, device_id, version, acknowledged, next_flush_at) VALUES (0, NULL, 0, 0, 0);
 `;
+
+/**
+ * Creates the device's roll-up tables (after its `readings` table). Storage that
+ * 0.1.0 wrote has no `stats_flush` row yet: its counters are renamed as this
+ * version names them (`duplicates` → `duplicates_suppressed`; `pending` never
+ * happened, `registered` is gone) and its figures are marked for a flush, so the
+ * device appears in /v1/stats the next time its object wakes (an uplink, its
+ * retention alarm, a read of its ledger). Returns whether anything is to flush.
+ */
+export function prepareDevice(sql) {
+  sql.exec(DEVICE_SCHEMA);
+  const created = sql.exec(
+    "INSERT OR IGNORE INTO stats_flush (id, incarnation, device_id, version, acknowledged, next_flush_at) VALUES (0, ?, NULL, 0, 0, 0)",
+    crypto.randomUUID(),
+  ).rowsWritten;
+  if (!created) return false;
+  sql.exec("UPDATE OR IGNORE counters SET name = 'duplicates_suppressed' WHERE name = 'duplicates'");
+  sql.exec("DELETE FROM counters WHERE name IN ('duplicates', 'pending', 'registered')");
+  const row = sql.exec("SELECT device_id FROM readings LIMIT 1").toArray()[0];
+  if (!row) return false;
+  sql.exec("UPDATE stats_flush SET device_id = ?, version = 1", row.device_id);
+  return true;
+}
 
 /**
  * Adds one burst's counts (`received`, `unique`, `duplicates_suppressed`,
@@ -97,9 +122,9 @@ export function flushDue(sql, now) {
 export async function flush(storage, env, cfg) {
   const sql = storage.sql;
   const now = Date.now();
-  const s = sql.exec("SELECT device_id, version, acknowledged, next_flush_at FROM stats_flush").one();
+  const s = sql.exec("SELECT incarnation, device_id, version, acknowledged, next_flush_at FROM stats_flush").one();
   if (s.device_id === null || s.version <= s.acknowledged || s.next_flush_at > now) return;
-  const report = { device_id: s.device_id, version: s.version, ...figures(sql) };
+  const report = { device_id: s.device_id, incarnation: s.incarnation, version: s.version, ...figures(sql) };
   try {
     // Recorded before sending, so that even a flush whose outcome is lost waits its turn.
     sql.exec("UPDATE stats_flush SET next_flush_at = ?", now + cfg.STATS_FLUSH_MS);
@@ -206,6 +231,7 @@ export class FleetObject extends DurableObject {
     this.sql.exec(`
       CREATE TABLE IF NOT EXISTS device_figures (
         device_id TEXT PRIMARY KEY,
+        incarnation TEXT NOT NULL,
         version INTEGER NOT NULL,
         figures TEXT NOT NULL,            -- JSON: the SUMMED names
         oldest_undelivered_at INTEGER,
@@ -215,23 +241,32 @@ export class FleetObject extends DurableObject {
       CREATE TABLE IF NOT EXISTS counters (name TEXT PRIMARY KEY, value INTEGER NOT NULL);`);
   }
 
-  /** Applies a device's flush if it is newer than the last one applied; returns whether it was. */
-  apply({ device_id, version, oldest_undelivered_at, ...figures }) {
+  /**
+   * Applies a device's flush if it is newer than the last one applied; returns
+   * whether it was. A flush of a new incarnation (the device object's storage was
+   * reset or restored) starts its versions anew: its cumulative counters add to
+   * what the earlier incarnations counted, its backlog figures replace theirs.
+   */
+  apply({ device_id, incarnation, version, oldest_undelivered_at, ...figures }) {
     return this.ctx.storage.transactionSync(() => {
-      const row = this.sql.exec("SELECT version, figures FROM device_figures WHERE device_id = ?", device_id).toArray()[0];
-      if (row && row.version >= version) return false;
+      const row = this.sql.exec("SELECT incarnation, version, figures FROM device_figures WHERE device_id = ?", device_id).toArray()[0];
+      const same = row?.incarnation === incarnation;
+      if (same && row.version >= version) return false;
       const before = row ? JSON.parse(row.figures) : {};
       for (const name of SUMMED) {
-        const delta = (figures[name] ?? 0) - (before[name] ?? 0);
+        // Counters of an earlier incarnation stay counted; its gauges are replaced.
+        const was = same || BACKLOG.includes(name) ? (before[name] ?? 0) : 0;
+        const delta = (figures[name] ?? 0) - was;
         if (delta) this.sql.exec(COUNT, name, delta);
       }
       if (!row) this.sql.exec(COUNT, "devices", 1);
       const kept = JSON.stringify(Object.fromEntries(SUMMED.map((name) => [name, figures[name] ?? 0])));
       this.sql.exec(
-        `INSERT INTO device_figures (device_id, version, figures, oldest_undelivered_at, flushed_at) VALUES (?, ?, ?, ?, ?)
-         ON CONFLICT (device_id) DO UPDATE SET version = excluded.version, figures = excluded.figures,
-           oldest_undelivered_at = excluded.oldest_undelivered_at, flushed_at = excluded.flushed_at`,
+        `INSERT INTO device_figures (device_id, incarnation, version, figures, oldest_undelivered_at, flushed_at) VALUES (?, ?, ?, ?, ?, ?)
+         ON CONFLICT (device_id) DO UPDATE SET incarnation = excluded.incarnation, version = excluded.version,
+           figures = excluded.figures, oldest_undelivered_at = excluded.oldest_undelivered_at, flushed_at = excluded.flushed_at`,
         device_id,
+        incarnation,
         version,
         kept,
         oldest_undelivered_at,

@@ -11,8 +11,9 @@ export { FleetObject } from "./fleet.js";
 // Webhook routes: every format the core maps but the native one (/v1/readings).
 const UPLINK_FORMATS = new Set(limits().formats.filter((f) => f !== "readings"));
 
-/** A verdict of the device object's `admitKeys`: the key was held already. */
+/** Verdicts of the device object's `admitKeys`: 0 and 1 admitted, 2 a duplicate. */
 const DUPLICATE = 2;
+const ADMITTED = new Set([0, 1]);
 
 export default {
   async fetch(request, env) {
@@ -164,7 +165,7 @@ function merge(plan, groups, replies, burst_id) {
     readings.forEach(({ index, key }, i) => {
       const verdict = r.verdicts?.[i];
       if (verdict === DUPLICATE) out.duplicates.push(index);
-      else if (r.ok) out.admitted.push({ index, key });
+      else if (r.ok && ADMITTED.has(verdict)) out.admitted.push({ index, key });
       else notStored.push(index);
     });
   });
@@ -173,11 +174,13 @@ function merge(plan, groups, replies, burst_id) {
   out.admitted.sort((a, b) => a.index - b.index);
   out.duplicates.sort((a, b) => a - b);
   out.rejected.sort((a, b) => a.index - b.index);
-  if (notStored.length) {
-    // Not stored (the device object was unreachable or its write failed): the
-    // sender's retry is admitted; what was stored comes back as duplicates.
+  if (errors.length) {
+    // A device object was unreachable or its write failed: its readings (and the
+    // counts of its rejected ones) were not stored. The sender's retry is admitted;
+    // what was stored comes back as duplicates.
     notStored.sort((a, b) => a - b);
-    const error = { code: "retry_later", message: `${notStored.length} reading(s) not stored; retry the request` };
+    const what = notStored.length ? `${notStored.length} reading(s) not stored` : "the burst's counts were not stored";
+    const error = { code: "retry_later", message: `${what}; retry the request` };
     return json(503, { ...out, not_stored: notStored, errors, error }, { "retry-after": "1" });
   }
   return json(200, out);

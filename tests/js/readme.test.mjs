@@ -1,4 +1,4 @@
-// Review: the README's /v1/stats example against what the worker writes. The worker
+// The README's /v1/stats example against what the worker writes. The worker
 // builds `as_of` with the core's isoTime (src/worker/fleet.js), "one timestamp style
 // in everything the worker emits" (issue 8; README "Errors are ...": Python's
 // isoformat() of the UTC instant).

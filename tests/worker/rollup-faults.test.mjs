@@ -1,7 +1,7 @@
-// Review of the /v1/stats roll-up (src/worker/fleet.js) under storage that does not
+// The /v1/stats roll-up (src/worker/fleet.js) under storage that does not
 // look like a fresh deployment: a device object whose storage was reset, and device
 // objects written by 0.1.0 (before the roll-up existed). Also the one write failure
-// whose burst is answered 200. In workerd (Miniflare) with persistence; faults and
+// that must not be answered 200. In workerd (Miniflare) with persistence; faults and
 // old state are made in the objects' SQLite files between two runs, as
 // fleet.test.mjs does (no mocks).
 import { test } from "node:test";
@@ -123,9 +123,10 @@ test("upgraded from 0.1.0 storage: /v1/stats counts the devices and readings sto
   const w = await start({ persist: dir, vars: VARS });
   try {
     // 0.1.0's /v1/stats (fan-out) answered devices 1, received 2, unique 1,
-    // duplicates_suppressed 1, ledger_rows 1 for this state. The roll-up never hears
-    // of this device until it receives a new burst: stats_flush.device_id is NULL, so
-    // flushDue() is null and nothing is ever sent, deliveries and retention included.
+    // duplicates_suppressed 1, ledger_rows 1 for this state. The device object
+    // migrates its storage when it next wakes (here a read of its ledger; in a
+    // deployment also its next uplink or its retention alarm) and flushes it.
+    assert.equal((await get(w.call, "/v1/devices/bin-OLD/readings")).body.readings.length, 1);
     await settles(
       w.call,
       (s) => ({ ...counters(s), ledger_rows: s.ledger_rows }),
@@ -168,23 +169,24 @@ test("a burst whose device object could not store its counts is not answered 200
   sqlite(files, "CREATE TRIGGER fail_count BEFORE UPDATE OF version ON stats_flush BEGIN SELECT RAISE(ABORT, 'injected'); END;");
   const second = await start({ persist: dir, vars: VARS });
   let res;
+  let body;
   try {
     // One reading, rejected (fill_pct 101) but routable to bin-RJ: its device object
     // must count it, and that write fails (the audit line says burst_not_stored).
     res = await post(second.call, "/v1/readings", [reading("bin-RJ", 2, 101)]);
-    await res.json();
+    body = await res.json();
   } finally {
     await second.mf.dispose();
   }
   sqlite(files, "DROP TRIGGER fail_count;");
   const third = await start({ persist: dir, vars: VARS });
   try {
-    if (res.status === 200) {
-      // Answered as processed, so the sender never resends it: it must be counted.
-      await settles(third.call, counters, { devices: 1, received: 2, unique: 1, duplicates_suppressed: 0, rejected: 1 }, "a 200 burst's rejection is in /v1/stats");
-    } else {
-      assert.equal(res.status, 503, "or the sender is told to retry");
-    }
+    // Its counts were not stored, so the sender is told to retry, not "processed".
+    assert.equal(res.status, 503);
+    assert.equal(body.errors[0].code, "storage_unavailable");
+    // The retry, with the fault gone, is counted once.
+    assert.equal((await post(third.call, "/v1/readings", [reading("bin-RJ", 2, 101)])).status, 200);
+    await settles(third.call, counters, { devices: 1, received: 2, unique: 1, duplicates_suppressed: 0, rejected: 1 }, "the retried rejection is in /v1/stats");
   } finally {
     await third.mf.dispose();
     fs.rmSync(dir, { recursive: true, force: true });
