@@ -6,8 +6,7 @@ import { test } from "node:test";
 import assert from "node:assert/strict";
 import fs from "node:fs";
 import path from "node:path";
-import { execFileSync } from "node:child_process";
-import { start, post, get, origin, until, tempDir } from "./harness.mjs";
+import { start, post, get, origin, until, tempDir, databases, sqlite } from "./harness.mjs";
 
 const reading = (device_id, seq, fill_pct, ts = "2026-07-16T09:00:00Z") => ({ device_id, seq, ts, fill_pct });
 const unroutable = (seq) => ({ seq, ts: "2026-07-16T09:00:00Z", fill_pct: 1 });
@@ -71,21 +70,6 @@ async function ingest(call, burst) {
   return res.json();
 }
 
-/** The objects' SQLite files of one class in a persistence directory. */
-function databases(dir, className) {
-  const at = path.join(dir, `-${className}`);
-  return fs
-    .readdirSync(at)
-    .filter((f) => f.endsWith(".sqlite") && f !== "metadata.sqlite")
-    .map((f) => path.join(at, f));
-}
-
-/** Runs one SQL statement on each file (python3's sqlite3, while no runtime holds them). */
-function sqlite(files, statement) {
-  for (const file of files) {
-    execFileSync("python3", ["-c", "import sqlite3,sys; c=sqlite3.connect(sys.argv[1]); c.execute(sys.argv[2]); c.commit()", file, statement]);
-  }
-}
 
 const flushFailures = (w, device_id) =>
   w.lines.filter((l) => l.startsWith("{") && l.includes('"stats_flush_failed"')).map((l) => JSON.parse(l)).filter((l) => l.device_id === device_id);

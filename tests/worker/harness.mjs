@@ -3,6 +3,7 @@
 import { Miniflare } from "miniflare";
 import http from "node:http";
 import fs from "node:fs";
+import { execFileSync } from "node:child_process";
 import os from "node:os";
 import path from "node:path";
 
@@ -107,5 +108,24 @@ export async function until(check, what, deadlineMs = 20_000) {
     if (v) return v;
     if (Date.now() > end) throw new Error(`timed out waiting for ${what}`);
     await new Promise((r) => setTimeout(r, 20));
+  }
+}
+
+/** The objects' SQLite files of one class in a persistence directory. */
+export function databases(dir, className) {
+  const at = path.join(dir, `-${className}`);
+  return fs
+    .readdirSync(at)
+    .filter((f) => f.endsWith(".sqlite") && f !== "metadata.sqlite")
+    .map((f) => path.join(at, f));
+}
+
+/**
+ * Runs SQL statements on each file with python3's sqlite3, while no runtime holds
+ * them: how the tests inject real faults (triggers) and old state, without mocks.
+ */
+export function sqlite(files, script) {
+  for (const file of files) {
+    execFileSync("python3", ["-c", "import sqlite3,sys; c=sqlite3.connect(sys.argv[1]); c.executescript(sys.argv[2]); c.commit()", file, script]);
   }
 }

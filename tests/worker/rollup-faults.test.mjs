@@ -8,8 +8,7 @@ import { test } from "node:test";
 import assert from "node:assert/strict";
 import fs from "node:fs";
 import path from "node:path";
-import { execFileSync } from "node:child_process";
-import { start, post, get, until, tempDir } from "./harness.mjs";
+import { start, post, get, until, tempDir, databases, sqlite } from "./harness.mjs";
 
 const reading = (device_id, seq, fill_pct) => ({ device_id, seq, ts: "2026-07-16T09:00:00Z", fill_pct });
 const VARS = { STATS_FLUSH_MS: "50" };
@@ -50,20 +49,6 @@ async function ingest(call, burst, status = 200) {
   return res.json();
 }
 
-function databases(dir, className) {
-  const at = path.join(dir, `-${className}`);
-  return fs
-    .readdirSync(at)
-    .filter((f) => f.endsWith(".sqlite") && f !== "metadata.sqlite")
-    .map((f) => path.join(at, f));
-}
-
-/** Runs SQL statements on each file (python3's sqlite3, while no runtime holds them). */
-function sqlite(files, script) {
-  for (const file of files) {
-    execFileSync("python3", ["-c", "import sqlite3,sys; c=sqlite3.connect(sys.argv[1]); c.executescript(sys.argv[2]); c.commit()", file, script]);
-  }
-}
 
 test("a device object whose storage was reset keeps counting in /v1/stats: its new flushes are not taken for old versions", async () => {
   const dir = tempDir();
