@@ -43,3 +43,11 @@ export class HttpError extends Error {
 }
 
 export const { auditLine, Deduplicator, isoTime, limits, parseUplink } = core;
+
+/**
+ * The verdict bytes of `admitKeys` (src/wasm.rs, `KeyAdmission`): 0 admitted, 1
+ * admitted with a seq reuse, 2 duplicate, 3 pending (a provisional key of another
+ * call; the worker makes none).
+ */
+export const ADMITTED = new Set([0, 1]);
+export const DUPLICATE = 2;

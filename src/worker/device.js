@@ -3,7 +3,7 @@
 // to ORIGIN_URL and the record from which the in-memory seen-set is rebuilt.
 import { DurableObject } from "cloudflare:workers";
 import { config } from "./config.js";
-import { auditLine, Deduplicator, guarded, HttpError, isoTime, wasmGeneration } from "./core.js";
+import { ADMITTED, auditLine, Deduplicator, guarded, HttpError, isoTime, wasmGeneration } from "./core.js";
 import { deliver } from "./delivery.js";
 import { countBurst, flush, flushDue, noteChange, prepareDevice } from "./fleet.js";
 
@@ -34,9 +34,6 @@ CREATE INDEX IF NOT EXISTS readings_due ON readings (state, next_attempt_at);
 const INSERT = `
 INSERT OR REPLACE INTO readings (key, device_id, seq, ts, fill_pct, admitted_at, burst_id, state, next_attempt_at)
 VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)`;
-
-/** The verdicts of `admitKeys` that admitted the key (1: with a seq reuse). */
-const ADMITTED = new Set([0, 1]);
 
 export class DeviceObject extends DurableObject {
   constructor(ctx, env) {

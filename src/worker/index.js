@@ -2,7 +2,7 @@
 // readings to its Durable Object. Parsing and mapping webhooks happens in the Wasm
 // core (parseUplink); deduplication, storage and delivery in src/worker/device.js.
 import { config } from "./config.js";
-import { auditLine, guarded, HttpError, limits, parseUplink } from "./core.js";
+import { ADMITTED, auditLine, DUPLICATE, guarded, HttpError, limits, parseUplink } from "./core.js";
 import { countUnroutable, fleetStats } from "./fleet.js";
 
 export { DeviceObject } from "./device.js";
@@ -10,10 +10,6 @@ export { FleetObject } from "./fleet.js";
 
 // Webhook routes: every format the core maps but the native one (/v1/readings).
 const UPLINK_FORMATS = new Set(limits().formats.filter((f) => f !== "readings"));
-
-/** Verdicts of the device object's `admitKeys`: 0 and 1 admitted, 2 a duplicate. */
-const DUPLICATE = 2;
-const ADMITTED = new Set([0, 1]);
 
 export default {
   async fetch(request, env) {
