@@ -50,9 +50,11 @@ fi
 ok "$(wasm-pack --version)"
 
 # --- Debian packages: headless browser and its driver --------------------------
-# binary -> Debian package (python3: the worker test that injects a SQLite fault). (wasm-opt comes from npm, see below: Debian's
-# binaryen 108 exports the wrong table as __wbindgen_externrefs.)
-declare -A apt_pkg=([chromium]=chromium [chromedriver]=chromium-driver [python3]=python3)
+# binary -> Debian package: the two headless browsers of the wasm-bindgen tests
+# (Chromium and Firefox ESR) and python3 (the worker tests that inject SQLite faults).
+# wasm-opt comes from npm, see below: Debian's binaryen 108 exports the wrong table
+# as __wbindgen_externrefs.
+declare -A apt_pkg=([chromium]=chromium [chromedriver]=chromium-driver [firefox-esr]=firefox-esr [python3]=python3)
 missing=()
 for bin in "${!apt_pkg[@]}"; do
   command -v "$bin" >/dev/null 2>&1 || missing+=("${apt_pkg[$bin]}")
@@ -63,7 +65,14 @@ if [ ${#missing[@]} -gt 0 ]; then
   as_root env DEBIAN_FRONTEND=noninteractive apt-get update -q
   as_root env DEBIAN_FRONTEND=noninteractive apt-get install -y -q --no-install-recommends "${missing[@]}"
 fi
-ok "chromium $(chromium --version 2>/dev/null | awk '{print $2}'), chromedriver"
+ok "chromium $(chromium --version 2>/dev/null | awk '{print $2}'), chromedriver, $(firefox-esr --version 2>/dev/null)"
+
+# --- geckodriver: Firefox's WebDriver, not packaged by Debian 12 ----------------
+if ! command -v geckodriver >/dev/null 2>&1; then
+  doing "geckodriver (cargo install, about 3 minutes)"
+  cargo install geckodriver --locked || cargo install geckodriver
+fi
+ok "$(geckodriver --version | head -1)"
 
 # --- Node dependencies ---------------------------------------------------------
 command -v npm >/dev/null 2>&1 || die "node/npm not found (need node >= 20)"

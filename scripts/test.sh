@@ -6,9 +6,10 @@ cd "$(dirname "${BASH_SOURCE[0]}")/.."
 bash scripts/setup.sh
 # node_modules/.bin first: wasm-pack must use npm binaryen's wasm-opt, not /usr/bin.
 export PATH="$PWD/node_modules/.bin:$HOME/.cargo/bin:$PATH"
-# wasm-bindgen-test-runner drives the Debian chromium through this driver,
-# with the capabilities in ./webdriver.json.
+# wasm-bindgen-test-runner drives Debian's chromium and firefox-esr through these
+# drivers, with the capabilities in ./webdriver.json.
 export CHROMEDRIVER="${CHROMEDRIVER:-$(command -v chromedriver)}"
+export GECKODRIVER="${GECKODRIVER:-$(command -v geckodriver)}"
 
 step() { printf '\n==> %s\n' "$*"; "$@"; }
 step cargo fmt --all -- --check
@@ -16,6 +17,7 @@ step cargo clippy --all-targets -- -D warnings
 step cargo clippy --all-targets --target wasm32-unknown-unknown -- -D warnings
 step cargo test
 step wasm-pack test --headless --chrome
+step wasm-pack test --headless --firefox
 step npm run --silent build   # the JS tests load pkg/
 step npx tsc -p tests/types   # real use of the API against the generated pkg/*.d.ts
 step node --test tests/js/
