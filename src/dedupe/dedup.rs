@@ -16,7 +16,7 @@
 
 use super::error::{Error, Rejection};
 use super::key::{content_digest, format_key, parse_key};
-use super::reading::{validate, RawBurst, RawReading, Reading};
+use super::reading::{validate, RawReading, Reading};
 use super::seen::{Admission, Config, SeenSet, Stats, MAX_TIME_MS};
 use super::timestamp::{isoformat, IsoBuf};
 use serde::ser::SerializeStruct;
@@ -320,15 +320,10 @@ impl Deduplicator {
         now_ms: f64,
         provisional: bool,
     ) -> Result<BurstOutcome<'a>, Error> {
-        // Valid UTF-8 (the usual case) is checked once here rather than string by
-        // string inside the parser; other bytes take the byte parser, whose errors
-        // (and tolerance of bad bytes in ignored members) stay exactly as they were.
-        let parsed = match std::str::from_utf8(json) {
-            Ok(text) => serde_json::from_str(text),
-            Err(_) => serde_json::from_slice(json),
-        };
-        let burst: RawBurst<'a> = parsed?;
-        self.process_burst(burst.0, now_ms, provisional)
+        // The body rules of every route (src/uplink/json.rs): a member given twice,
+        // numbers out of range, lone surrogates.
+        let readings = crate::uplink::read_burst(json)?;
+        self.process_burst(readings, now_ms, provisional)
     }
 
     /// Processes one burst at `now_ms` (ms since the Unix epoch, the caller's clock).
