@@ -375,7 +375,8 @@ fn seq(v: Scalar<'_>) -> Result<i64, Error> {
         Scalar::Float(_) => return Err(Error::Invalid(Field::Seq, "is outside ±(2^53−1)")),
         _ => return Err(Error::Invalid(Field::Seq, "must be a JSON number")),
     };
-    if n.unsigned_abs() > MAX_SAFE_SEQ.unsigned_abs() {
+    // `unsigned_abs`: `abs` of `i64::MIN` overflows (and wraps to itself in release).
+    if n.unsigned_abs() > MAX_SAFE_SEQ as u64 {
         return Err(Error::Invalid(Field::Seq, "is outside ±(2^53−1)"));
     }
     Ok(n)
