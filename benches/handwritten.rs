@@ -746,7 +746,7 @@ mod native {
         for n in READ_SIZES {
             for seed in 0..200 {
                 let body = burst_body(seed, n);
-                assert_eq!(read_burst(&body).ok(), Some(serde_read(&body)));
+                assert_eq!(read_burst(&body).ok().map(|b| b.0), Some(serde_read(&body)));
             }
         }
         println!("body reader: read_burst = serde_json + RawBurst on 200 bursts each of 10, 100 readings");
@@ -758,7 +758,7 @@ mod native {
             let mut g = c.benchmark_group(format!("read/{n} readings"));
             g.throughput(Throughput::Elements(n as u64));
             g.bench_function("uplink::read_burst", |b| {
-                b.iter(|| black_box(read_burst(black_box(&body)).map(|r| r.len())))
+                b.iter(|| black_box(read_burst(black_box(&body)).map(|r| r.0.len())))
             });
             g.bench_function("serde_json + RawBurst", |b| {
                 b.iter(|| black_box(serde_read(black_box(&body)).len()))

@@ -16,7 +16,7 @@
 
 use super::error::{Error, Rejection};
 use super::key::{content_digest, format_key, parse_key};
-use super::reading::{validate, RawReading, Reading};
+use super::reading::{validate, RawBurst, RawReading, Reading};
 use super::seen::{Admission, Config, SeenSet, Stats, MAX_TIME_MS};
 use super::timestamp::{isoformat, IsoBuf};
 use serde::ser::SerializeStruct;
@@ -322,8 +322,8 @@ impl Deduplicator {
     ) -> Result<BurstOutcome<'a>, Error> {
         // The body rules of every route (src/uplink/json.rs): a member given twice,
         // numbers out of range, lone surrogates.
-        let readings = crate::uplink::read_burst(json)?;
-        self.process_burst(readings, now_ms, provisional)
+        let burst: RawBurst<'a> = crate::uplink::read_burst(json)?;
+        self.process_burst(burst.0, now_ms, provisional)
     }
 
     /// Processes one burst at `now_ms` (ms since the Unix epoch, the caller's clock).

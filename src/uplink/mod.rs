@@ -60,7 +60,7 @@ mod ttn;
 
 use crate::dedupe::error::{Error, Field, Rejection};
 use crate::dedupe::key::{content_digest, format_key};
-use crate::dedupe::reading::{validate, RawReading, Reading, Scalar};
+use crate::dedupe::reading::{validate, RawBurst, RawReading, Reading, Scalar};
 use crate::dedupe::timestamp::{isoformat, IsoBuf, Micros, MAX_MICROS, MIN_MICROS};
 use json::{number_scalar, Json, Object, Reader};
 use serde::{Serialize, Serializer};
@@ -261,8 +261,8 @@ pub fn plan(
 /// ```
 /// use reconnect_dedupe::uplink::read_burst;
 /// let r = read_burst(br#"[{"device_id":"a","seq":1,"seq":2}, {"rssi":1e400}]"#).unwrap();
-/// assert_eq!(r.len(), 2);
-/// assert_eq!(r[0].repeated.as_deref(), Some(r#"member "seq" appears twice"#));
+/// assert_eq!(r.0.len(), 2);
+/// assert_eq!(r.0[0].repeated.as_deref(), Some(r#"member "seq" appears twice"#));
 /// assert_eq!(read_burst(br#"{"readings":[],"readings":[]}"#).unwrap_err().code(), "invalid_json");
 /// ```
 ///
@@ -270,8 +270,8 @@ pub fn plan(
 /// [`Error::InvalidJson`] when the body is not JSON (a member given twice outside a
 /// reading element, a lone surrogate escape included); [`Error::InvalidBurst`] when
 /// it is neither an array nor an object with a `readings` array.
-pub fn read_burst(body: &[u8]) -> Result<Vec<RawReading<'_>>, Error> {
-    native::parse(body)
+pub fn read_burst(body: &[u8]) -> Result<RawBurst<'_>, Error> {
+    native::parse(body).map(RawBurst)
 }
 
 fn within(count: usize, max_readings: usize) -> Result<(), Error> {
