@@ -268,12 +268,56 @@ mod native {
         g.finish();
     }
 
+    /// The body parse of `parseUplink`: the workload's native bursts, and webhooks
+    /// (the with-fill fixtures, each a whole request of one or two readings).
+    fn uplink_plans(c: &mut Criterion) {
+        use reconnect_dedupe::uplink::{plan, FieldNames, Format};
+        let names = FieldNames::default();
+        let stream = workload(20260716, 20_000);
+        let count: usize = stream
+            .iter()
+            .map(|b| {
+                plan(Format::Readings, b.as_bytes(), &names, 100)
+                    .unwrap()
+                    .received
+            })
+            .sum();
+        let mut g = c.benchmark_group("plan");
+        g.throughput(Throughput::Elements(count as u64));
+        g.bench_function("native_workload_20k_readings", |b| {
+            b.iter(|| {
+                for body in &stream {
+                    black_box(plan(Format::Readings, body.as_bytes(), &names, 100).unwrap());
+                }
+            })
+        });
+        let webhooks = [
+            (
+                Format::Tts,
+                "ttn",
+                include_str!("../tests/fixtures/webhooks/with-fill/tts-v3-uplink.json"),
+            ),
+            (
+                Format::ChirpStack,
+                "chirpstack",
+                include_str!("../tests/fixtures/webhooks/with-fill/chirpstack-v4-up.json"),
+            ),
+        ];
+        for (format, name, body) in webhooks {
+            g.throughput(Throughput::Elements(1));
+            g.bench_function(format!("{name}_webhook_request"), |b| {
+                b.iter(|| black_box(plan(format, black_box(body.as_bytes()), &names, 100).unwrap()))
+            });
+        }
+        g.finish();
+    }
+
     criterion_group! {
         name = all;
         config = Criterion::default()
             .sample_size(10)
             .warm_up_time(Duration::from_millis(500))
             .measurement_time(Duration::from_secs(2));
-        targets = key_derivation, fingerprint_hash, seen_set, bursts
+        targets = key_derivation, fingerprint_hash, seen_set, bursts, uplink_plans
     }
 }

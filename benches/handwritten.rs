@@ -7,7 +7,10 @@
 //! * `timestamp::parse_rfc3339` and the isoformat writer against `time`, `chrono` and
 //!   `jiff`;
 //! * `BurstOutcome::to_json` against `serde_json::to_string` on bursts of 1, 10 and
-//!   100 readings.
+//!   100 readings;
+//! * the body reader (`uplink::read_burst`, src/uplink/json.rs) against serde_json
+//!   with the core's `RawBurst` visitor (the path it replaced), on native bursts of
+//!   10 and 100 readings.
 //!
 //! Before anything is timed, every alternative is compared with the code in the
 //! library on seeded samples, and the differences are printed: an alternative that is
@@ -24,6 +27,7 @@ fn main() {
         native::check_floats();
         native::check_timestamps();
         native::check_outcomes();
+        native::check_burst_reads();
         native::all();
         criterion::Criterion::default()
             .configure_from_args()
@@ -39,7 +43,8 @@ mod native {
     use reconnect_dedupe::timestamp::{
         parse_rfc3339, write_isoformat, Micros, TsError, MAX_MICROS, MIN_MICROS,
     };
-    use reconnect_dedupe::{BurstOutcome, Config, Deduplicator};
+    use reconnect_dedupe::uplink::read_burst;
+    use reconnect_dedupe::{BurstOutcome, Config, Deduplicator, RawBurst};
     use std::fmt::Write;
     use std::hint::black_box;
     use std::time::Duration;
@@ -728,6 +733,40 @@ mod native {
         }
     }
 
+    // ----------------------------------------------------------- body reader
+
+    /// serde_json with the core's visitor: how `processBurstJson` read bodies before.
+    fn serde_read(body: &[u8]) -> Vec<reconnect_dedupe::RawReading<'_>> {
+        serde_json::from_slice::<RawBurst>(body).map_or_else(|_| Vec::new(), |b| b.0)
+    }
+
+    const READ_SIZES: [usize; 2] = [10, 100];
+
+    pub fn check_burst_reads() {
+        for n in READ_SIZES {
+            for seed in 0..200 {
+                let body = burst_body(seed, n);
+                assert_eq!(read_burst(&body).ok().map(|b| b.0), Some(serde_read(&body)));
+            }
+        }
+        println!("body reader: read_burst = serde_json + RawBurst on 200 bursts each of 10, 100 readings");
+    }
+
+    fn burst_reads(c: &mut Criterion) {
+        for n in READ_SIZES {
+            let body = burst_body(7, n);
+            let mut g = c.benchmark_group(format!("read/{n} readings"));
+            g.throughput(Throughput::Elements(n as u64));
+            g.bench_function("uplink::read_burst", |b| {
+                b.iter(|| black_box(read_burst(black_box(&body)).map(|r| r.0.len())))
+            });
+            g.bench_function("serde_json + RawBurst", |b| {
+                b.iter(|| black_box(serde_read(black_box(&body)).len()))
+            });
+            g.finish();
+        }
+    }
+
     criterion_group! {
         name = all;
         config = criterion::Criterion::default()
@@ -735,6 +774,6 @@ mod native {
             .sample_size(20)
             .warm_up_time(Duration::from_secs(1))
             .measurement_time(Duration::from_secs(3));
-        targets = floats, timestamps, outcomes
+        targets = floats, timestamps, outcomes, burst_reads
     }
 }

@@ -320,14 +320,9 @@ impl Deduplicator {
         now_ms: f64,
         provisional: bool,
     ) -> Result<BurstOutcome<'a>, Error> {
-        // Valid UTF-8 (the usual case) is checked once here rather than string by
-        // string inside the parser; other bytes take the byte parser, whose errors
-        // (and tolerance of bad bytes in ignored members) stay exactly as they were.
-        let parsed = match std::str::from_utf8(json) {
-            Ok(text) => serde_json::from_str(text),
-            Err(_) => serde_json::from_slice(json),
-        };
-        let burst: RawBurst<'a> = parsed?;
+        // The body rules of every route (src/uplink/json.rs): a member given twice,
+        // numbers out of range, lone surrogates.
+        let burst: RawBurst<'a> = crate::uplink::read_burst(json)?;
         self.process_burst(burst.0, now_ms, provisional)
     }
 

@@ -1,6 +1,7 @@
 //! The one error type of the core. Every variant has a stable `code()` string that
 //! the worker maps to an HTTP status and that clients may match on.
 
+use std::borrow::Cow;
 use std::fmt;
 
 /// A reading's field, as named in rejections.
@@ -25,8 +26,8 @@ impl Field {
 
 #[derive(Debug, Clone, PartialEq)]
 pub enum Error {
-    /// The element of a burst is not a JSON object.
-    InvalidReading(&'static str),
+    /// The element of a burst is not a JSON object, or has a member twice.
+    InvalidReading(Cow<'static, str>),
     /// A required field is absent.
     Missing(Field),
     /// A field is present but breaks its rule; the text says which rule.

@@ -134,8 +134,9 @@ impl<'de> Visitor<'de> for ScalarVisitor {
 pub struct RawReading<'a> {
     /// False when the element was not a JSON object at all.
     pub is_object: bool,
-    /// Set when a member appeared twice; the reading is then rejected.
-    pub repeated: Option<Field>,
+    /// Set when a member appeared twice (`member "seq" appears twice`); the reading
+    /// is then rejected as `invalid_reading`.
+    pub repeated: Option<String>,
     pub device_id: Option<Scalar<'a>>,
     pub seq: Option<Scalar<'a>>,
     pub ts: Option<Scalar<'a>>,
@@ -173,7 +174,7 @@ impl<'de> Visitor<'de> for RawReadingVisitor {
             };
             let value = a.next_value::<Scalar<'de>>()?;
             if slot.replace(value).is_some() && raw.repeated.is_none() {
-                raw.repeated = Some(field);
+                raw.repeated = Some(format!("member \"{}\" appears twice", field.name()));
             }
         }
         Ok(raw)
@@ -300,13 +301,12 @@ impl<'de> Deserialize<'de> for ReadingsArray<'de> {
 /// [`Error::InvalidReading`], [`Error::Missing`] or [`Error::Invalid`] naming the field.
 pub fn validate<'a>(raw: RawReading<'a>) -> Result<Reading<'a>, Error> {
     if !raw.is_object {
-        return Err(Error::InvalidReading("a reading must be a JSON object"));
-    }
-    if let Some(field) = raw.repeated {
-        return Err(Error::Invalid(
-            field,
-            "appears more than once in the reading",
+        return Err(Error::InvalidReading(
+            "a reading must be a JSON object".into(),
         ));
+    }
+    if let Some(why) = raw.repeated {
+        return Err(Error::InvalidReading(why.into()));
     }
     let device_id = device_id(required(raw.device_id, Field::DeviceId)?)?;
     let seq = seq(required(raw.seq, Field::Seq)?)?;
@@ -375,7 +375,8 @@ fn seq(v: Scalar<'_>) -> Result<i64, Error> {
         Scalar::Float(_) => return Err(Error::Invalid(Field::Seq, "is outside ±(2^53−1)")),
         _ => return Err(Error::Invalid(Field::Seq, "must be a JSON number")),
     };
-    if n.abs() > MAX_SAFE_SEQ {
+    // `unsigned_abs`: `abs` of `i64::MIN` overflows (and wraps to itself in release).
+    if n.unsigned_abs() > MAX_SAFE_SEQ as u64 {
         return Err(Error::Invalid(Field::Seq, "is outside ±(2^53−1)"));
     }
     Ok(n)
@@ -463,7 +464,7 @@ mod tests {
         );
         assert_eq!(
             code(r#"{"device_id":"d","seq":1,"seq":2,"ts":"2026-07-16T09:00:00Z","fill_pct":1}"#),
-            "invalid_seq"
+            "invalid_reading"
         );
     }
 

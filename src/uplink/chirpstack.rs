@@ -13,14 +13,14 @@
 //! * `fCnt` is the frame counter (absent counts as 0), `time` the gateway or
 //!   receive time (RFC 3339 with nanoseconds and an offset).
 
+use super::json::Object;
 use super::{dev_eui, frame_counter, path, scalar, Envelope};
-use serde_json::{Map, Value};
 
 /// The server's name in messages.
 pub(super) const LABEL: &str = "ChirpStack";
 
 /// The event's device, decoded payload, frame counter and time.
-pub(super) fn envelope(root: &Map<String, Value>) -> Envelope<'_> {
+pub(super) fn envelope<'a>(root: &'a Object<'a>) -> Envelope<'a> {
     Envelope {
         device_id: dev_eui(path(root, &["deviceInfo", "devEui"])),
         decoded: root.get("object"),

@@ -11,14 +11,14 @@
 //!   (`15868685461234`, year 2472); it is still a valid instant and converted as
 //!   given.
 
+use super::json::Object;
 use super::{dev_eui, frame_counter, ms_to_rfc3339, path, Envelope};
-use serde_json::{Map, Value};
 
 /// The server's name in messages.
 pub(super) const LABEL: &str = "Helium";
 
 /// The uplink's device, decoded payload, frame counter and report time.
-pub(super) fn envelope(root: &Map<String, Value>) -> Envelope<'_> {
+pub(super) fn envelope<'a>(root: &'a Object<'a>) -> Envelope<'a> {
     Envelope {
         device_id: dev_eui(root.get("dev_eui")),
         decoded: path(root, &["decoded", "payload"]),

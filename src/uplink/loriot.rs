@@ -12,9 +12,9 @@
 //! * `data` is the payload in hex (`encdata` when LORIOT does not hold the AppSKey);
 //!   a decoder's output is read from `decoded`.
 
+use super::json::{Json, Object};
 use super::{dev_eui, frame_counter, ms_to_rfc3339, Envelope};
 use crate::dedupe::error::Error;
-use serde_json::{Map, Value};
 
 /// The server's name in messages.
 pub(super) const LABEL: &str = "LORIOT";
@@ -23,8 +23,8 @@ pub(super) const LABEL: &str = "LORIOT";
 ///
 /// # Errors
 /// [`Error::InvalidBurst`] for a message whose `cmd` is not `rx`.
-pub(super) fn envelope(root: &Map<String, Value>) -> Result<Envelope<'_>, Error> {
-    if let Some(cmd) = root.get("cmd").and_then(Value::as_str) {
+pub(super) fn envelope<'a>(root: &'a Object<'a>) -> Result<Envelope<'a>, Error> {
+    if let Some(cmd) = root.get("cmd").and_then(Json::as_str) {
         if cmd != "rx" {
             return Err(Error::InvalidBurst(format!(
                 "LORIOT message \"{cmd}\" is not an uplink (\"rx\")"

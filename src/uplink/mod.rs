@@ -43,22 +43,27 @@
 //!
 //! A value that is present but wrong (`"seq": "41"`, `"ts": 1665561758`) is kept
 //! as it is, so the core rejects it with its usual code instead of a fallback
-//! quietly replacing it. A member given twice in one JSON object counts once: the
-//! last one, as in a `serde_json::Value` (the core's own burst parser rejects such
-//! a reading instead).
+//! quietly replacing it.
+//!
+//! Every body is read by `json.rs`: a member given twice in one object is never
+//! first- or last-wins (the body's `invalid_json`, or in a native burst's reading
+//! element that reading's `invalid_reading`); a number out of f64 range is ignored
+//! where it is not read and rejects the reading's field where it is; a lone
+//! surrogate escape is `invalid_json`.
 
 mod chirpstack;
 mod helium;
+mod json;
 mod loriot;
 mod native;
 mod ttn;
 
 use crate::dedupe::error::{Error, Field, Rejection};
 use crate::dedupe::key::{content_digest, format_key};
-use crate::dedupe::reading::{validate, RawReading, Reading, Scalar};
+use crate::dedupe::reading::{validate, RawBurst, RawReading, Reading, Scalar};
 use crate::dedupe::timestamp::{isoformat, IsoBuf, Micros, MAX_MICROS, MIN_MICROS};
+use json::{number_scalar, Json, Object, Reader};
 use serde::{Serialize, Serializer};
-use serde_json::{Map, Value};
 use std::borrow::Cow;
 use std::collections::HashMap;
 
@@ -243,19 +248,30 @@ pub fn plan(
         within(readings.len(), max_readings)?;
         return Ok(route(format, names, readings.into_iter()));
     }
-    let root: Value = parse_body(body)?;
+    let root = json::read(body, Reader::value)?;
     let envelope = envelope(format, &root)?;
-    within(envelope.burst().map_or(1, <[Value]>::len), max_readings)?;
+    within(envelope.burst().map_or(1, <[Json]>::len), max_readings)?;
     Ok(route(format, names, uplink_readings(&envelope, names)))
 }
 
-/// Parses JSON text; UTF-8 is checked once for the whole body, and a body that is
-/// not UTF-8 takes serde_json's byte parser so its errors stay the same.
-fn parse_body<'a, T: serde::Deserialize<'a>>(body: &'a [u8]) -> Result<T, Error> {
-    Ok(match std::str::from_utf8(body) {
-        Ok(text) => serde_json::from_str(text)?,
-        Err(_) => serde_json::from_slice(body)?,
-    })
+/// Reads a native burst body (`[reading, ...]` or `{"readings": [...]}`) into the
+/// core's raw readings, by the body rules of every route (module docs): what
+/// [`plan`] reads for [`Format::Readings`] and `Deduplicator::process_json` takes.
+///
+/// ```
+/// use reconnect_dedupe::uplink::read_burst;
+/// let r = read_burst(br#"[{"device_id":"a","seq":1,"seq":2}, {"rssi":1e400}]"#).unwrap();
+/// assert_eq!(r.0.len(), 2);
+/// assert_eq!(r.0[0].repeated.as_deref(), Some(r#"member "seq" appears twice"#));
+/// assert_eq!(read_burst(br#"{"readings":[],"readings":[]}"#).unwrap_err().code(), "invalid_json");
+/// ```
+///
+/// # Errors
+/// [`Error::InvalidJson`] when the body is not JSON (a member given twice outside a
+/// reading element, a lone surrogate escape included); [`Error::InvalidBurst`] when
+/// it is neither an array nor an object with a `readings` array.
+pub fn read_burst(body: &[u8]) -> Result<RawBurst<'_>, Error> {
+    native::parse(body).map(RawBurst)
 }
 
 fn within(count: usize, max_readings: usize) -> Result<(), Error> {
@@ -365,7 +381,7 @@ struct Envelope<'a> {
     /// The DevEUI (upper case) or the server's fallback; `None` when absent.
     device_id: Option<Scalar<'a>>,
     /// The decoded payload as the server delivered it (any JSON, or absent).
-    decoded: Option<&'a Value>,
+    decoded: Option<&'a Json<'a>>,
     /// The frame counter; 0 when absent.
     frame_counter: Scalar<'a>,
     /// The receive time, an RFC 3339 string when the server sends milliseconds.
@@ -375,14 +391,13 @@ struct Envelope<'a> {
 impl<'a> Envelope<'a> {
     /// The decoded payload's object; `None` without a decoder, or with one that
     /// failed (`null`): the reading then has only metadata.
-    fn decoded_object(&self) -> Option<&'a Map<String, Value>> {
-        self.decoded.and_then(Value::as_object)
+    fn decoded_object(&self) -> Option<&'a Object<'a>> {
+        self.decoded.and_then(Json::as_object)
     }
 
     /// The decoded payload's `readings` array: a buffered burst in one uplink.
-    fn burst(&self) -> Option<&'a [Value]> {
-        let readings = self.decoded_object()?.get("readings")?;
-        readings.as_array().map(Vec::as_slice)
+    fn burst(&self) -> Option<&'a [Json<'a>]> {
+        self.decoded_object()?.get("readings")?.as_array()
     }
 }
 
@@ -391,8 +406,8 @@ impl<'a> Envelope<'a> {
 /// # Errors
 /// [`Error::InvalidBurst`] when the body is not a JSON object or not an uplink
 /// of the format.
-fn envelope(format: Format, root: &Value) -> Result<Envelope<'_>, Error> {
-    let Value::Object(root) = root else {
+fn envelope<'a>(format: Format, root: &'a Json<'a>) -> Result<Envelope<'a>, Error> {
+    let Json::Object(root) = root else {
         return Err(Error::InvalidBurst(format!(
             "a {} uplink must be a JSON object",
             label(format)
@@ -421,7 +436,7 @@ fn uplink_readings<'e>(
         .is_none()
         .then(|| decoded_reading(envelope, envelope.decoded_object(), names));
     let each = burst.into_iter().flatten().map(|item| match item {
-        Value::Object(m) => decoded_reading(envelope, Some(m), names),
+        Json::Object(m) => decoded_reading(envelope, Some(m), names),
         _ => RawReading::default(),
     });
     each.chain(single)
@@ -432,7 +447,7 @@ fn uplink_readings<'e>(
 /// lent, not copied.
 fn decoded_reading<'e>(
     envelope: &'e Envelope<'_>,
-    src: Option<&'e Map<String, Value>>,
+    src: Option<&'e Object<'e>>,
     names: &FieldNames,
 ) -> RawReading<'e> {
     let field = |name: &String| src.and_then(|m| m.get(name)).map(scalar);
@@ -446,21 +461,15 @@ fn decoded_reading<'e>(
     }
 }
 
-/// A JSON value as the core's raw scalar: what `Scalar::deserialize` makes of it,
-/// without deserialising (strings are borrowed).
-fn scalar(v: &Value) -> Scalar<'_> {
+/// A JSON value as the core's raw scalar: what `Scalar::deserialize` makes of it
+/// (strings are borrowed).
+fn scalar<'a>(v: &'a Json<'_>) -> Scalar<'a> {
     match v {
-        Value::Null => Scalar::Null,
-        Value::Bool(_) => Scalar::Bool,
-        // Integers beyond i64 are floats, as the core's visitor makes them.
-        // (`as_f64` is always `Some` without serde_json's arbitrary_precision.)
-        Value::Number(n) => n
-            .as_i64()
-            .map(Scalar::Int)
-            .or_else(|| n.as_f64().map(Scalar::Float))
-            .unwrap_or(Scalar::Nested),
-        Value::String(s) => Scalar::Str(Cow::Borrowed(s)),
-        Value::Array(_) | Value::Object(_) => Scalar::Nested,
+        Json::Null => Scalar::Null,
+        Json::Bool(_) => Scalar::Bool,
+        Json::Number(text) => number_scalar(text),
+        Json::Str(s) => Scalar::Str(Cow::Borrowed(s)),
+        Json::Array(_) | Json::Object(_) => Scalar::Nested,
     }
 }
 
@@ -477,18 +486,18 @@ fn lend<'e>(s: &'e Scalar<'_>) -> Scalar<'e> {
 }
 
 /// The member at `keys` below `root`, through nested objects.
-fn path<'a>(root: &'a Map<String, Value>, keys: &[&str]) -> Option<&'a Value> {
+fn path<'a>(root: &'a Object<'a>, keys: &[&str]) -> Option<&'a Json<'a>> {
     let (first, rest) = keys.split_first()?;
     rest.iter()
-        .try_fold(root.get(*first)?, |v, k| v.as_object()?.get(*k))
+        .try_fold(root.get(first)?, |v, k| v.as_object()?.get(k))
 }
 
 /// A DevEUI in upper case; absent or empty → `None`, a non-string kept as is so
 /// the core rejects it as `invalid_device_id`.
-fn dev_eui(v: Option<&Value>) -> Option<Scalar<'_>> {
+fn dev_eui<'a>(v: Option<&'a Json<'_>>) -> Option<Scalar<'a>> {
     match v? {
-        Value::String(s) if s.is_empty() => None,
-        Value::String(s) if s.bytes().any(|b| b.is_ascii_lowercase()) => {
+        Json::Str(s) if s.is_empty() => None,
+        Json::Str(s) if s.bytes().any(|b| b.is_ascii_lowercase()) => {
             Some(Scalar::Str(Cow::Owned(s.to_ascii_uppercase())))
         }
         other => Some(scalar(other)),
@@ -496,13 +505,13 @@ fn dev_eui(v: Option<&Value>) -> Option<Scalar<'_>> {
 }
 
 /// A frame counter; absent → 0 (The Things Stack omits zero values).
-fn frame_counter(v: Option<&Value>) -> Scalar<'_> {
+fn frame_counter<'a>(v: Option<&'a Json<'_>>) -> Scalar<'a> {
     v.map_or(Scalar::Int(0), scalar)
 }
 
 /// Milliseconds since the epoch as an RFC 3339 UTC string; anything else is kept
 /// as it is (and rejected as `invalid_ts` if it ends up used).
-fn ms_to_rfc3339(v: &Value) -> Scalar<'_> {
+fn ms_to_rfc3339<'a>(v: &'a Json<'_>) -> Scalar<'a> {
     let micros = v
         .as_i64()
         .and_then(|ms| ms.checked_mul(1000))

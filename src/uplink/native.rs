@@ -3,30 +3,28 @@
 //! core defines it (README "Readings and rejections"). Nothing is filled in: no
 //! envelope, no fallbacks, and no formatter hint on `missing_fill_pct`.
 
-use super::parse_body;
-use crate::dedupe::error::{Error, Field};
+use super::json::{self, number_scalar, Fault, Reader};
+use crate::dedupe::error::Error;
 use crate::dedupe::reading::{RawReading, Scalar};
-use serde::de::{Deserialize, Deserializer, MapAccess, SeqAccess, Visitor};
-use std::borrow::Cow;
-use std::fmt;
 
 /// The format's name in messages.
 pub(super) const LABEL: &str = "readings";
 
 /// Parses a native burst straight into the core's raw readings (strings borrowed
-/// from the body where they have no escapes).
+/// from the body where they have no escapes), with the body rules of `json.rs`.
 ///
-/// It reads exactly what parsing into a `serde_json::Value` read, without building
-/// one: every value is parsed in full, ignored members too (a number out of range
-/// or a lone surrogate anywhere is `invalid_json`), a member given twice counts
-/// once, the last one, and the body's shape is judged only once it parsed.
+/// A member given twice inside a reading element rejects that reading
+/// (`invalid_reading`, `member "fill_pct" appears twice`, with the JSON Pointer when
+/// it is deeper than the element's own members); the element must still be JSON.
+/// A member given twice anywhere else is `invalid_json`. Every value is read in
+/// full, ignored members too; the body's shape is judged only once it is read.
 ///
 /// # Errors
 /// [`Error::InvalidJson`] when the body is not JSON; [`Error::InvalidBurst`] when
 /// it is neither an array nor an object with a `readings` array.
-pub(super) fn parse(body: &[u8]) -> Result<Vec<RawReading<'_>>, Error> {
+pub(crate) fn parse(body: &[u8]) -> Result<Vec<RawReading<'_>>, Error> {
     let burst = |why: &str| Err(Error::InvalidBurst(why.into()));
-    match parse_body(body)? {
+    match json::read(body, shape)? {
         Shape::Array(readings) | Shape::Object(Some(Some(readings))) => Ok(readings),
         Shape::Object(Some(None)) => burst(r#""readings" must be an array"#),
         Shape::Object(None) => burst(r#"object has no "readings" array"#),
@@ -34,228 +32,107 @@ pub(super) fn parse(body: &[u8]) -> Result<Vec<RawReading<'_>>, Error> {
     }
 }
 
-/// A JSON value as a burst: an array of readings; an object with its last
-/// `readings` member, `Some(None)` when that is not an array; or anything else.
+/// A JSON value as a burst: an array of readings; an object with its `readings`
+/// member, `Some(None)` when that is not an array; or anything else.
 enum Shape<'a> {
     Array(Vec<RawReading<'a>>),
     Object(Option<Option<Vec<RawReading<'a>>>>),
     Other,
 }
 
-/// One element of a burst.
-struct Element<'a>(RawReading<'a>);
-
-/// One member's value as the core's scalar; arrays and objects parsed in full.
-struct Member<'a>(Scalar<'a>);
-
-/// Any value, parsed in full and dropped.
-struct Skip;
-
-/// A member name: one of a reading's four, `readings`, or another.
-enum Key {
-    Field(Field),
-    Readings,
-    Other,
-}
-
-/// Visitor methods that take every JSON scalar as `$value`.
-macro_rules! any_scalar_is {
-    ($value:expr) => {
-        fn visit_unit<E>(self) -> Result<Self::Value, E> {
-            Ok($value)
+fn shape<'a>(r: &mut Reader<'a>) -> Result<Shape<'a>, Fault> {
+    match r.peek() {
+        Some(b'[') => elements(r, None).map(Shape::Array),
+        Some(b'{') => {
+            let mut readings = None;
+            r.object(|r, name| {
+                readings = match (&*name, r.peek()) {
+                    ("readings", Some(b'[')) => Some(Some(elements(r, Some("readings"))?)),
+                    ("readings", _) => r.skip().map(|()| Some(None))?,
+                    _ => return r.skip(),
+                };
+                Ok(())
+            })?;
+            Ok(Shape::Object(readings))
         }
-        fn visit_bool<E>(self, _: bool) -> Result<Self::Value, E> {
-            Ok($value)
-        }
-        fn visit_i64<E>(self, _: i64) -> Result<Self::Value, E> {
-            Ok($value)
-        }
-        fn visit_u64<E>(self, _: u64) -> Result<Self::Value, E> {
-            Ok($value)
-        }
-        fn visit_f64<E>(self, _: f64) -> Result<Self::Value, E> {
-            Ok($value)
-        }
-        fn visit_str<E>(self, _: &str) -> Result<Self::Value, E> {
-            Ok($value)
-        }
-    };
-}
-
-/// `Deserialize` through `deserialize_any` with a unit-struct visitor.
-macro_rules! any_value_with {
-    ($type:ident, $visitor:ident) => {
-        impl<'de> Deserialize<'de> for $type<'de> {
-            fn deserialize<D: Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
-                d.deserialize_any($visitor)
-            }
-        }
-        struct $visitor;
-    };
-}
-
-any_value_with!(Shape, ShapeVisitor);
-any_value_with!(Element, ElementVisitor);
-any_value_with!(Member, MemberVisitor);
-
-fn expecting(f: &mut fmt::Formatter) -> fmt::Result {
-    f.write_str("any JSON value")
-}
-
-fn elements<'de, A: SeqAccess<'de>>(mut a: A) -> Result<Vec<RawReading<'de>>, A::Error> {
-    let mut readings = Vec::new();
-    while let Some(Element(raw)) = a.next_element()? {
-        readings.push(raw);
+        _ => r.skip().map(|()| Shape::Other),
     }
+}
+
+/// The elements of a burst array (`within`: the member that holds it, if any).
+fn elements<'a>(r: &mut Reader<'a>, within: Option<&str>) -> Result<Vec<RawReading<'a>>, Fault> {
+    let mut readings = Vec::new();
+    r.array(|r, index| {
+        readings.push(element(r, index, within)?);
+        Ok(())
+    })?;
     Ok(readings)
 }
 
-fn skip_elements<'de, A: SeqAccess<'de>>(mut a: A) -> Result<(), A::Error> {
-    while a.next_element::<Skip>()?.is_some() {}
-    Ok(())
-}
-
-fn skip_entries<'de, A: MapAccess<'de>>(mut a: A) -> Result<(), A::Error> {
-    while a.next_entry::<Skip, Skip>()?.is_some() {}
-    Ok(())
-}
-
-impl<'de> Visitor<'de> for ShapeVisitor {
-    type Value = Shape<'de>;
-    fn expecting(&self, f: &mut fmt::Formatter) -> fmt::Result {
-        expecting(f)
+/// One element of a burst; not an object → rejected as `invalid_reading`.
+fn element<'a>(
+    r: &mut Reader<'a>,
+    index: usize,
+    within: Option<&str>,
+) -> Result<RawReading<'a>, Fault> {
+    if r.peek() != Some(b'{') {
+        r.skip()?;
+        return Ok(RawReading::default());
     }
-    any_scalar_is!(Shape::Other);
-    fn visit_seq<A: SeqAccess<'de>>(self, a: A) -> Result<Self::Value, A::Error> {
-        elements(a).map(Shape::Array)
-    }
-    fn visit_map<A: MapAccess<'de>>(self, mut a: A) -> Result<Self::Value, A::Error> {
-        let mut readings = None;
-        while let Some(key) = a.next_key()? {
-            if let Key::Readings = key {
-                // The last `readings` stands, as in a `Value` object.
-                readings = Some(match a.next_value()? {
-                    Shape::Array(v) => Some(v),
-                    Shape::Object(_) | Shape::Other => None,
-                });
-            } else {
-                a.next_value::<Skip>()?;
-            }
-        }
-        Ok(Shape::Object(readings))
-    }
-}
-
-impl<'de> Visitor<'de> for ElementVisitor {
-    type Value = Element<'de>;
-    fn expecting(&self, f: &mut fmt::Formatter) -> fmt::Result {
-        expecting(f)
-    }
-    // Not an object: rejected as `invalid_reading`.
-    any_scalar_is!(Element(RawReading::default()));
-    fn visit_seq<A: SeqAccess<'de>>(self, a: A) -> Result<Self::Value, A::Error> {
-        skip_elements(a).map(|()| Element(RawReading::default()))
-    }
-    fn visit_map<A: MapAccess<'de>>(self, mut a: A) -> Result<Self::Value, A::Error> {
-        let mut raw = RawReading {
-            is_object: true,
-            ..RawReading::default()
+    let mark = r.mark();
+    let mut raw = RawReading {
+        is_object: true,
+        ..RawReading::default()
+    };
+    let read = r.object(|r, name| {
+        let slot = match &*name {
+            "device_id" => &mut raw.device_id,
+            "seq" => &mut raw.seq,
+            "ts" => &mut raw.ts,
+            "fill_pct" => &mut raw.fill_pct,
+            _ => return r.skip(),
         };
-        while let Some(key) = a.next_key()? {
-            let slot = match key {
-                Key::Field(Field::DeviceId) => &mut raw.device_id,
-                Key::Field(Field::Seq) => &mut raw.seq,
-                Key::Field(Field::Ts) => &mut raw.ts,
-                Key::Field(Field::FillPct) => &mut raw.fill_pct,
-                Key::Readings | Key::Other => {
-                    a.next_value::<Skip>()?;
-                    continue;
+        *slot = Some(member(r)?);
+        Ok(())
+    });
+    match read {
+        Ok(()) => Ok(raw),
+        Err(fault) if fault.is_duplicate() => {
+            // This reading is rejected; the rest of the burst is read on.
+            let why = if fault.is_in_this_object() {
+                fault.what().to_owned()
+            } else {
+                let mut fault = fault.within(index);
+                if let Some(m) = within {
+                    fault = fault.within(m);
                 }
+                fault.describe(&[])
             };
-            // The last of a repeated member stands, as in a `Value` object.
-            *slot = Some(a.next_value::<Member<'de>>()?.0);
+            r.again(mark, Reader::skip)?;
+            Ok(RawReading {
+                is_object: true,
+                repeated: Some(why),
+                ..RawReading::default()
+            })
         }
-        Ok(Element(raw))
+        Err(fault) => Err(fault),
     }
 }
 
-impl<'de> Visitor<'de> for MemberVisitor {
-    type Value = Member<'de>;
-    fn expecting(&self, f: &mut fmt::Formatter) -> fmt::Result {
-        expecting(f)
-    }
-    fn visit_unit<E>(self) -> Result<Self::Value, E> {
-        Ok(Member(Scalar::Null))
-    }
-    fn visit_bool<E>(self, _: bool) -> Result<Self::Value, E> {
-        Ok(Member(Scalar::Bool))
-    }
-    fn visit_i64<E>(self, v: i64) -> Result<Self::Value, E> {
-        Ok(Member(Scalar::Int(v)))
-    }
-    fn visit_u64<E>(self, v: u64) -> Result<Self::Value, E> {
-        // Beyond i64 a float, as the core's visitor makes it.
-        Ok(Member(
-            i64::try_from(v).map_or(Scalar::Float(v as f64), Scalar::Int),
-        ))
-    }
-    fn visit_f64<E>(self, v: f64) -> Result<Self::Value, E> {
-        Ok(Member(Scalar::Float(v)))
-    }
-    fn visit_borrowed_str<E>(self, v: &'de str) -> Result<Self::Value, E> {
-        Ok(Member(Scalar::Str(Cow::Borrowed(v))))
-    }
-    fn visit_str<E>(self, v: &str) -> Result<Self::Value, E> {
-        Ok(Member(Scalar::Str(Cow::Owned(v.to_owned()))))
-    }
-    fn visit_seq<A: SeqAccess<'de>>(self, a: A) -> Result<Self::Value, A::Error> {
-        skip_elements(a).map(|()| Member(Scalar::Nested))
-    }
-    fn visit_map<A: MapAccess<'de>>(self, a: A) -> Result<Self::Value, A::Error> {
-        skip_entries(a).map(|()| Member(Scalar::Nested))
-    }
-}
-
-impl<'de> Deserialize<'de> for Skip {
-    fn deserialize<D: Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
-        struct V;
-        impl<'de> Visitor<'de> for V {
-            type Value = Skip;
-            fn expecting(&self, f: &mut fmt::Formatter) -> fmt::Result {
-                expecting(f)
-            }
-            any_scalar_is!(Skip);
-            fn visit_seq<A: SeqAccess<'de>>(self, a: A) -> Result<Skip, A::Error> {
-                skip_elements(a).map(|()| Skip)
-            }
-            fn visit_map<A: MapAccess<'de>>(self, a: A) -> Result<Skip, A::Error> {
-                skip_entries(a).map(|()| Skip)
-            }
+/// One member's value as the core's scalar; arrays and objects read in full.
+fn member<'a>(r: &mut Reader<'a>) -> Result<Scalar<'a>, Fault> {
+    Ok(match r.peek() {
+        Some(b'"') => Scalar::Str(r.string()?),
+        Some(b'-' | b'0'..=b'9') => number_scalar(r.number()?),
+        Some(b'{' | b'[') => {
+            r.skip()?;
+            Scalar::Nested
         }
-        // Not `deserialize_ignored_any`: that skips numbers and escapes unchecked.
-        d.deserialize_any(V)
-    }
-}
-
-impl<'de> Deserialize<'de> for Key {
-    fn deserialize<D: Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
-        struct V;
-        impl Visitor<'_> for V {
-            type Value = Key;
-            fn expecting(&self, f: &mut fmt::Formatter) -> fmt::Result {
-                f.write_str("a member name")
-            }
-            fn visit_str<E>(self, v: &str) -> Result<Key, E> {
-                const FIELDS: [Field; 4] = [Field::DeviceId, Field::Seq, Field::Ts, Field::FillPct];
-                Ok(match FIELDS.into_iter().find(|f| f.name() == v) {
-                    Some(field) => Key::Field(field),
-                    None if v == "readings" => Key::Readings,
-                    None => Key::Other,
-                })
-            }
-        }
-        d.deserialize_str(V)
-    }
+        _ => match r.value()? {
+            json::Json::Null => Scalar::Null,
+            _ => Scalar::Bool,
+        },
+    })
 }
 
 #[cfg(test)]
@@ -269,15 +146,19 @@ mod tests {
     use serde::Deserialize;
     use serde_json::{json, Value};
 
-    /// The visitor reads a body as parsing it into a `Value` did (the way this
-    /// format was read before): the same errors, and per element what the core's
-    /// visitor made of the element's `Value`.
+    /// The reader reads a body as parsing it into a `Value` did (the way this
+    /// format was read before) wherever the body rules agree with serde_json's (no
+    /// member twice, numbers within f64, no lone surrogate): per element what the
+    /// core's visitor made of the element's `Value`, and the same error code.
     fn reads_like_a_value(body: &[u8]) {
         let got = parse(body);
         let text = String::from_utf8_lossy(body);
         let root: Value = match serde_json::from_slice(body) {
             Ok(root) => root,
-            Err(e) => return assert_eq!(got, Err(Error::from(e)), "{text}"),
+            Err(e) => {
+                let want = Error::from(e);
+                return assert_eq!(got.map_err(|e| e.code()), Err(want.code()), "{text}");
+            }
         };
         let elements = match &root {
             Value::Array(v) => Ok(v),
@@ -299,19 +180,15 @@ mod tests {
     }
 
     #[test]
-    fn the_visitor_reads_what_a_value_read() {
+    fn the_reader_reads_what_a_value_read() {
         let deep = |n| format!("{}1{}", "[".repeat(n), "]".repeat(n));
         let bodies = [
-            r#"[{"device_id":"a","seq":1,"seq":2,"ts":"2026-07-16T09:00:00Z","fill_pct":1}]"#
-                .into(),
-            r#"{"readings":[{"device_id":"a"}],"readings":[]}"#.into(),
-            r#"{"readings":3,"readings":[{"seq":1}],"x":{"readings":4}}"#.into(),
-            r#"{"readings":[{}],"readings":{"a":[1]}}"#.into(),
-            r#"[{"device_id":"a","rssi":1e400}]"#.into(),
-            r#"[{"device_id":"a","rssi":"\ud800"}]"#.into(),
-            r#"[{"device_id":[1,{"b":[2e999]}]}]"#.into(),
+            r#"{"readings":3,"x":{"readings":4}}"#.into(),
+            r#"{"readings":{"a":[1]}}"#.into(),
+            r#"[{"device_id":[1,{"b":[2e99]}]}]"#.into(),
             r#"[{"device\u005fid":"a\u002db","se\u0071":-0,"ts":"\ud83d\uddd1"}]"#.into(),
             r#"[{"seq":18446744073709551615,"fill_pct":-0.0,"ts":[],"device_id":{}}]"#.into(),
+            r#"[{"seq":-9223372036854775808,"fill_pct":1e-400,"ts":false}]"#.into(),
             r#"[3,null,"x",[{"device_id":"a"}],true,{"fill_pct":1e-5}]"#.into(),
             format!(r#"[{{"device_id":"a","x":{}}}]"#, deep(120)),
             format!(r#"[{{"device_id":"a","x":{}}}]"#, deep(130)),
@@ -383,17 +260,6 @@ mod tests {
                 ("invalid_device_id", None)
             ]
         );
-    }
-
-    /// Today's rule, kept: a member given twice counts once, the last one (the
-    /// core's own burst parser rejects such a reading instead).
-    #[test]
-    fn a_member_given_twice_counts_once_the_last() {
-        let p = plan_of(
-            Format::Readings,
-            r#"[{"device_id":"a","seq":1,"seq":2,"ts":"2026-07-16T09:00:00Z","fill_pct":1}]"#,
-        );
-        assert_eq!(p.devices[0].readings[0].seq, 2);
     }
 
     /// Every shared key vector, routed through the native format, gets the key

@@ -1,7 +1,7 @@
 //! What the per-server tests share, and the tests of the shared parts: the
 //! format table, whole-body errors, the plan's JSON shape.
 
-use super::{envelope, native, plan, scalar, uplink_readings, FieldNames, Format, Plan};
+use super::{envelope, json, native, plan, scalar, uplink_readings, FieldNames, Format, Plan};
 use crate::dedupe::key::idempotency_key;
 use crate::dedupe::reading::{parse_reading, RawReading, Scalar};
 use serde::Deserialize;
@@ -44,7 +44,6 @@ pub(super) fn with(body: &str, at: &[&str], extra: Value) -> String {
 /// The body's readings are, member for member, what the core's visitor makes of
 /// the `expected` JSON values (the objects the mapping used to build).
 pub(super) fn assert_maps(format: Format, body: &str, expected: &[Value]) {
-    let root: Value = serde_json::from_str(body).unwrap();
     let want: Vec<RawReading> = expected
         .iter()
         .map(|v| RawReading::deserialize(v).unwrap())
@@ -53,6 +52,7 @@ pub(super) fn assert_maps(format: Format, body: &str, expected: &[Value]) {
         assert_eq!(native::parse(body.as_bytes()).unwrap(), want);
     } else {
         let names = FieldNames::default();
+        let root = json::read(body.as_bytes(), json::Reader::value).unwrap();
         let env = envelope(format, &root).unwrap();
         let got: Vec<RawReading> = uplink_readings(&env, &names).collect();
         assert_eq!(got, want);
@@ -151,7 +151,9 @@ fn scalars_are_what_the_core_visitor_reads() {
         json!([1]),
         json!({"a": 1}),
     ] {
-        assert_eq!(scalar(&v), Scalar::deserialize(&v).unwrap(), "{v}");
+        let text = v.to_string();
+        let parsed = json::read(text.as_bytes(), json::Reader::value).unwrap();
+        assert_eq!(scalar(&parsed), Scalar::deserialize(&v).unwrap(), "{v}");
     }
 }
 
@@ -207,4 +209,345 @@ fn the_plan_json_is_the_documented_shape() {
     );
     // Integral fill levels keep their `.0`, as serde_json writes an f64.
     assert!(text.contains(r#""fill_pct":0.0}"#) && text.contains(r#""fill_pct":100.0}"#));
+}
+
+// ---- Bodies: a member given twice, numbers out of range, lone surrogates, depth ----
+// (issue 9, contract item 12). One rule for every route: a member given twice inside a
+// native burst's reading element rejects that reading; anywhere else it is the whole
+// body's `invalid_json`. Never first- or last-wins.
+
+/// `body` with `from` (which must occur exactly once) replaced by `to`.
+fn edit(body: &str, from: &str, to: &str) -> String {
+    assert_eq!(body.matches(from).count(), 1, "{from:?}");
+    body.replacen(from, to, 1)
+}
+
+fn plan_err(format: Format, body: &str) -> crate::dedupe::error::Error {
+    plan(format, body.as_bytes(), &FieldNames::default(), 10).unwrap_err()
+}
+
+/// The rejections of a plan as (index, code, message).
+fn rejections(p: &Plan) -> Vec<(usize, &'static str, &str)> {
+    p.rejected
+        .iter()
+        .map(|r| {
+            (
+                r.rejection.index,
+                r.rejection.code,
+                r.rejection.message.as_str(),
+            )
+        })
+        .collect()
+}
+
+const R1: &str = r#"{"device_id":"a","seq":1,"ts":"2026-07-16T09:00:00Z","fill_pct":10}"#;
+
+#[test]
+fn a_member_twice_in_a_native_reading_rejects_that_reading() {
+    let twice =
+        r#"{"device_id":"a","seq":2,"ts":"2026-07-16T09:00:00Z","fill_pct":10,"fill_pct":90}"#;
+    for body in [
+        format!("[{R1},{twice}]"),
+        format!(r#"{{"readings":[{R1},{twice}]}}"#),
+    ] {
+        let p = plan_of(Format::Readings, &body);
+        assert_eq!(p.devices[0].readings.len(), 1, "{body}");
+        assert_eq!(
+            rejections(&p),
+            vec![(1, "invalid_reading", r#"member "fill_pct" appears twice"#)]
+        );
+        assert_eq!(p.rejected[0].rejection.field, "reading");
+        assert_eq!(p.rejected[0].device_id, None);
+    }
+    // Any member: an ignored one, one spelled with an escape, one inside a nested value.
+    for (reading, message) in [
+        (
+            r#"{"device_id":"a","rssi":1,"rssi":1}"#,
+            r#"member "rssi" appears twice"#,
+        ),
+        (
+            r#"{"device_id":"a","seq":1,"se\u0071":1}"#,
+            r#"member "seq" appears twice"#,
+        ),
+        (
+            r#"{"device_id":"a","meta":[{"x/y":1,"x/y":2}]}"#,
+            r#"member "x/y" appears twice (at /0/meta/0/x~1y)"#,
+        ),
+    ] {
+        let p = plan_of(Format::Readings, &format!("[{reading}]"));
+        assert_eq!(
+            rejections(&p),
+            vec![(0, "invalid_reading", message)],
+            "{reading}"
+        );
+    }
+}
+
+#[test]
+fn a_member_twice_outside_a_native_reading_is_invalid_json_naming_where() {
+    for (body, message) in [
+        (
+            format!(r#"{{"readings":[{R1}],"readings":[]}}"#),
+            r#"body is not valid JSON: member "readings" appears twice (at /readings)"#,
+        ),
+        (
+            format!(r#"{{"readings":[],"readings":[{R1}]}}"#),
+            r#"body is not valid JSON: member "readings" appears twice (at /readings)"#,
+        ),
+        (
+            format!(r#"{{"x":{{"a~b":1,"a~b":2}},"readings":[{R1}]}}"#),
+            r#"body is not valid JSON: member "a~b" appears twice (at /x/a~0b)"#,
+        ),
+    ] {
+        let e = plan_err(Format::Readings, &body);
+        assert_eq!(
+            (e.code(), e.to_string().as_str()),
+            ("invalid_json", message)
+        );
+    }
+}
+
+#[test]
+fn a_member_twice_anywhere_in_a_webhook_is_invalid_json_naming_where() {
+    let tts = TTS_WITH_FILL;
+    let cs = CHIRPSTACK_WITH_FILL;
+    let helium = with(HELIUM, &["decoded", "payload"], json!({"fill_pct": 33.5}));
+    let loriot = with(LORIOT, &["decoded"], json!({"fill_pct": 12}));
+    // (format, body, what is replaced, by what, the pointer of the member given twice)
+    #[rustfmt::skip]
+    let cases = [
+        (Format::Tts, tts, r#""fill_pct": 62.5"#, r#""fill_pct": 10, "fill_pct": 90"#,
+            "/uplink_message/decoded_payload/fill_pct"),
+        (Format::Tts, tts, r#""dev_eui": "0004A30B001C0530","#,
+            r#""dev_eui": "0004A30B001C0530", "dev_eui": "0004A30B001C0531","#,
+            "/end_device_ids/dev_eui"),
+        (Format::Tts, tts, r#""f_cnt": 1,"#, r#""f_cnt": 1, "f_cnt": 2,"#, "/uplink_message/f_cnt"),
+        (Format::Tts, tts, r#""snr": 5,"#, r#""snr": 5, "snr": 6,"#,
+            "/uplink_message/rx_metadata/0/snr"),
+        (Format::Tts, tts, r#""fill_pct": 62.5"#, r#""readings": [], "readings": [{"fill_pct": 1}]"#,
+            "/uplink_message/decoded_payload/readings"),
+        (Format::Tts, tts, r#""fill_pct": 62.5"#, r#""readings": [{"seq": 1, "seq": 2, "fill_pct": 1}]"#,
+            "/uplink_message/decoded_payload/readings/0/seq"),
+        (Format::ChirpStack, cs, r#""devEui": "0101010101010101","#,
+            r#""devEui": "0101010101010101", "devEui": "0202020202020202","#, "/deviceInfo/devEui"),
+        (Format::ChirpStack, cs, r#""object": {"#, r#""object": {"fCnt": 1, "fCnt": 1,"#, "/object/fCnt"),
+        (Format::ChirpStack, cs, r#""fCnt": 41,"#, r#""fCnt": 41, "fCnt": 42,"#, "/fCnt"),
+        (Format::Helium, &helium, r#""fill_pct":33.5"#, r#""fill_pct":33.5,"fill_pct":1"#,
+            "/decoded/payload/fill_pct"),
+        (Format::Loriot, &loriot, r#""EUI":"0102030405060708""#,
+            r#""EUI":"0102030405060708","EUI":"0102030405060709""#, "/EUI"),
+    ];
+    for (format, body, from, to, at) in cases {
+        let body = edit(body, from, to);
+        let e = plan_err(format, &body);
+        let name = at.rsplit('/').next().unwrap();
+        assert_eq!(
+            (e.code(), e.to_string()),
+            (
+                "invalid_json",
+                format!(r#"body is not valid JSON: member "{name}" appears twice (at {at})"#)
+            ),
+            "{format:?} {at}"
+        );
+    }
+}
+
+/// Numbers out of f64 range: ignored where they are not read, the reading's field
+/// rejected where they are.
+#[test]
+fn numbers_out_of_range_are_ignored_unless_read() {
+    // Ignored: a native reading's rssi, TTS rx_metadata[].snr, ChirpStack rxInfo rssi.
+    for big in ["1e400", "-1e400", "1e999999999999", "18446744073709551616"] {
+        let r = edit(
+            R1,
+            r#""fill_pct":10"#,
+            &format!(r#""fill_pct":10,"rssi":{big}"#),
+        );
+        let p = plan_of(Format::Readings, &format!("[{r}]"));
+        assert!(p.rejected.is_empty(), "{big}");
+        let tts = edit(TTS_WITH_FILL, r#""snr": 5,"#, &format!(r#""snr": {big},"#));
+        let p = plan_of(Format::Tts, &tts);
+        assert_eq!(
+            p.devices[0].readings[0].key,
+            "0004A30B001C0530:1:d7f366a3cb678f45"
+        );
+        let cs = edit(
+            CHIRPSTACK_WITH_FILL,
+            r#""rssi": -36,"#,
+            &format!(r#""rssi": {big},"#),
+        );
+        assert_eq!(
+            plan_of(Format::ChirpStack, &cs).devices[0].readings.len(),
+            2
+        );
+    }
+    // Read: the reading is rejected with the field's code.
+    let read = |member: &str, value: &str| {
+        let r = edit(
+            R1,
+            &format!(r#""{member}":"#),
+            &format!(r#""{member}":{value},"x":"#),
+        );
+        let p = plan_of(Format::Readings, &format!("[{r}]"));
+        p.rejected.first().map(|r| r.rejection.code)
+    };
+    for big in ["1e400", "-1e400"] {
+        assert_eq!(read("seq", big), Some("invalid_seq"));
+        assert_eq!(read("ts", big), Some("invalid_ts"));
+        assert_eq!(read("fill_pct", big), Some("invalid_fill_pct"));
+        assert_eq!(read("device_id", big), Some("invalid_device_id"));
+    }
+    // Neighbours: finite extremes, -0, underflow to 0, integers beyond u64.
+    assert_eq!(read("fill_pct", "1e308"), Some("invalid_fill_pct"));
+    assert_eq!(read("seq", "1e308"), Some("invalid_seq"));
+    assert_eq!(read("seq", "18446744073709551616"), Some("invalid_seq"));
+    assert_eq!(read("seq", "-9223372036854775809"), Some("invalid_seq"));
+    assert_eq!(read("seq", "-9223372036854775808"), Some("invalid_seq"));
+    assert_eq!(read("seq", "9223372036854775807"), Some("invalid_seq"));
+    assert_eq!(read("seq", "9007199254740992"), Some("invalid_seq"));
+    assert_eq!(
+        read("fill_pct", "18446744073709551616"),
+        Some("invalid_fill_pct")
+    );
+    assert_eq!(read("seq", "-0"), None);
+    assert_eq!(read("fill_pct", "-0"), None);
+    // 1e-400 is below the smallest double: it reads as 0, as JSON.parse reads it.
+    assert_eq!(read("fill_pct", "1e-400"), None);
+    assert_eq!(read("seq", "1e-400"), None);
+    let zero = |v: &str| {
+        let r = edit(R1, r#""fill_pct":10"#, &format!(r#""fill_pct":{v}"#));
+        let p = plan_of(Format::Readings, &format!("[{r}]"));
+        p.devices[0].readings[0].clone()
+    };
+    assert_eq!(zero("1e-400").key, zero("0").key);
+    assert_eq!(zero("-1e-400").key, zero("0").key);
+    assert_eq!(zero("-0").key, zero("0").key);
+    // Webhooks: the frame counter and the receive times that stand in for seq and ts.
+    let tts = |from: &str, to: &str| {
+        let p = plan_of(Format::Tts, &edit(TTS_WITH_FILL, from, to));
+        p.rejected.first().map(|r| r.rejection.code)
+    };
+    assert_eq!(
+        tts(r#""f_cnt": 1,"#, r#""f_cnt": 1e400,"#),
+        Some("invalid_seq")
+    );
+    assert_eq!(
+        tts(r#""f_cnt": 1,"#, r#""f_cnt": -1e400,"#),
+        Some("invalid_seq")
+    );
+    assert_eq!(
+        tts(r#""fill_pct": 62.5"#, r#""fill_pct": 1e400"#),
+        Some("invalid_fill_pct")
+    );
+    let loriot = with(LORIOT, &["decoded"], json!({"fill_pct": 12}));
+    let lor = |from: &str, to: &str| {
+        let p = plan_of(Format::Loriot, &edit(&loriot, from, to));
+        p.rejected.first().map(|r| r.rejection.code)
+    };
+    assert_eq!(
+        lor(r#""ts":1470850675433"#, r#""ts":1e400"#),
+        Some("invalid_ts")
+    );
+    assert_eq!(lor(r#""fcnt":1"#, r#""fcnt":1e400"#), Some("invalid_seq"));
+    assert_eq!(lor(r#""bat":254"#, r#""bat":-1e400"#), None);
+}
+
+/// The library's bulk path reads bodies by the same rules (contract items 12 and 15).
+#[test]
+fn process_json_reads_bodies_by_the_same_rules() {
+    use crate::Deduplicator;
+    let now = 1_784_192_411_204.0;
+    let out = |body: &str| {
+        let mut d = Deduplicator::default();
+        d.process_json(body.as_bytes(), now, false)
+            .map(|o| {
+                let rejected: Vec<_> = o.rejected.iter().map(|r| (r.index, r.code)).collect();
+                (o.unique.len(), rejected)
+            })
+            .map_err(|e| (e.code(), e.to_string()))
+    };
+    let r = |extra: &str| edit(R1, r#""fill_pct":10"#, &format!(r#""fill_pct":10,{extra}"#));
+    assert_eq!(out(&format!("[{}]", r(r#""rssi":1e400"#))), Ok((1, vec![])));
+    let seq = |v: &str| edit(R1, r#""seq":1"#, &format!(r#""seq":{v}"#));
+    for v in [
+        "1e400",
+        "-1e400",
+        "9007199254740992",
+        "-9223372036854775808",
+        "1e19",
+    ] {
+        assert_eq!(
+            out(&format!("[{}]", seq(v))),
+            Ok((0, vec![(0, "invalid_seq")])),
+            "{v}"
+        );
+    }
+    assert_eq!(
+        out(&format!("[{},{R1}]", r(r#""fill_pct":90"#))),
+        Ok((1, vec![(0, "invalid_reading")]))
+    );
+    assert_eq!(
+        out(&format!(r#"{{"readings":[],"readings":[{R1}]}}"#)),
+        Err((
+            "invalid_json",
+            r#"body is not valid JSON: member "readings" appears twice (at /readings)"#.into()
+        ))
+    );
+    let lone = out(&format!("[{}]", r(r#""note":"\ud800""#))).unwrap_err();
+    assert_eq!(lone.0, "invalid_json");
+    assert!(lone.1.contains("lone surrogate"), "{}", lone.1);
+}
+
+#[test]
+fn a_lone_surrogate_is_invalid_json_saying_what_and_where() {
+    let cases = [
+        (r#""\ud800""#, 1, 27),
+        (r#""\udbff x""#, 1, 27),
+        (r#""\udc00""#, 1, 27),
+        (r#""\ud800\u0041""#, 1, 27),
+        (r#""x\uDBFF""#, 1, 28),
+    ];
+    for (string, line, column) in cases {
+        let body = format!(r#"[{{"device_id":"a","note":{string}}}]"#);
+        let e = plan_err(Format::Readings, &body);
+        let m = e.to_string();
+        assert_eq!(e.code(), "invalid_json", "{string}");
+        assert!(
+            m.contains("lone surrogate") && m.contains(&format!("line {line} column {column}")),
+            "{string}: {m}"
+        );
+        let tts = edit(TTS_WITH_FILL, r#""gkHe""#, string);
+        let e = plan_err(Format::Tts, &tts);
+        assert!(e.to_string().contains("lone surrogate"), "{e}");
+    }
+    // In a member name too, and on a later line.
+    let e = plan_err(Format::Readings, "[\n {\"\\ud800\": 1}]");
+    assert!(
+        e.to_string().contains("lone surrogate") && e.to_string().contains("line 2 column 4"),
+        "{e}"
+    );
+    // A pair is one character.
+    let r = edit(R1, r#""device_id":"a""#, r#""device_id":"a\ud83d\uddd1""#);
+    let p = plan_of(Format::Readings, &format!("[{r}]"));
+    assert_eq!(p.devices[0].device_id, "a\u{1f5d1}");
+}
+
+#[test]
+fn deep_nesting_is_a_clean_error() {
+    for depth in [129, 10_000, 1_000_000] {
+        let deep = format!("{}{}", "[".repeat(depth), "]".repeat(depth));
+        let deep_obj = format!("{}1{}", r#"{"a":"#.repeat(depth), "}".repeat(depth));
+        for value in [&deep, &deep_obj] {
+            let body = format!(r#"[{{"device_id":"a","x":{value}}}]"#);
+            let e = plan_err(Format::Readings, &body);
+            assert_eq!(e.code(), "invalid_json");
+            assert!(e.to_string().contains("nested deeper than"), "{e}");
+            let tts = edit(TTS_WITH_FILL, r#""gkHe""#, value);
+            assert_eq!(plan_err(Format::Tts, &tts).code(), "invalid_json");
+        }
+    }
+    // 128 levels in all are fine.
+    let ok = format!("{}{}", "[".repeat(126), "]".repeat(126));
+    let body = format!(r#"[{{"device_id":"a","x":{ok}}}]"#);
+    assert_eq!(plan_of(Format::Readings, &body).received, 1);
 }

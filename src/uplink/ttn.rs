@@ -17,9 +17,9 @@
 //! * Other event types (join accept, downlink ack, ...) have no `uplink_message` and
 //!   are refused (`invalid_burst`); enable only "Uplink message" on the webhook.
 
+use super::json::{Json, Object};
 use super::{dev_eui, frame_counter, path, scalar, Envelope};
 use crate::dedupe::error::Error;
-use serde_json::{Map, Value};
 
 /// The server's name in messages.
 pub(super) const LABEL: &str = "The Things Stack";
@@ -28,8 +28,8 @@ pub(super) const LABEL: &str = "The Things Stack";
 ///
 /// # Errors
 /// [`Error::InvalidBurst`] when there is no `uplink_message` object.
-pub(super) fn envelope(root: &Map<String, Value>) -> Result<Envelope<'_>, Error> {
-    let Some(msg) = root.get("uplink_message").and_then(Value::as_object) else {
+pub(super) fn envelope<'a>(root: &'a Object<'a>) -> Result<Envelope<'a>, Error> {
+    let Some(msg) = root.get("uplink_message").and_then(Json::as_object) else {
         return Err(Error::InvalidBurst(
             "not a The Things Stack uplink: no \"uplink_message\" object".into(),
         ));
