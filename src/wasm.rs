@@ -239,6 +239,23 @@ fn keys_arg(v: &JsValue) -> Result<String, JsValue> {
     .map_err(to_js)
 }
 
+/// `fromKeys`' admission times: a `Float64Array`, or an array of JS numbers (a
+/// string or `null` in it would be coerced by a typed-array copy: `invalid_time`).
+fn times_arg(v: &JsValue) -> Result<Vec<f64>, JsValue> {
+    if let Some(a) = v.dyn_ref::<js_sys::Float64Array>() {
+        return Ok(a.to_vec());
+    }
+    if !js_sys::Array::is_array(v) {
+        return Err(to_js(Error::InvalidKey(
+            "admission times must be a Float64Array or an array of numbers",
+        )));
+    }
+    js_sys::Array::from(v)
+        .iter()
+        .map(|t| time_arg(&t))
+        .collect()
+}
+
 /// `admitKeys`' `refused`: absent (0) or a whole JS number within `0 ..= 2^32 − 1`.
 fn refused_arg(v: &JsValue) -> Result<usize, JsValue> {
     if v.is_undefined() || v.is_null() {
@@ -529,12 +546,13 @@ impl JsDeduplicator {
     #[wasm_bindgen(js_name = fromKeys)]
     pub fn from_keys(
         #[wasm_bindgen(unchecked_param_type = "string")] keys: JsValue,
-        admitted_at_ms: &[f64],
+        #[wasm_bindgen(unchecked_param_type = "Float64Array | number[]")] admitted_at_ms: JsValue,
         #[wasm_bindgen(unchecked_optional_param_type = "DeduplicatorOptions")] options: JsValue,
     ) -> Result<JsDeduplicator, JsValue> {
         let keys = keys_arg(&keys)?;
+        let times = times_arg(&admitted_at_ms)?;
         let config = config_from(options)?;
-        Deduplicator::from_keys(config, &keys, admitted_at_ms)
+        Deduplicator::from_keys(config, &keys, &times)
             .map(|inner| JsDeduplicator { inner })
             .map_err(to_js)
     }

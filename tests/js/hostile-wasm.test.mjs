@@ -158,6 +158,11 @@ const rows = [
   ['admitKeys: nowMs "123"', (d) => d.admitKeys('bin-t:1:0123456789abcdef', '123'), { code: 'invalid_time' }, S],
   ['contains: nowMs "123"', (d) => d.contains(HELD[0], '123'), { code: 'invalid_time' }, S],
   ['isoTime: "123"', () => isoTime('123'), { code: 'invalid_time' }, S],
+  ['fromKeys: an admission time "123"', () => Deduplicator.fromKeys(HELD_KEYS[0], ['123']), { code: 'invalid_time' }, S],
+  ['fromKeys: an admission time null', () => Deduplicator.fromKeys(HELD_KEYS[0], [null]), { code: 'invalid_time' }, S],
+  ['fromKeys: times as a string', () => Deduplicator.fromKeys(HELD_KEYS[0], String(NOW)), { code: 'invalid_key' }, S],
+  ['fromKeys: times as numbers and as a Float64Array', () => [[NOW], Float64Array.of(NOW)].map((t) => Deduplicator.fromKeys(HELD_KEYS[0], t).contains(HELD[0], NOW)),
+    { result: (v) => assert.deepEqual(v, [true, true]) }, S],
   ['auditLine: nowMs "123"', () => auditLine('burst_deduplicated', { received: 0, unique: 0, duplicates_suppressed: 0, rejected: 0, seq_reuses: 0, evicted_before_ttl: 0 }, '123'), { code: 'invalid_time' }, S],
 
   // Tickets: whole numbers within the ticket range, else unknown_ticket.
