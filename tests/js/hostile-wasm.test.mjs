@@ -251,3 +251,50 @@ test('after the table the same instance decides a valid burst correctly', () => 
   assert.deepEqual([...again.admitKeys(idempotencyKey(fresh[1]), NOW + 3).verdicts], [2]);
   assert.equal(again.processBurst([fresh[0]], NOW + 60_001).unique.length, 1, 'expired after the TTL');
 });
+
+// Property over the Wasm API: seeded random calls of every method that changes the
+// deduplicator, half of their arguments hostile; a call that throws leaves snapshot
+// bytes and stats exactly as they were, one that returns reconciles its counts.
+test('a Wasm call that throws changes nothing (seeded random calls)', () => {
+  let seed = 20261130;
+  const rnd = (n) => {
+    seed = (seed + 0x6d2b79f5) | 0;
+    let t = Math.imul(seed ^ (seed >>> 15), 1 | seed);
+    t = (t + Math.imul(t ^ (t >>> 7), 61 | t)) ^ t;
+    return ((t ^ (t >>> 14)) >>> 0) % n;
+  };
+  const pick = (xs) => xs[rnd(xs.length)];
+  const d = new Deduplicator({ ttlMs: 30_000, maxKeys: 40 });
+  let now = NOW;
+  const ids = ['bin-1', 'bin-2', 'dev\uD800', 'dev\uDBFF', '.', '..', '', 'x'.repeat(129)];
+  const seqs = [1, 2, 3, -(2n ** 63n), 2n ** 64n, 2 ** 53, MAX_SAFE, '4', 1.5, NaN];
+  const reading = () => r(pick(ids), pick(seqs), pick([10, 50, -1, '5']), pick([TS, '2026-07-16T09:00:01Z', 'x']));
+  const times = () => (rnd(8) ? now : pick(['123', null, NaN, -1, Infinity, 8.64e15 + 1, BigInt(NOW)]));
+  const calls = [
+    () => d.processBurst(Array.from({ length: rnd(5) }, reading), times(), rnd(2) === 0),
+    () => JSON.parse(d.processBurstJson(JSON.stringify(Array.from({ length: rnd(5) }, reading), (k, v) => (typeof v === 'bigint' ? Number(v) : v)), times())),
+    () => d.admitKeys(Array.from({ length: rnd(4) }, () => `${pick(ids)}:${pick(['1', '2', '-9223372036854775808'])}:0123456789abcdef`).join('\n'),
+      times(), pick([undefined, 0, 1, -1, 2 ** 32, 2 ** 32 - 1, 1.5, '1'])),
+    () => d.confirm(pick([1, 2, 3, 0, -1, 2 ** 32 + 1, 1.5, '1'])),
+    () => d.release(pick([1, 2, 3, 0, -1, 2 ** 32 + 2, NaN, 2n])),
+  ];
+  let [failed, succeeded] = [0, 0];
+  for (let step = 0; step < 2000; step++) {
+    now += rnd(3000);
+    const before = [Buffer.from(d.snapshot()).toString('hex'), JSON.stringify(d.stats())];
+    let out;
+    try {
+      out = pick(calls)();
+    } catch (e) {
+      failed++;
+      assert.ok(e instanceof Error && typeof e.code === 'string', `step ${step}: ${e}`);
+      assert.deepEqual([Buffer.from(d.snapshot()).toString('hex'), JSON.stringify(d.stats())], before, `step ${step}: ${e.code} changed the deduplicator`);
+      continue;
+    }
+    succeeded++;
+    const p = out?.audit?.payload ?? out?.counts;
+    if (p) assert.equal(p.received, p.unique + p.duplicates_suppressed + (p.pending ?? 0) + p.rejected, `step ${step}`);
+    for (const u of out?.unique ?? []) assert.ok(Math.abs(u.seq) <= MAX_SAFE && !['.', '..'].includes(u.device_id) && u.device_id.isWellFormed());
+  }
+  assert.ok(failed > 300 && succeeded > 300, `${failed} failed, ${succeeded} succeeded`);
+});
