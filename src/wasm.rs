@@ -212,6 +212,18 @@ fn time_arg(v: &JsValue) -> Result<f64, JsValue> {
     check_time(t).map(|_| t).map_err(to_js)
 }
 
+/// A flag argument: a boolean, or absent (`false`). JS truthiness would make the
+/// string `"false"` a provisional admission, so anything else is `invalid_burst`.
+fn flag_arg(v: &JsValue, name: &str) -> Result<bool, JsValue> {
+    match v.as_bool() {
+        Some(b) => Ok(b),
+        None if v.is_undefined() || v.is_null() => Ok(false),
+        None => Err(to_js(Error::InvalidBurst(format!(
+            "{name} must be a boolean"
+        )))),
+    }
+}
+
 /// A ticket argument: a whole JS number within `0 ..= 2^32 − 1`; anything else
 /// (`2**32 + 1`, `1.5`, `"1"`) is no ticket, so `unknown_ticket` rather than a
 /// wrapped or truncated ticket of someone else.
@@ -473,9 +485,10 @@ impl JsDeduplicator {
         &mut self,
         #[wasm_bindgen(unchecked_param_type = "Burst")] readings: JsValue,
         #[wasm_bindgen(unchecked_param_type = "number")] now_ms: JsValue,
-        provisional: Option<bool>,
+        #[wasm_bindgen(unchecked_optional_param_type = "boolean | null")] provisional: JsValue,
     ) -> Result<JsValue, JsValue> {
         let now_ms = time_arg(&now_ms)?;
+        let provisional = flag_arg(&provisional, "provisional")?;
         let burst = read_burst(&readings)?;
         let checked = burst
             .0
@@ -484,7 +497,7 @@ impl JsDeduplicator {
             .map(|(i, raw)| validate_js(raw, || burst_element(&readings, i)));
         let out: BurstOutcome = self
             .inner
-            .process_readings(checked, now_ms, provisional.unwrap_or(false))
+            .process_readings(checked, now_ms, provisional)
             .map_err(to_js)?;
         to_value(&out)
     }
@@ -498,13 +511,14 @@ impl JsDeduplicator {
         // A JS union read by `body_bytes`, not a serde value: nothing to derive from.
         #[wasm_bindgen(unchecked_param_type = "string | Uint8Array")] json: JsValue,
         #[wasm_bindgen(unchecked_param_type = "number")] now_ms: JsValue,
-        provisional: Option<bool>,
+        #[wasm_bindgen(unchecked_optional_param_type = "boolean | null")] provisional: JsValue,
     ) -> Result<String, JsValue> {
         let now_ms = time_arg(&now_ms)?;
+        let provisional = flag_arg(&provisional, "provisional")?;
         let bytes = body_bytes(json, "processBurstJson")?;
         let out = self
             .inner
-            .process_json(&bytes, now_ms, provisional.unwrap_or(false))
+            .process_json(&bytes, now_ms, provisional)
             .map_err(to_js)?;
         Ok(out.to_json())
     }

@@ -50,7 +50,7 @@ fn reading(device: &str, seq: i64, fill: f64, ts: &str) -> Value {
 
 fn process(d: &mut JsDeduplicator, readings: &[Value], now: f64) -> Value {
     let out = rust(
-        &d.process_burst(js(&json!(readings)), now.into(), None)
+        &d.process_burst(js(&json!(readings)), now.into(), JsValue::UNDEFINED)
             .unwrap(),
     );
     let p = &out["audit"]["payload"];
@@ -169,20 +169,20 @@ fn the_bulk_path_gives_the_same_outcome_as_the_object_path() {
     let body = json!({ "readings": readings }).to_string();
     let objects = rust(
         &dedup()
-            .process_burst(js(&json!(readings)), NOW.into(), None)
+            .process_burst(js(&json!(readings)), NOW.into(), JsValue::UNDEFINED)
             .unwrap(),
     );
     // Through JSON.parse, as a JS caller reads it (100.0 and 100 are one JS number).
     let parsed = |text: String| rust(&JSON::parse(&text).unwrap());
     let text = parsed(
         dedup()
-            .process_burst_json(body.clone().into(), NOW.into(), None)
+            .process_burst_json(body.clone().into(), NOW.into(), JsValue::UNDEFINED)
             .unwrap(),
     );
     let bytes = Uint8Array::from(body.as_bytes());
     let from_bytes = parsed(
         dedup()
-            .process_burst_json(bytes.into(), NOW.into(), None)
+            .process_burst_json(bytes.into(), NOW.into(), JsValue::UNDEFINED)
             .unwrap(),
     );
     assert_eq!(objects, text);
@@ -245,12 +245,12 @@ fn provisional_admission_is_pending_then_released_for_a_retry() {
         "2026-07-16T09:00:00Z"
     )]));
     let first = rust(
-        &d.process_burst(burst.clone(), NOW.into(), Some(true))
+        &d.process_burst(burst.clone(), NOW.into(), JsValue::TRUE)
             .unwrap(),
     );
     let ticket = first["ticket"].as_u64().unwrap() as u32;
     let again = rust(
-        &d.process_burst(burst.clone(), (NOW + 1.0).into(), None)
+        &d.process_burst(burst.clone(), (NOW + 1.0).into(), JsValue::UNDEFINED)
             .unwrap(),
     );
     assert_eq!(
@@ -262,7 +262,7 @@ fn provisional_admission_is_pending_then_released_for_a_retry() {
     );
     assert_eq!(d.release(ticket.into()).unwrap(), 1);
     let retry = rust(
-        &d.process_burst(burst.clone(), (NOW + 2.0).into(), None)
+        &d.process_burst(burst.clone(), (NOW + 2.0).into(), JsValue::UNDEFINED)
             .unwrap(),
     );
     assert_eq!(retry["unique"].as_array().unwrap().len(), 1);
@@ -290,28 +290,28 @@ fn bad_options_and_bodies_throw_coded_errors_and_the_instance_keeps_working() {
     let mut d = dedup();
     assert_eq!(
         code_of(
-            d.process_burst_json("[{".into(), NOW.into(), None)
+            d.process_burst_json("[{".into(), NOW.into(), JsValue::UNDEFINED)
                 .unwrap_err()
         ),
         "invalid_json"
     );
     assert_eq!(
         code_of(
-            d.process_burst_json(JsValue::from(42), NOW.into(), None)
+            d.process_burst_json(JsValue::from(42), NOW.into(), JsValue::UNDEFINED)
                 .unwrap_err()
         ),
         "invalid_burst"
     );
     assert_eq!(
         code_of(
-            d.process_burst(js(&json!("x")), NOW.into(), None)
+            d.process_burst(js(&json!("x")), NOW.into(), JsValue::UNDEFINED)
                 .unwrap_err()
         ),
         "invalid_burst"
     );
     assert_eq!(
         code_of(
-            d.process_burst(js(&json!([])), f64::NAN.into(), None)
+            d.process_burst(js(&json!([])), f64::NAN.into(), JsValue::UNDEFINED)
                 .unwrap_err()
         ),
         "invalid_time"
@@ -423,7 +423,7 @@ fn hostile_strings_numbers_and_tickets_are_refused_before_anything_is_admitted()
         js(&json!({"device_id": "dev", "seq": 0, "ts": "2026-07-16T09:00:00Z", "fill_pct": 6}));
     Reflect::set(&min, &"seq".into(), &js_sys::BigInt::from(i64::MIN).into()).unwrap();
     burst.unchecked_ref::<js_sys::Array>().push(&min);
-    let out = rust(&d.process_burst(burst, NOW.into(), Some(true)).unwrap());
+    let out = rust(&d.process_burst(burst, NOW.into(), JsValue::TRUE).unwrap());
     let rejected: Vec<(u64, &str)> = out["rejected"]
         .as_array()
         .unwrap()
@@ -452,7 +452,10 @@ fn hostile_strings_numbers_and_tickets_are_refused_before_anything_is_admitted()
     let before = d.snapshot();
     let empty = js(&json!([]));
     assert_eq!(
-        code_of(d.process_burst(empty, "123".into(), None).unwrap_err()),
+        code_of(
+            d.process_burst(empty, "123".into(), JsValue::UNDEFINED)
+                .unwrap_err()
+        ),
         "invalid_time"
     );
     assert_eq!(

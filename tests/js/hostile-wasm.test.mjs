@@ -165,6 +165,12 @@ const rows = [
     { result: (v) => assert.deepEqual(v, [true, true]) }, S],
   ['auditLine: nowMs "123"', () => auditLine('burst_deduplicated', { received: 0, unique: 0, duplicates_suppressed: 0, rejected: 0, seq_reuses: 0, evicted_before_ttl: 0 }, '123'), { code: 'invalid_time' }, S],
 
+  // provisional: a boolean or absent, never JS truthiness.
+  ['processBurst: provisional "false"', (d) => d.processBurst([r('bin-p')], NOW, 'false'), { code: 'invalid_burst' }, S],
+  ['processBurstJson: provisional 1', (d) => d.processBurstJson(JSON.stringify([r('bin-p')]), NOW, 1), { code: 'invalid_burst' }, S],
+  ['processBurst: provisional null is absent', (d) => d.processBurst([HELD[0]], NOW, null), { result: (o) => assert.deepEqual([o.duplicates, o.ticket], [[0], null]) },
+    (d) => assert.equal(d.contains(HELD[0], NOW), true)],
+
   // Tickets: whole numbers within the ticket range, else unknown_ticket.
   ['confirm(2**32 + 1) does not confirm ticket 1', (d) => d.confirm(2 ** 32 + 1), { code: 'unknown_ticket' }, S],
   ['release(2**32 + 1) does not release ticket 1', (d) => d.release(2 ** 32 + 1), { code: 'unknown_ticket' }, S],
