@@ -284,14 +284,29 @@ fn refused_arg(v: &JsValue) -> Result<usize, JsValue> {
     }
 }
 
+/// Line and column (1-based, in characters) of the first lone surrogate of `text`.
+/// Unit by unit across the boundary: only for a text known to have one.
+fn lone_surrogate_at(text: &js_sys::JsString) -> (usize, usize) {
+    let (mut line, mut column) = (1, 1);
+    for c in char::decode_utf16(text.iter()) {
+        match c {
+            Err(_) => break,
+            Ok('\n') => (line, column) = (line + 1, 1),
+            Ok(_) => column += 1,
+        }
+    }
+    (line, column)
+}
+
 /// The bytes of a body passed as a string or a `Uint8Array`. A string that is not
-/// valid Unicode is not JSON text: `invalid_json`.
+/// valid Unicode is not JSON text: `invalid_json`, saying where.
 fn body_bytes(body: JsValue, function: &str) -> Result<Vec<u8>, JsValue> {
     if let Some(s) = exact_string(&body) {
         s.map(String::into_bytes).map_err(|()| {
-            to_js(Error::InvalidJson(
-                "the text is not valid Unicode (lone surrogate)".into(),
-            ))
+            let (line, column) = lone_surrogate_at(body.unchecked_ref());
+            to_js(Error::InvalidJson(format!(
+                "the text is not valid Unicode (lone surrogate) at line {line} column {column}"
+            )))
         })
     } else if let Some(a) = body.dyn_ref::<js_sys::Uint8Array>() {
         Ok(a.to_vec())

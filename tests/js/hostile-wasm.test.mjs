@@ -91,6 +91,8 @@ const rows = [
   ['contains: "dev\\uD800"', (d) => d.contains(r('dev\uD800'), NOW), { code: 'invalid_device_id' }, S],
   ['admitKeys: key of "dev\\uD800"', (d) => d.admitKeys('dev\uD800:1:0123456789abcdef', NOW), { code: 'invalid_key' }, S],
   ['processBurstJson: text with a raw lone surrogate', (d) => d.processBurstJson(JSON.stringify([r('dev\uD800')]).replace('\\ud800', '\uD800'), NOW), { code: 'invalid_json' }, S],
+  ['processBurstJson: the error says where the lone surrogate is', (d) => { try { d.processBurstJson('[\n {"device_id":"dév\uDBFF"}]', NOW); } catch (e) { return e.message; } },
+    { result: (m) => assert.match(m, /lone surrogate\) at line 2 column 19$/) }, S],
   ['processBurstJson: escaped \\ud800 in the text', (d) => d.processBurstJson('[{"device_id":"dev\\ud800","seq":1,"ts":"2026-07-16T09:00:00Z","fill_pct":5}]', NOW), { code: 'invalid_json' }, S],
   ['auditLine: context device_id with a lone surrogate', () => auditLine('burst_deduplicated', { received: 0, unique: 0, duplicates_suppressed: 0, rejected: 0, seq_reuses: 0, evicted_before_ttl: 0 }, NOW, { device_id: 'dev\uD800' }), { code: 'invalid_burst' }, S],
   ['idempotencyKey: a valid pair "\\uD83D\\uDDD1" keys as UTF-8', () => idempotencyKey(r('bin-\uD83D\uDDD1')), { result: (k) => assert.ok(k.startsWith('bin-🗑:1:')) }, S],
