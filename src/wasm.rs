@@ -18,11 +18,13 @@ compile_error!("the JavaScript API needs the `typescript` feature (a default one
 use crate::dedupe::dedup::{
     check_time, Audit, AuditContext, AuditCounts, AuditEvent, BurstOutcome, Deduplicator,
 };
-use crate::dedupe::error::Error;
+use crate::dedupe::error::{Error, Field};
 use crate::dedupe::key::idempotency_key;
-use crate::dedupe::reading::{validate, RawBurst, RawReading};
+use crate::dedupe::reading::{
+    check_device_id, lone_surrogate, validate, RawBurst, RawReading, Reading as CoreReading, Scalar,
+};
 use crate::dedupe::seen::{
-    Config, SeenSet, Stats, DEFAULT_MAX_KEYS, DEFAULT_TTL_MS, MAX_MAX_KEYS, MAX_TTL_MS,
+    Config, SeenSet, Stats, DEFAULT_MAX_KEYS, DEFAULT_TTL_MS, MAX_COUNTER, MAX_MAX_KEYS, MAX_TTL_MS,
 };
 use crate::dedupe::timestamp::isoformat;
 use crate::uplink::{plan, FieldNames, Format, DEFAULT_MAX_READINGS, MAX_MAX_READINGS};
@@ -68,10 +70,244 @@ fn to_js(e: Error) -> JsValue {
     err.into()
 }
 
-/// The bytes of a body passed as a string or a `Uint8Array`.
+// Strings that are not valid Unicode. wasm-bindgen's conversion of a JS string to
+// Rust (`as_string`, `String`, `&str` parameters) maps a lone UTF-16 surrogate to
+// U+FFFD, so `"dev\uD800"` and `"dev\uDBFF"` would arrive as one id. A string
+// argument is checked once in JS (`isWellFormed`, constant time on the one-byte
+// strings engines keep ASCII text in); a reading's member only when its converted
+// text has a U+FFFD, the only trace a lost surrogate leaves.
+
+#[wasm_bindgen]
+extern "C" {
+    /// A JS string, as far as the check below needs one.
+    type Text;
+    /// `String.prototype.isWellFormed` (ES2024); `Err` where the engine lacks it.
+    #[wasm_bindgen(method, catch, js_name = isWellFormed)]
+    fn is_well_formed(this: &Text) -> Result<bool, JsValue>;
+}
+
+/// Whether a converted string may have lost a lone surrogate.
+fn maybe_lossy(s: &str) -> bool {
+    s.contains('\u{FFFD}')
+}
+
+/// Whether the JS string `v`, converted to `converted`, has no lone surrogate.
+fn well_formed(v: &js_sys::JsString, converted: &str) -> bool {
+    match v.unchecked_ref::<Text>().is_well_formed() {
+        Ok(yes) => yes,
+        // Without `isWellFormed`: only a U+FFFD can hide one; then unit by unit.
+        Err(_) => !maybe_lossy(converted) || v.is_valid_utf16(),
+    }
+}
+
+/// `v` as an exact Rust string: `None` when it is not a string, `Err(())` when it
+/// holds a lone surrogate.
+fn exact_string(v: &JsValue) -> Option<Result<String, ()>> {
+    let js = v.dyn_ref::<js_sys::JsString>()?;
+    let s = String::from(js);
+    Some(if well_formed(js, &s) { Ok(s) } else { Err(()) })
+}
+
+/// Whether member `name` of the JS object `object` is a string without lone
+/// surrogates (called only for a member whose converted text has a U+FFFD).
+fn member_well_formed(object: &JsValue, name: &str) -> bool {
+    js_sys::Reflect::get(object, &JsValue::from_str(name)).is_ok_and(|v| {
+        v.dyn_ref::<js_sys::JsString>()
+            .is_some_and(|js| well_formed(js, "\u{FFFD}"))
+    })
+}
+
+/// Whether `raw`, read from the JS object `object`, would be validated as a device
+/// id that lost a lone surrogate: the element is an object with no member twice
+/// (else that is reported first) and its `device_id` is a string with U+FFFD that
+/// the original does not have as such.
+fn lost_device_id(raw: &RawReading<'_>, object: impl FnOnce() -> JsValue) -> bool {
+    raw.is_object
+        && raw.repeated.is_none()
+        && matches!(&raw.device_id, Some(Scalar::Str(s)) if maybe_lossy(s))
+        && !member_well_formed(&object(), "device_id")
+}
+
+/// Validates one reading read from the JS value `object`, refusing a device id that
+/// lost a lone surrogate.
+fn validate_js<'a>(
+    raw: RawReading<'a>,
+    object: impl FnOnce() -> JsValue,
+) -> Result<CoreReading<'a>, Error> {
+    if lost_device_id(&raw, object) {
+        Err(lone_surrogate(Field::DeviceId))
+    } else {
+        validate(raw)
+    }
+}
+
+/// The readings array of a burst given as an array or as `{ readings: [...] }`.
+fn burst_array(burst: &JsValue) -> JsValue {
+    if js_sys::Array::is_array(burst) {
+        burst.clone()
+    } else {
+        js_sys::Reflect::get(burst, &JsValue::from_str("readings")).unwrap_or(JsValue::UNDEFINED)
+    }
+}
+
+/// Element `index` of a burst given as an array or as `{ readings: [...] }`.
+fn burst_element(burst: &JsValue, index: usize) -> JsValue {
+    js_sys::Reflect::get_u32(&burst_array(burst), index as u32).unwrap_or(JsValue::UNDEFINED)
+}
+
+// serde-wasm-bindgen fails a whole value on a BigInt beyond 64 bits, so one such
+// `seq` would make the call throw instead of rejecting its reading. Only when
+// reading fails, the readings are read again from copies whose such members are
+// NaN: rejected with the member's code where the member is read (`invalid_seq`),
+// ignored elsewhere.
+
+/// Whether `v` is a BigInt that neither `i64` nor `u64` holds.
+fn huge_bigint(v: &JsValue) -> bool {
+    v.is_bigint() && i64::try_from(v.clone()).is_err() && u64::try_from(v.clone()).is_err()
+}
+
+/// A copy of the object `reading` with each huge BigInt member NaN, or `None` when
+/// it has none.
+fn tame_bigints(reading: &JsValue) -> Option<JsValue> {
+    let object = reading.dyn_ref::<js_sys::Object>()?;
+    let copy = js_sys::Object::assign(&js_sys::Object::new(), object);
+    let mut changed = false;
+    for key in js_sys::Object::keys(&copy).iter() {
+        if js_sys::Reflect::get(&copy, &key).is_ok_and(|v| huge_bigint(&v)) {
+            changed |= js_sys::Reflect::set(&copy, &key, &JsValue::from_f64(f64::NAN)).is_ok();
+        }
+    }
+    changed.then(|| copy.into())
+}
+
+/// One reading read into its raw shape (see [`tame_bigints`]).
+fn read_reading(reading: &JsValue) -> Result<RawReading<'static>, JsValue> {
+    from_js(reading.clone()).or_else(|e| tame_bigints(reading).map_or(Err(e), from_js))
+}
+
+/// A burst read into its raw shape (see [`tame_bigints`]).
+fn read_burst(burst: &JsValue) -> Result<RawBurst<'static>, JsValue> {
+    from_js(burst.clone()).or_else(|e| {
+        let array = burst_array(burst);
+        if !js_sys::Array::is_array(&array) {
+            return Err(e);
+        }
+        let mut changed = false;
+        let copy: js_sys::Array = js_sys::Array::from(&array)
+            .iter()
+            .map(|r| tame_bigints(&r).inspect(|_| changed = true).unwrap_or(r))
+            .collect();
+        if changed {
+            from_js(copy.into())
+        } else {
+            Err(e)
+        }
+    })
+}
+
+/// A time argument (`nowMs`): a JS number, checked by the core. Anything else (a
+/// string such as `"123"`, `null`, a BigInt) would be coerced by JS, so it is refused.
+fn time_arg(v: &JsValue) -> Result<f64, JsValue> {
+    let t = v.as_f64().unwrap_or(f64::NAN);
+    check_time(t).map(|_| t).map_err(to_js)
+}
+
+/// A flag argument: a boolean, or absent (`false`). JS truthiness would make the
+/// string `"false"` a provisional admission, so anything else is `invalid_burst`.
+fn flag_arg(v: &JsValue, name: &str) -> Result<bool, JsValue> {
+    match v.as_bool() {
+        Some(b) => Ok(b),
+        None if v.is_undefined() || v.is_null() => Ok(false),
+        None => Err(to_js(Error::InvalidBurst(format!(
+            "{name} must be a boolean"
+        )))),
+    }
+}
+
+/// A ticket argument: a whole JS number within `0 ..= 2^32 − 1`; anything else
+/// (`2**32 + 1`, `1.5`, `"1"`) is no ticket, so `unknown_ticket` rather than a
+/// wrapped or truncated ticket of someone else.
+fn ticket_arg(v: &JsValue) -> Result<u32, JsValue> {
+    let t = v.as_f64().unwrap_or(f64::NAN);
+    if t.fract() == 0.0 && (0.0..=f64::from(u32::MAX)).contains(&t) {
+        Ok(t as u32)
+    } else {
+        Err(to_js(Error::UnknownTicket(t)))
+    }
+}
+
+/// A key list argument: one string, a key per line, valid Unicode (a device id in a
+/// key that lost a lone surrogate would be another device's).
+fn keys_arg(v: &JsValue) -> Result<String, JsValue> {
+    match exact_string(v) {
+        Some(Ok(s)) => Ok(s),
+        Some(Err(())) => Err(Error::InvalidKey(
+            "a key is not valid Unicode (lone surrogate)",
+        )),
+        None => Err(Error::InvalidKey(
+            "the keys must be one string, a key per line",
+        )),
+    }
+    .map_err(to_js)
+}
+
+/// `fromKeys`' admission times: a `Float64Array`, or an array of JS numbers (a
+/// string or `null` in it would be coerced by a typed-array copy: `invalid_time`).
+fn times_arg(v: &JsValue) -> Result<Vec<f64>, JsValue> {
+    if let Some(a) = v.dyn_ref::<js_sys::Float64Array>() {
+        return Ok(a.to_vec());
+    }
+    if !js_sys::Array::is_array(v) {
+        return Err(to_js(Error::InvalidKey(
+            "admission times must be a Float64Array or an array of numbers",
+        )));
+    }
+    js_sys::Array::from(v)
+        .iter()
+        .map(|t| time_arg(&t))
+        .collect()
+}
+
+/// `admitKeys`' `refused`: absent (0) or a whole JS number within `0 ..= 2^32 − 1`.
+fn refused_arg(v: &JsValue) -> Result<usize, JsValue> {
+    if v.is_undefined() || v.is_null() {
+        return Ok(0);
+    }
+    match v.as_f64() {
+        Some(n) if n.fract() == 0.0 && (0.0..=f64::from(u32::MAX)).contains(&n) => Ok(n as usize),
+        _ => Err(to_js(Error::InvalidBurst(format!(
+            "refused must be a whole number 0 ..= 4294967295, got {}",
+            js_sys::JSON::stringify(v)
+                .map(String::from)
+                .unwrap_or_else(|_| "a value JSON cannot write".into())
+        )))),
+    }
+}
+
+/// Line and column (1-based, in characters) of the first lone surrogate of `text`.
+/// Unit by unit across the boundary: only for a text known to have one.
+fn lone_surrogate_at(text: &js_sys::JsString) -> (usize, usize) {
+    let (mut line, mut column) = (1, 1);
+    for c in char::decode_utf16(text.iter()) {
+        match c {
+            Err(_) => break,
+            Ok('\n') => (line, column) = (line + 1, 1),
+            Ok(_) => column += 1,
+        }
+    }
+    (line, column)
+}
+
+/// The bytes of a body passed as a string or a `Uint8Array`. A string that is not
+/// valid Unicode is not JSON text: `invalid_json`, saying where.
 fn body_bytes(body: JsValue, function: &str) -> Result<Vec<u8>, JsValue> {
-    if let Some(s) = body.as_string() {
-        Ok(s.into_bytes())
+    if let Some(s) = exact_string(&body) {
+        s.map(String::into_bytes).map_err(|()| {
+            let (line, column) = lone_surrogate_at(body.unchecked_ref());
+            to_js(Error::InvalidJson(format!(
+                "the text is not valid Unicode (lone surrogate) at line {line} column {column}"
+            )))
+        })
     } else if let Some(a) = body.dyn_ref::<js_sys::Uint8Array>() {
         Ok(a.to_vec())
     } else {
@@ -107,9 +343,24 @@ fn from_js<T: Deserialize<'static>>(v: JsValue) -> Result<T, JsValue> {
 pub fn idempotency_key_js(
     #[wasm_bindgen(unchecked_param_type = "Reading")] reading: JsValue,
 ) -> Result<String, JsValue> {
-    let raw: RawReading = from_js(reading)?;
-    let reading = validate(raw).map_err(to_js)?;
+    let raw = read_reading(&reading)?;
+    let reading = validate_js(raw, || reading).map_err(to_js)?;
     Ok(idempotency_key(&reading))
+}
+
+/// Checks a device id by the rules every reading's `device_id` follows (1–128 UTF-8
+/// bytes, no control characters, not `.` or `..`, valid Unicode). Returns nothing;
+/// throws an `Error` with code `invalid_device_id` naming the broken rule.
+#[wasm_bindgen(js_name = checkDeviceId)]
+pub fn check_device_id_js(
+    #[wasm_bindgen(unchecked_param_type = "string")] id: JsValue,
+) -> Result<(), JsValue> {
+    match exact_string(&id) {
+        None => Err(Error::Invalid(Field::DeviceId, "must be a string")),
+        Some(Err(())) => Err(lone_surrogate(Field::DeviceId)),
+        Some(Ok(s)) => check_device_id(&s),
+    }
+    .map_err(to_js)
 }
 
 /// The seen-set's limits, whole numbers; an absent one takes its default. Ranges
@@ -159,7 +410,21 @@ fn audit_context(context: JsValue) -> Result<AuditContext, JsValue> {
     if context.is_undefined() || context.is_null() {
         return Ok(AuditContext::default());
     }
-    serde_wasm_bindgen::from_value(context).map_err(|e| to_js(Error::InvalidBurst(e.to_string())))
+    let c: AuditContext = serde_wasm_bindgen::from_value(context.clone())
+        .map_err(|e| to_js(Error::InvalidBurst(e.to_string())))?;
+    for (name, value) in [
+        ("device_id", &c.device_id),
+        ("route", &c.route),
+        ("burst_id", &c.burst_id),
+        ("error", &c.error),
+    ] {
+        if value.as_deref().is_some_and(maybe_lossy) && !member_well_formed(&context, name) {
+            return Err(to_js(Error::InvalidBurst(format!(
+                "audit context {name} is not valid Unicode (lone surrogate)"
+            ))));
+        }
+    }
+    Ok(c)
 }
 
 /// What `stats()` returns: the seen-set's counters, its memory and its limits.
@@ -174,9 +439,11 @@ pub struct DeduplicatorStats {
 }
 
 impl DeduplicatorStats {
+    /// The set's figures; counters beyond 2^53 − 1 (which a JS number cannot hold
+    /// exactly, and no real traffic reaches) read as 2^53 − 1.
     fn of(seen: &SeenSet) -> DeduplicatorStats {
         DeduplicatorStats {
-            stats: seen.stats(),
+            stats: seen.stats().capped(MAX_COUNTER),
             memory_bytes: seen.memory_bytes(),
             ttl_ms: seen.config().ttl_ms(),
             max_keys: seen.config().max_keys(),
@@ -232,13 +499,20 @@ impl JsDeduplicator {
     pub fn process_burst(
         &mut self,
         #[wasm_bindgen(unchecked_param_type = "Burst")] readings: JsValue,
-        now_ms: f64,
-        provisional: Option<bool>,
+        #[wasm_bindgen(unchecked_param_type = "number")] now_ms: JsValue,
+        #[wasm_bindgen(unchecked_optional_param_type = "boolean | null")] provisional: JsValue,
     ) -> Result<JsValue, JsValue> {
-        let burst: RawBurst = from_js(readings)?;
+        let now_ms = time_arg(&now_ms)?;
+        let provisional = flag_arg(&provisional, "provisional")?;
+        let burst = read_burst(&readings)?;
+        let checked = burst
+            .0
+            .into_iter()
+            .enumerate()
+            .map(|(i, raw)| validate_js(raw, || burst_element(&readings, i)));
         let out: BurstOutcome = self
             .inner
-            .process_burst(burst.0, now_ms, provisional.unwrap_or(false))
+            .process_readings(checked, now_ms, provisional)
             .map_err(to_js)?;
         to_value(&out)
     }
@@ -251,13 +525,15 @@ impl JsDeduplicator {
         &mut self,
         // A JS union read by `body_bytes`, not a serde value: nothing to derive from.
         #[wasm_bindgen(unchecked_param_type = "string | Uint8Array")] json: JsValue,
-        now_ms: f64,
-        provisional: Option<bool>,
+        #[wasm_bindgen(unchecked_param_type = "number")] now_ms: JsValue,
+        #[wasm_bindgen(unchecked_optional_param_type = "boolean | null")] provisional: JsValue,
     ) -> Result<String, JsValue> {
+        let now_ms = time_arg(&now_ms)?;
+        let provisional = flag_arg(&provisional, "provisional")?;
         let bytes = body_bytes(json, "processBurstJson")?;
         let out = self
             .inner
-            .process_json(&bytes, now_ms, provisional.unwrap_or(false))
+            .process_json(&bytes, now_ms, provisional)
             .map_err(to_js)?;
         Ok(out.to_json())
     }
@@ -266,20 +542,24 @@ impl JsDeduplicator {
     /// `parseUplink` or `idempotencyKey` give them) at `nowMs`; `refused` readings of
     /// the same burst count in the audit. No reading is validated and no SHA-256
     /// computed. Returns a {@link KeyAdmission}: a verdict per key, the audit counts
-    /// and the audit line with `context` appended. Throws `invalid_key` (nothing
-    /// admitted).
+    /// and the audit line with `context` appended. `refused` is a whole number
+    /// `0 ..= 2^32 − 1` (absent: 0). Throws `invalid_key`, `invalid_time`,
+    /// `invalid_burst` (a bad `refused` or context); a call that throws admits nothing.
     #[wasm_bindgen(js_name = admitKeys, unchecked_return_type = "KeyAdmission")]
     pub fn admit_keys(
         &mut self,
-        keys: &str,
-        now_ms: f64,
-        refused: Option<u32>,
+        #[wasm_bindgen(unchecked_param_type = "string")] keys: JsValue,
+        #[wasm_bindgen(unchecked_param_type = "number")] now_ms: JsValue,
+        #[wasm_bindgen(unchecked_optional_param_type = "number")] refused: JsValue,
         #[wasm_bindgen(unchecked_optional_param_type = "AuditContext")] context: JsValue,
     ) -> Result<JsValue, JsValue> {
+        let now_ms = time_arg(&now_ms)?;
+        let keys = keys_arg(&keys)?;
+        let refused = refused_arg(&refused)?;
         let context = audit_context(context)?;
         let out = self
             .inner
-            .admit_keys(keys, now_ms, refused.unwrap_or(0) as usize)
+            .admit_keys(&keys, now_ms, refused)
             .map_err(to_js)?;
         to_value(&KeyAdmission {
             verdicts: Verdicts(out.verdicts.iter().map(|v| *v as u8).collect()),
@@ -294,25 +574,36 @@ impl JsDeduplicator {
     /// `invalid_config`.
     #[wasm_bindgen(js_name = fromKeys)]
     pub fn from_keys(
-        keys: &str,
-        admitted_at_ms: &[f64],
+        #[wasm_bindgen(unchecked_param_type = "string")] keys: JsValue,
+        #[wasm_bindgen(unchecked_param_type = "Float64Array | number[]")] admitted_at_ms: JsValue,
         #[wasm_bindgen(unchecked_optional_param_type = "DeduplicatorOptions")] options: JsValue,
     ) -> Result<JsDeduplicator, JsValue> {
+        let keys = keys_arg(&keys)?;
+        let times = times_arg(&admitted_at_ms)?;
         let config = config_from(options)?;
-        Deduplicator::from_keys(config, keys, admitted_at_ms)
+        Deduplicator::from_keys(config, &keys, &times)
             .map(|inner| JsDeduplicator { inner })
             .map_err(to_js)
     }
 
     /// Makes a provisional admission permanent. Returns the number of keys confirmed.
-    /// Throws `unknown_ticket` for a ticket never issued.
-    pub fn confirm(&mut self, ticket: u32) -> Result<u32, JsValue> {
+    /// Throws `unknown_ticket` for a ticket never issued, or a value that is no
+    /// ticket (not a whole number within `1 ..= 2^32 − 1`).
+    pub fn confirm(
+        &mut self,
+        #[wasm_bindgen(unchecked_param_type = "number")] ticket: JsValue,
+    ) -> Result<u32, JsValue> {
+        let ticket = ticket_arg(&ticket)?;
         self.inner.confirm(ticket).map(|n| n as u32).map_err(to_js)
     }
 
     /// Withdraws a provisional admission so a retry is admitted. Returns the number
-    /// of keys withdrawn. Throws `unknown_ticket` for a ticket never issued.
-    pub fn release(&mut self, ticket: u32) -> Result<u32, JsValue> {
+    /// of keys withdrawn. Throws `unknown_ticket` as `confirm` does.
+    pub fn release(
+        &mut self,
+        #[wasm_bindgen(unchecked_param_type = "number")] ticket: JsValue,
+    ) -> Result<u32, JsValue> {
+        let ticket = ticket_arg(&ticket)?;
         self.inner.release(ticket).map(|n| n as u32).map_err(to_js)
     }
 
@@ -320,10 +611,11 @@ impl JsDeduplicator {
     pub fn contains(
         &mut self,
         #[wasm_bindgen(unchecked_param_type = "Reading")] reading: JsValue,
-        now_ms: f64,
+        #[wasm_bindgen(unchecked_param_type = "number")] now_ms: JsValue,
     ) -> Result<bool, JsValue> {
-        let raw: RawReading = from_js(reading)?;
-        let reading = validate(raw).map_err(to_js)?;
+        let now_ms = time_arg(&now_ms)?;
+        let raw = read_reading(&reading)?;
+        let reading = validate_js(raw, || reading).map_err(to_js)?;
         self.inner.contains(&reading, now_ms).map_err(to_js)
     }
 
@@ -338,14 +630,19 @@ impl JsDeduplicator {
         self.inner.snapshot()
     }
 
-    /// Rebuilds a deduplicator from `snapshot()` bytes; `options` override the stored
-    /// limits. Throws `invalid_snapshot` for corrupt or foreign bytes.
+    /// Rebuilds a deduplicator from `snapshot()` bytes (a `Uint8Array`); `options`
+    /// override the stored limits. Throws `invalid_snapshot` for anything else, and for
+    /// corrupt, foreign or forged bytes (every field is checked, not only the checksum).
     pub fn restore(
-        bytes: &[u8],
+        #[wasm_bindgen(unchecked_param_type = "Uint8Array")] bytes: JsValue,
         #[wasm_bindgen(unchecked_optional_param_type = "DeduplicatorOptions")] options: JsValue,
     ) -> Result<JsDeduplicator, JsValue> {
+        let bytes = bytes
+            .dyn_ref::<js_sys::Uint8Array>()
+            .map(js_sys::Uint8Array::to_vec)
+            .ok_or_else(|| to_js(Error::InvalidSnapshot("a snapshot is a Uint8Array")))?;
         let (ttl, max) = options_from(options)?;
-        Deduplicator::restore(bytes, ttl, max)
+        Deduplicator::restore(&bytes, ttl, max)
             .map(|inner| JsDeduplicator { inner })
             .map_err(to_js)
     }
@@ -360,9 +657,10 @@ pub fn audit_line(
     // A string, read below into `AuditEvent` (a bad one is `invalid_burst`).
     #[wasm_bindgen(unchecked_param_type = "AuditEvent")] event: &str,
     #[wasm_bindgen(unchecked_param_type = "AuditCounts")] counts: JsValue,
-    now_ms: f64,
+    #[wasm_bindgen(unchecked_param_type = "number")] now_ms: JsValue,
     #[wasm_bindgen(unchecked_optional_param_type = "AuditContext")] context: JsValue,
 ) -> Result<String, JsValue> {
+    let now_ms = time_arg(&now_ms)?;
     let event: AuditEvent =
         serde_json::from_value(serde_json::Value::from(event)).map_err(|_| {
             to_js(Error::InvalidBurst(format!(
@@ -379,8 +677,10 @@ pub fn audit_line(
 /// Python's `isoformat()` of the UTC instant (`2026-07-16T09:00:11.204000+00:00`).
 /// Throws `invalid_time`.
 #[wasm_bindgen(js_name = isoTime)]
-pub fn iso_time(ms: f64) -> Result<String, JsValue> {
-    let ms = check_time(ms).map_err(to_js)?;
+pub fn iso_time(
+    #[wasm_bindgen(unchecked_param_type = "number")] ms: JsValue,
+) -> Result<String, JsValue> {
+    let ms = check_time(time_arg(&ms)?).map_err(to_js)?;
     Ok(isoformat(ms * 1000))
 }
 

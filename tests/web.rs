@@ -4,7 +4,9 @@
 #![cfg(target_arch = "wasm32")]
 
 use js_sys::{Reflect, Uint8Array, JSON};
-use reconnect_dedupe::wasm::{idempotency_key_js, parse_uplink, JsDeduplicator};
+use reconnect_dedupe::wasm::{
+    check_device_id_js, idempotency_key_js, parse_uplink, JsDeduplicator,
+};
 use serde_json::{json, Value};
 use wasm_bindgen::{JsCast, JsValue};
 use wasm_bindgen_test::*;
@@ -47,7 +49,10 @@ fn reading(device: &str, seq: i64, fill: f64, ts: &str) -> Value {
 }
 
 fn process(d: &mut JsDeduplicator, readings: &[Value], now: f64) -> Value {
-    let out = rust(&d.process_burst(js(&json!(readings)), now, None).unwrap());
+    let out = rust(
+        &d.process_burst(js(&json!(readings)), now.into(), JsValue::UNDEFINED)
+            .unwrap(),
+    );
     let p = &out["audit"]["payload"];
     // `pending` and `not_stored` are written only when not zero.
     let n = |k: &str| p.get(k).map_or(0, |v| v.as_u64().unwrap());
@@ -164,18 +169,22 @@ fn the_bulk_path_gives_the_same_outcome_as_the_object_path() {
     let body = json!({ "readings": readings }).to_string();
     let objects = rust(
         &dedup()
-            .process_burst(js(&json!(readings)), NOW, None)
+            .process_burst(js(&json!(readings)), NOW.into(), JsValue::UNDEFINED)
             .unwrap(),
     );
     // Through JSON.parse, as a JS caller reads it (100.0 and 100 are one JS number).
     let parsed = |text: String| rust(&JSON::parse(&text).unwrap());
     let text = parsed(
         dedup()
-            .process_burst_json(body.clone().into(), NOW, None)
+            .process_burst_json(body.clone().into(), NOW.into(), JsValue::UNDEFINED)
             .unwrap(),
     );
     let bytes = Uint8Array::from(body.as_bytes());
-    let from_bytes = parsed(dedup().process_burst_json(bytes.into(), NOW, None).unwrap());
+    let from_bytes = parsed(
+        dedup()
+            .process_burst_json(bytes.into(), NOW.into(), JsValue::UNDEFINED)
+            .unwrap(),
+    );
     assert_eq!(objects, text);
     assert_eq!(text, from_bytes);
     assert!(!objects["rejected"].as_array().unwrap().is_empty());
@@ -197,7 +206,7 @@ fn snapshot_round_trip_keeps_suppressing() {
         .collect();
     process(&mut d, &burst, NOW);
     let bytes = Uint8Array::from(&d.snapshot()[..]);
-    let mut restored = JsDeduplicator::restore(&bytes.to_vec(), JsValue::UNDEFINED).unwrap();
+    let mut restored = JsDeduplicator::restore(bytes.into(), JsValue::UNDEFINED).unwrap();
     let stats = rust(&restored.stats().unwrap());
     assert_eq!(
         (stats["keys"].as_u64(), stats["max_keys"].as_u64()),
@@ -210,7 +219,7 @@ fn snapshot_round_trip_keeps_suppressing() {
     bad[20] ^= 1;
     assert_eq!(
         code_of(
-            JsDeduplicator::restore(&bad, JsValue::UNDEFINED)
+            JsDeduplicator::restore(Uint8Array::from(&bad[..]).into(), JsValue::UNDEFINED)
                 .err()
                 .unwrap()
         ),
@@ -218,7 +227,7 @@ fn snapshot_round_trip_keeps_suppressing() {
     );
     assert_eq!(
         code_of(
-            JsDeduplicator::restore(b"nope", JsValue::UNDEFINED)
+            JsDeduplicator::restore(Uint8Array::from(&b"nope"[..]).into(), JsValue::UNDEFINED)
                 .err()
                 .unwrap()
         ),
@@ -235,9 +244,15 @@ fn provisional_admission_is_pending_then_released_for_a_retry() {
         10.0,
         "2026-07-16T09:00:00Z"
     )]));
-    let first = rust(&d.process_burst(burst.clone(), NOW, Some(true)).unwrap());
+    let first = rust(
+        &d.process_burst(burst.clone(), NOW.into(), JsValue::TRUE)
+            .unwrap(),
+    );
     let ticket = first["ticket"].as_u64().unwrap() as u32;
-    let again = rust(&d.process_burst(burst.clone(), NOW + 1.0, None).unwrap());
+    let again = rust(
+        &d.process_burst(burst.clone(), (NOW + 1.0).into(), JsValue::UNDEFINED)
+            .unwrap(),
+    );
     assert_eq!(
         (
             again["pending"].clone(),
@@ -245,10 +260,16 @@ fn provisional_admission_is_pending_then_released_for_a_retry() {
         ),
         (json!([0]), json!(0))
     );
-    assert_eq!(d.release(ticket).unwrap(), 1);
-    let retry = rust(&d.process_burst(burst.clone(), NOW + 2.0, None).unwrap());
+    assert_eq!(d.release(ticket.into()).unwrap(), 1);
+    let retry = rust(
+        &d.process_burst(burst.clone(), (NOW + 2.0).into(), JsValue::UNDEFINED)
+            .unwrap(),
+    );
     assert_eq!(retry["unique"].as_array().unwrap().len(), 1);
-    assert_eq!(code_of(d.confirm(4242).unwrap_err()), "unknown_ticket");
+    assert_eq!(
+        code_of(d.confirm(4242.into()).unwrap_err()),
+        "unknown_ticket"
+    );
 }
 
 #[wasm_bindgen_test]
@@ -268,22 +289,31 @@ fn bad_options_and_bodies_throw_coded_errors_and_the_instance_keeps_working() {
     }
     let mut d = dedup();
     assert_eq!(
-        code_of(d.process_burst_json("[{".into(), NOW, None).unwrap_err()),
+        code_of(
+            d.process_burst_json("[{".into(), NOW.into(), JsValue::UNDEFINED)
+                .unwrap_err()
+        ),
         "invalid_json"
     );
     assert_eq!(
         code_of(
-            d.process_burst_json(JsValue::from(42), NOW, None)
+            d.process_burst_json(JsValue::from(42), NOW.into(), JsValue::UNDEFINED)
                 .unwrap_err()
         ),
         "invalid_burst"
     );
     assert_eq!(
-        code_of(d.process_burst(js(&json!("x")), NOW, None).unwrap_err()),
+        code_of(
+            d.process_burst(js(&json!("x")), NOW.into(), JsValue::UNDEFINED)
+                .unwrap_err()
+        ),
         "invalid_burst"
     );
     assert_eq!(
-        code_of(d.process_burst(js(&json!([])), f64::NAN, None).unwrap_err()),
+        code_of(
+            d.process_burst(js(&json!([])), f64::NAN.into(), JsValue::UNDEFINED)
+                .unwrap_err()
+        ),
         "invalid_time"
     );
     let out = process(
@@ -295,7 +325,7 @@ fn bad_options_and_bodies_throw_coded_errors_and_the_instance_keeps_working() {
     let held = d
         .contains(
             js(&reading("bin-A17", 1, 10.0, "2026-07-16T11:00:00+02:00")),
-            NOW,
+            NOW.into(),
         )
         .unwrap();
     assert!(held);
@@ -336,7 +366,12 @@ fn parse_uplink_maps_a_tts_webhook_and_its_readings_key_like_the_vectors() {
         .collect();
     let mut d = dedup();
     let out = d
-        .admit_keys(&keys.join("\n"), NOW, None, JsValue::UNDEFINED)
+        .admit_keys(
+            keys.join("\n").into(),
+            NOW.into(),
+            JsValue::UNDEFINED,
+            JsValue::UNDEFINED,
+        )
         .unwrap();
     let verdicts = Uint8Array::from(Reflect::get(&out, &"verdicts".into()).unwrap()).to_vec();
     let mut seen = std::collections::HashSet::new();
@@ -348,7 +383,12 @@ fn parse_uplink_maps_a_tts_webhook_and_its_readings_key_like_the_vectors() {
         );
     }
     let again = d
-        .admit_keys(&keys.join("\n"), NOW + 1.0, None, JsValue::UNDEFINED)
+        .admit_keys(
+            keys.join("\n").into(),
+            (NOW + 1.0).into(),
+            JsValue::UNDEFINED,
+            JsValue::UNDEFINED,
+        )
         .unwrap();
     let verdicts = Uint8Array::from(Reflect::get(&again, &"verdicts".into()).unwrap()).to_vec();
     assert!(verdicts.iter().all(|v| *v == 2), "the replay is suppressed");
@@ -364,4 +404,69 @@ fn parse_uplink_maps_a_tts_webhook_and_its_readings_key_like_the_vectors() {
     let opts = js(&json!({"maxReadings": 1}));
     let err = parse_uplink("readings", JsValue::from_str("[{},{}]"), opts).unwrap_err();
     assert_eq!(code_of(err), "too_many_readings");
+}
+
+/// The browser's own string conversion maps a lone surrogate to U+FFFD; the API
+/// refuses such strings instead, so `dev\uD800` and `dev\uDBFF` never collide. Also
+/// in the browser: a BigInt seq of -2^63 is one rejected reading (nothing throws
+/// after admitting), and a `nowMs` or ticket that is not a JS number is refused.
+#[wasm_bindgen_test]
+fn hostile_strings_numbers_and_tickets_are_refused_before_anything_is_admitted() {
+    let mut d = dedup();
+    let burst = JSON::parse(
+        r#"[{"device_id":"dev\ud800","seq":1,"ts":"2026-07-16T09:00:00Z","fill_pct":5},
+            {"device_id":"dev\udbff","seq":1,"ts":"2026-07-16T09:00:00Z","fill_pct":5},
+            {"device_id":"dev","seq":1,"ts":"2026-07-16T09:00:00Z","fill_pct":5}]"#,
+    )
+    .unwrap();
+    let min =
+        js(&json!({"device_id": "dev", "seq": 0, "ts": "2026-07-16T09:00:00Z", "fill_pct": 6}));
+    Reflect::set(&min, &"seq".into(), &js_sys::BigInt::from(i64::MIN).into()).unwrap();
+    burst.unchecked_ref::<js_sys::Array>().push(&min);
+    let out = rust(&d.process_burst(burst, NOW.into(), JsValue::TRUE).unwrap());
+    let rejected: Vec<(u64, &str)> = out["rejected"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|r| (r["index"].as_u64().unwrap(), r["code"].as_str().unwrap()))
+        .collect();
+    assert_eq!(
+        rejected,
+        [
+            (0, "invalid_device_id"),
+            (1, "invalid_device_id"),
+            (3, "invalid_seq")
+        ]
+    );
+    assert_eq!(out["unique"][0]["index"], 2);
+    let lone = JSON::parse(r#""dev\ud800""#).unwrap();
+    assert_eq!(
+        code_of(check_device_id_js(lone).unwrap_err()),
+        "invalid_device_id"
+    );
+    assert_eq!(
+        code_of(check_device_id_js("..".into()).unwrap_err()),
+        "invalid_device_id"
+    );
+    check_device_id_js("dev\u{FFFD}".into()).expect("a real U+FFFD is valid Unicode");
+    let before = d.snapshot();
+    let empty = js(&json!([]));
+    assert_eq!(
+        code_of(
+            d.process_burst(empty, "123".into(), JsValue::UNDEFINED)
+                .unwrap_err()
+        ),
+        "invalid_time"
+    );
+    assert_eq!(
+        code_of(d.confirm((2f64.powi(32) + 1.0).into()).unwrap_err()),
+        "unknown_ticket"
+    );
+    assert_eq!(d.snapshot(), before);
+    assert_eq!(
+        rust(&d.stats().unwrap())["pending"],
+        1,
+        "ticket 1 still open"
+    );
+    assert_eq!(d.confirm(1.into()).unwrap(), 1);
 }

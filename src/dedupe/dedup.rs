@@ -17,7 +17,7 @@
 use super::error::{Error, Rejection};
 use super::key::{content_digest, format_key, parse_key};
 use super::reading::{validate, RawBurst, RawReading, Reading};
-use super::seen::{Admission, Config, SeenSet, Stats, MAX_TIME_MS};
+use super::seen::{fingerprint_under, Admission, Config, SeenSet, Stats, MAX_TIME_MS};
 use super::timestamp::{isoformat, IsoBuf};
 use serde::ser::SerializeStruct;
 use serde::{Deserialize, Serialize};
@@ -72,14 +72,18 @@ fn is_zero(n: &usize) -> bool {
 }
 
 impl AuditCounts {
-    /// Whether every reading is in exactly one bucket.
+    /// Whether every reading is in exactly one bucket. A sum that overflows does not
+    /// reconcile (it would wrap to a small number on wasm32).
     pub fn reconciles(&self) -> bool {
-        self.received
-            == self.unique
-                + self.duplicates_suppressed
-                + self.pending
-                + self.rejected
-                + self.not_stored
+        [
+            self.duplicates_suppressed,
+            self.pending,
+            self.rejected,
+            self.not_stored,
+        ]
+        .into_iter()
+        .try_fold(self.unique, usize::checked_add)
+            == Some(self.received)
     }
 }
 
@@ -132,16 +136,21 @@ impl Audit {
                 "audit counts do not reconcile: {payload:?}"
             )));
         }
+        Ok(Audit::at(event, payload, now))
+    }
+
+    /// The record at `now` (whole ms, checked), of counts known to reconcile.
+    fn at(event: AuditEvent, payload: AuditCounts, now: i64) -> Audit {
         let (level, event) = match event {
             AuditEvent::BurstDeduplicated => ("INFO", "burst_deduplicated"),
             AuditEvent::BurstNotStored => ("ERROR", "burst_not_stored"),
         };
-        Ok(Audit {
+        Audit {
             logged_at: isoformat(now * 1000),
             level,
             event,
             payload,
-        })
+        }
     }
 
     /// The one-line JSON text of this record with `context` appended:
@@ -334,7 +343,8 @@ impl Deduplicator {
     ///
     /// # Errors
     /// [`Error::InvalidTime`] for a `now_ms` that is not finite or outside
-    /// `0 ..= 8.64e15`; [`Error::NoEntropy`] if the hash cannot be seeded.
+    /// `0 ..= 8.64e15`; [`Error::NoEntropy`] if the hash cannot be seeded. Both are
+    /// found before anything changes: a call that fails admits nothing.
     ///
     /// ```
     /// use reconnect_dedupe::{Deduplicator, RawBurst};
@@ -354,7 +364,27 @@ impl Deduplicator {
         now_ms: f64,
         provisional: bool,
     ) -> Result<BurstOutcome<'a>, Error> {
+        self.process_readings(readings.into_iter().map(validate), now_ms, provisional)
+    }
+
+    /// [`Self::process_burst`] over readings the caller has already validated, each
+    /// `Ok` or the `Err` to reject it with (its index in the burst is its position):
+    /// the JavaScript API refuses strings that lost a lone surrogate this way.
+    ///
+    /// # Errors
+    /// As [`Self::process_burst`].
+    pub fn process_readings<'a, I>(
+        &mut self,
+        readings: I,
+        now_ms: f64,
+        provisional: bool,
+    ) -> Result<BurstOutcome<'a>, Error>
+    where
+        I: ExactSizeIterator<Item = Result<Reading<'a>, Error>>,
+    {
+        // Everything that can fail is checked before the first change (the sweep).
         let now = check_time(now_ms)?;
+        let hash_key = self.seen.hash_key()?;
         // Content is hashed here: one right-sized buffer for it, once per deduplicator.
         self.scratch.reserve(64);
         let received = readings.len();
@@ -367,8 +397,8 @@ impl Deduplicator {
         let mut pending = Vec::new();
         let mut rejected = Vec::new();
         let mut seq_reuses = 0;
-        for (index, raw) in readings.into_iter().enumerate() {
-            let reading = match validate(raw) {
+        for (index, reading) in readings.enumerate() {
+            let reading = match reading {
                 Ok(r) => r,
                 Err(e) => {
                     rejected.push(Rejection {
@@ -381,9 +411,7 @@ impl Deduplicator {
                 }
             };
             let digest = content_digest(&reading, &mut self.scratch);
-            let fp = self
-                .seen
-                .fingerprint(&reading.device_id, reading.seq, digest)?;
+            let fp = fingerprint_under(hash_key, &reading.device_id, reading.seq, digest);
             match self.seen.check_and_add(fp, now, ticket, burst_start) {
                 Admission::Admitted { seq_reuse } => {
                     seq_reuses += usize::from(seq_reuse);
@@ -419,12 +447,7 @@ impl Deduplicator {
             rejected,
             seq_reuses,
             ticket,
-            audit: Audit {
-                logged_at: isoformat(now * 1000),
-                level: "INFO",
-                event: "burst_deduplicated",
-                payload,
-            },
+            audit: Audit::at(AuditEvent::BurstDeduplicated, payload, now),
         })
     }
 
@@ -475,18 +498,26 @@ impl Deduplicator {
         refused: usize,
     ) -> Result<KeyAdmission, Error> {
         let now = check_time(now_ms)?;
-        // Every key is read and fingerprinted before the first is admitted.
+        // Every key is read and fingerprinted, and the counts checked, before the
+        // first change (the sweep).
+        let hash_key = self.seen.hash_key()?;
         let fingerprints = lines(keys)
             .map(|k| {
                 let p = parse_key(k)?;
-                self.seen.fingerprint(p.device_id, p.seq, p.digest)
+                Ok(fingerprint_under(hash_key, p.device_id, p.seq, p.digest))
             })
             .collect::<Result<Vec<_>, Error>>()?;
+        let received = fingerprints.len().checked_add(refused).ok_or_else(|| {
+            Error::InvalidBurst(format!(
+                "{} keys and {refused} refused readings are more than one burst can count",
+                fingerprints.len()
+            ))
+        })?;
         let evicted_before = self.seen.stats().evicted_before_ttl;
         self.seen.sweep(now);
         let burst_start = self.seen.next_position();
         let mut counts = AuditCounts {
-            received: fingerprints.len() + refused,
+            received,
             rejected: refused,
             ..AuditCounts::default()
         };
@@ -517,9 +548,10 @@ impl Deduplicator {
             )
             .collect();
         counts.evicted_before_ttl = self.seen.stats().evicted_before_ttl - evicted_before;
+        debug_assert!(counts.reconciles());
         Ok(KeyAdmission {
             verdicts,
-            audit: Audit::new(AuditEvent::BurstDeduplicated, counts, now_ms)?,
+            audit: Audit::at(AuditEvent::BurstDeduplicated, counts, now),
         })
     }
 
@@ -615,6 +647,7 @@ pub fn check_time(now_ms: f64) -> Result<i64, Error> {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::dedupe::reading::MAX_SAFE_SEQ;
     use serde_json::{json, Value};
 
     fn same_text(d: &mut Deduplicator, body: &str, now: f64, provisional: bool) {
@@ -775,6 +808,91 @@ mod tests {
         assert_eq!(
             d.admit_keys(good, T0, 0).unwrap().verdicts,
             [Verdict::Admitted]
+        );
+    }
+
+    /// A hostile value for a reading's member, or a valid one.
+    fn hostile_reading(rng: &mut fastrand::Rng) -> String {
+        let device = ["bin-1", "bin-2", ".", "..", "", "a\\u0000b", "\\ud800x"][rng.usize(0..7)];
+        let seq = [
+            "1",
+            "2",
+            "-9223372036854775808",
+            "9223372036854775807",
+            "9007199254740991",
+            "-9007199254740991",
+            "9007199254740992",
+            "-9007199254740992",
+            "18446744073709551615",
+            "1e300",
+            "41.5",
+            "\"7\"",
+        ][rng.usize(0..12)];
+        let fill = ["50", "-1", "1e400", "100.0"][rng.usize(0..4)];
+        let ts = ["2026-07-16T09:00:00Z", "2026-07-16T09:00:01Z", "x"][rng.usize(0..3)];
+        format!(r#"{{"device_id":"{device}","seq":{seq},"ts":"{ts}","fill_pct":{fill}}}"#)
+    }
+
+    /// Property: a call that returns an error leaves the deduplicator exactly as it
+    /// was (snapshot bytes and counters), and no admitted reading is outside the
+    /// rules. Seeded random calls of every mutating method, half of them hostile.
+    #[test]
+    fn a_call_that_fails_changes_nothing() {
+        let mut rng = fastrand::Rng::with_seed(9);
+        let mut d = Deduplicator::new(Config::new(30_000, 40).unwrap());
+        let mut now = T0;
+        let (mut failed, mut succeeded) = (0, 0);
+        for step in 0..3000 {
+            now += f64::from(rng.u32(0..3000));
+            let at = match rng.u8(0..10) {
+                0 => [f64::NAN, -1.0, f64::INFINITY, 8.64e15 + 1.0, -0.0][rng.usize(0..5)],
+                _ => now,
+            };
+            let before = (d.snapshot(), d.stats());
+            let result: Result<(), Error> = match rng.u8(0..5) {
+                0 | 1 => {
+                    let readings: Vec<String> = (0..rng.usize(0..6))
+                        .map(|_| hostile_reading(&mut rng))
+                        .collect();
+                    let mut body = format!("[{}]", readings.join(","));
+                    if rng.u8(0..8) == 0 {
+                        body.truncate(body.len() / 2);
+                    }
+                    d.process_json(body.as_bytes(), at, rng.bool()).map(|out| {
+                        for a in &out.unique {
+                            assert!(a.reading.seq.unsigned_abs() <= MAX_SAFE_SEQ as u64);
+                            assert!(!matches!(&*a.reading.device_id, "." | ".."));
+                        }
+                        assert!(out.audit.payload.reconciles());
+                    })
+                }
+                2 => {
+                    let keys: Vec<String> = (0..rng.usize(0..4))
+                        .map(|_| {
+                            let seq = ["1", "2", "-9223372036854775808", "9007199254740992"]
+                                [rng.usize(0..4)];
+                            format!("bin-{}:{seq}:0123456789abcdef", rng.u8(0..3))
+                        })
+                        .collect();
+                    let refused = [0, 1, usize::MAX, usize::MAX - 1][rng.usize(0..4)];
+                    d.admit_keys(&keys.join("\n"), at, refused)
+                        .map(|out| assert!(out.audit.payload.reconciles()))
+                }
+                3 => d.confirm(rng.u32(0..6)).map(drop),
+                _ => d.release(rng.u32(0..6)).map(drop),
+            };
+            match result {
+                Err(e) => {
+                    failed += 1;
+                    assert_eq!((d.snapshot(), d.stats()), before, "step {step}: {e}");
+                }
+                Ok(()) => succeeded += 1,
+            }
+            d.seen.validate();
+        }
+        assert!(
+            failed > 500 && succeeded > 500,
+            "{failed} failed, {succeeded} succeeded"
         );
     }
 

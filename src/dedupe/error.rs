@@ -40,8 +40,9 @@ pub enum Error {
     InvalidConfig(String),
     /// Snapshot bytes that are truncated, corrupt, of another format or version.
     InvalidSnapshot(&'static str),
-    /// `confirm`/`release` of a ticket that is not open.
-    UnknownTicket(u32),
+    /// `confirm`/`release` of a ticket that is not open, or a value that is no
+    /// ticket at all (not a whole number within `1 ..= 2^32 − 1`), as the caller gave it.
+    UnknownTicket(f64),
     /// `now_ms` is not a finite time within the range of JS dates.
     InvalidTime(f64),
     /// The platform gave no random bytes for the hash seed.

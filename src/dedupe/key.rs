@@ -184,7 +184,9 @@ pub fn parse_key(key: &str) -> Result<KeyParts<'_>, Error> {
     let seq_value: i64 = seq
         .parse()
         .map_err(|_| bad("the seq must be a whole number"))?;
-    if seq_value.abs() > MAX_SAFE_SEQ || itoa::Buffer::new().format(seq_value) != seq {
+    if seq_value.unsigned_abs() > MAX_SAFE_SEQ as u64
+        || itoa::Buffer::new().format(seq_value) != seq
+    {
         return Err(bad("the seq must be written canonically within ±(2^53−1)"));
     }
     check_device_id(device_id).map_err(|_| bad("the device_id part breaks the device_id rules"))?;
@@ -300,6 +302,11 @@ mod tests {
             "dev:-0:0123456789abcdef",
             "dev:1.0:0123456789abcdef",
             "dev:9007199254740992:0123456789abcdef",
+            "dev:-9007199254740992:0123456789abcdef",
+            "dev:-9223372036854775808:0123456789abcdef",
+            "dev:9223372036854775807:0123456789abcdef",
+            ".:1:0123456789abcdef",
+            "..:1:0123456789abcdef",
             "dev:1:0123456789ABCDEF",
             "dev:1:0123456789abcde",
             "dev:1:0123456789abcdef0",

@@ -342,13 +342,27 @@ fn device_id(v: Scalar<'_>) -> Result<Cow<'_, str>, Error> {
     Ok(s)
 }
 
-/// The rules of a `device_id` (also applied to the device part of a stored key).
+/// The error for a string member that is not valid Unicode: a JS string with a lone
+/// UTF-16 surrogate, which a lossy conversion would map to U+FFFD (so two different
+/// ids would collide). The JavaScript API detects it; text parsed here never has one.
+pub fn lone_surrogate(field: Field) -> Error {
+    Error::Invalid(field, "is not valid Unicode (lone surrogate)")
+}
+
+/// The rules of a `device_id` (also applied to the device part of a stored key):
+/// 1–128 UTF-8 bytes, no control characters, not `.` or `..`.
 ///
 /// # Errors
 /// [`Error::Invalid`] for `device_id` naming the broken rule.
 pub fn check_device_id(s: &str) -> Result<(), Error> {
     if s.is_empty() {
         return Err(Error::Invalid(Field::DeviceId, "must not be empty"));
+    }
+    if s == "." || s == ".." {
+        return Err(Error::Invalid(
+            Field::DeviceId,
+            r#"must not be "." or ".." (a URL path cannot address it)"#,
+        ));
     }
     if s.len() > MAX_DEVICE_ID_BYTES {
         return Err(Error::Invalid(Field::DeviceId, "is longer than 128 bytes"));
@@ -441,6 +455,14 @@ mod tests {
             "invalid_seq"
         );
         assert_eq!(ok("1e300").unwrap_err().code(), "invalid_seq");
+        // i64's own extremes: the range check must not overflow on them.
+        for s in [
+            "-9223372036854775808",
+            "9223372036854775807",
+            "-9007199254740992",
+        ] {
+            assert_eq!(ok(s).unwrap_err().code(), "invalid_seq", "{s}");
+        }
         assert_eq!(ok("41.5").unwrap_err().code(), "invalid_seq");
         assert_eq!(ok("\"41\"").unwrap_err().code(), "invalid_seq");
         assert_eq!(ok("true").unwrap_err().code(), "invalid_seq");
@@ -466,6 +488,23 @@ mod tests {
             code(r#"{"device_id":"d","seq":1,"seq":2,"ts":"2026-07-16T09:00:00Z","fill_pct":1}"#),
             "invalid_reading"
         );
+    }
+
+    /// "." and ".." cannot be addressed in a URL path (`/v1/devices/../readings` is
+    /// normalised to another route), so no reading may be stored under them.
+    #[test]
+    fn dot_segments_are_not_device_ids() {
+        for id in [".", ".."] {
+            let e = check_device_id(id).unwrap_err();
+            assert_eq!(e.code(), "invalid_device_id");
+            assert_eq!(
+                e.to_string(),
+                r#"device_id must not be "." or ".." (a URL path cannot address it)"#
+            );
+        }
+        for id in ["...", ".a", "a.", "./"] {
+            assert_eq!(check_device_id(id), Ok(()), "{id}");
+        }
     }
 
     #[test]

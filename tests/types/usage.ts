@@ -13,6 +13,7 @@ import init, {
   initSync,
   Deduplicator,
   auditLine,
+  checkDeviceId,
   idempotencyKey,
   isoTime,
   limits,
@@ -204,4 +205,20 @@ export function worker(body: Uint8Array): string[] {
   auditLine(event, counts, NOW, { device: "bin-A17" });
   lines.push(isoTime(NOW), ...formats);
   return lines;
+}
+
+/** The worker's read route checks the path's id as ingest does (throws `invalid_device_id`). */
+export function readRoute(id: string): void {
+  const nothing: void = checkDeviceId(id);
+  // @ts-expect-error the id is a string
+  checkDeviceId(17);
+  // @ts-expect-error nowMs is a number, never a string
+  isoTime("123");
+  // @ts-expect-error a snapshot is bytes
+  Deduplicator.restore("RDDS");
+  // @ts-expect-error a ticket is a number
+  new Deduplicator().confirm("1");
+  // @ts-expect-error refused is a number
+  new Deduplicator().admitKeys("", NOW, "1");
+  void nothing;
 }

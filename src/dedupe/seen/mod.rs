@@ -80,6 +80,10 @@ const EMPTY: u32 = u32::MAX;
 /// Ring positions count modulo 2^31, so `EMPTY` is never a position.
 const POS_MASK: u32 = (1 << 31) - 1;
 
+/// Largest counter a snapshot may hold: the largest integer a JS number holds
+/// exactly. [`Stats::capped`] keeps what `stats()` reports within it.
+pub const MAX_COUNTER: u64 = (1 << 53) - 1;
+
 /// Largest `now_ms` accepted: the last millisecond a JS `Date` can hold.
 pub const MAX_TIME_MS: f64 = 8.64e15;
 
@@ -149,6 +153,25 @@ pub struct Stats {
     pub released: u64,
     /// Admissions whose device+seq was already held with other content.
     pub seq_reuses: u64,
+}
+
+impl Stats {
+    /// Every counter at most `max` (a JS number holds integers exactly up to
+    /// [`MAX_COUNTER`]; no real traffic gets there, a forged snapshot can come close).
+    pub fn capped(self, max: u64) -> Stats {
+        let c = |v: u64| v.min(max);
+        Stats {
+            keys: c(self.keys),
+            pending: c(self.pending),
+            admitted: c(self.admitted),
+            duplicates: c(self.duplicates),
+            pending_hits: c(self.pending_hits),
+            evicted_before_ttl: c(self.evicted_before_ttl),
+            expired: c(self.expired),
+            released: c(self.released),
+            seq_reuses: c(self.seq_reuses),
+        }
+    }
 }
 
 /// A key's fingerprint: see the module docs.
@@ -265,24 +288,26 @@ impl SeenSet {
         seq: i64,
         digest: u64,
     ) -> Result<Fingerprint, Error> {
-        let key = match self.hash_key {
-            Some(k) => k,
-            None => {
-                let mut bytes = [0u8; 16];
-                getrandom::fill(&mut bytes).map_err(|_| Error::NoEntropy)?;
-                let k = SipKey(
-                    u64::from_le_bytes(bytes[..8].try_into().unwrap_or_default()),
-                    u64::from_le_bytes(bytes[8..].try_into().unwrap_or_default()),
-                );
-                self.hash_key = Some(k);
-                k
-            }
-        };
-        let (h1, h2) = sip_device_seq(key, device_id.as_bytes(), seq);
-        Ok(Fingerprint {
-            id: h1 & ID_MASK,
-            tag: h2 ^ digest,
-        })
+        Ok(fingerprint_under(self.hash_key()?, device_id, seq, digest))
+    }
+
+    /// The secret key of the fingerprints, drawn on first use: a caller that takes it
+    /// before it changes anything cannot fail halfway (see [`fingerprint_under`]).
+    ///
+    /// # Errors
+    /// As [`Self::fingerprint`].
+    pub(crate) fn hash_key(&mut self) -> Result<SipKey, Error> {
+        if let Some(k) = self.hash_key {
+            return Ok(k);
+        }
+        let mut bytes = [0u8; 16];
+        getrandom::fill(&mut bytes).map_err(|_| Error::NoEntropy)?;
+        let k = SipKey(
+            u64::from_le_bytes(bytes[..8].try_into().unwrap_or_default()),
+            u64::from_le_bytes(bytes[8..].try_into().unwrap_or_default()),
+        );
+        self.hash_key = Some(k);
+        Ok(k)
     }
 
     /// Whether a key is held (confirmed or pending) at `now_ms`. Changes nothing:
@@ -416,7 +441,7 @@ impl SeenSet {
             return if issued {
                 Ok(0)
             } else {
-                Err(Error::UnknownTicket(ticket))
+                Err(Error::UnknownTicket(f64::from(ticket)))
             };
         };
         let mut changed = 0;
@@ -611,6 +636,20 @@ fn sip_device_seq(key: SipKey, device_id: &[u8], seq: i64) -> (u64, u64) {
     h.write_u64(seq as u64); // `to_le` inside: the same bytes as `seq.to_le_bytes()`
     let out = h.finish128();
     (out.h1, out.h2)
+}
+
+/// The fingerprint of a key's parts under the set's secret (from [`SeenSet::hash_key`]).
+pub(crate) fn fingerprint_under(
+    key: SipKey,
+    device_id: &str,
+    seq: i64,
+    digest: u64,
+) -> Fingerprint {
+    let (h1, h2) = sip_device_seq(key, device_id.as_bytes(), seq);
+    Fingerprint {
+        id: h1 & ID_MASK,
+        tag: h2 ^ digest,
+    }
 }
 
 /// Slots for a table of `live` entries: a power of two, at least [`MIN_TABLE`], load ≤ 3/4.

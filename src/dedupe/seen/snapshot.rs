@@ -1,7 +1,8 @@
 //! Snapshot bytes of a seen-set: format `RDDS` v1, checked field by field on restore.
 
 use super::{
-    Config, Entry, Fingerprint, Probe, SeenSet, SipKey, State, Stats, ID_MASK, MAX_TIME_MS,
+    Config, Entry, Fingerprint, Probe, SeenSet, SipKey, State, Stats, ID_MASK, MAX_COUNTER,
+    MAX_TIME_MS,
 };
 use crate::dedupe::error::Error;
 use sha2::{Digest, Sha256};
@@ -66,7 +67,11 @@ impl SeenSet {
     ///
     /// # Errors
     /// [`Error::InvalidSnapshot`] for bytes that are truncated, corrupt (checksum),
-    /// of another format or version, or internally inconsistent;
+    /// of another format or version, or whose content breaks a rule even under a
+    /// valid checksum: unknown flags, a reserved field set, limits out of range, the
+    /// clock or an entry time outside `0 ..= 8.64e15` ms, entries out of order, from
+    /// after the clock or expired at it, a counter beyond 2^53 − 1, counters that do
+    /// not add up (admitted = held + expired + evicted + released);
     /// [`Error::InvalidConfig`] for an override out of range.
     pub fn restore(
         bytes: &[u8],
@@ -86,9 +91,13 @@ impl SeenSet {
             return Err(bad("unsupported snapshot version"));
         }
         let flags = r.u16()?;
-        let stored = Config::new(r.u64()?, r.u64()? as usize)
+        if flags > 1 {
+            return Err(bad("unknown flags"));
+        }
+        let (ttl, max) = (r.u64()?, r.u64()?);
+        let stored = Config::new(ttl, usize::try_from(max).unwrap_or(usize::MAX))
             .map_err(|_| bad("stored limits out of range"))?;
-        let clock_ms = r.u64()? as i64;
+        let clock_ms = time(r.u64()?).ok_or(bad("clock out of range"))?;
         let key = SipKey(r.u64()?, r.u64()?);
         let mut stats = Stats {
             admitted: r.u64()?,
@@ -100,13 +109,35 @@ impl SeenSet {
             seq_reuses: r.u64()?,
             ..Stats::default()
         };
-        r.u64()?;
+        if r.u64()? != 0 {
+            return Err(bad("reserved field is not zero"));
+        }
         let n = r.u64()?;
         if n > stored.max_keys as u64 || (body.len() - r.at) as u64 != n * ENTRY_LEN as u64 {
             return Err(bad("entry count does not match the length"));
         }
-        if !(0.0..=MAX_TIME_MS).contains(&(clock_ms as f64)) {
-            return Err(bad("clock out of range"));
+        if flags & 1 == 0 && (n > 0 || key != SipKey(0, 0)) {
+            return Err(bad("entries or a hash key without the hash-key flag"));
+        }
+        let s = stats;
+        let counters = [
+            s.admitted,
+            s.duplicates,
+            s.pending_hits,
+            s.evicted_before_ttl,
+            s.expired,
+            s.released,
+            s.seq_reuses,
+        ];
+        if counters.iter().any(|&c| c > MAX_COUNTER) {
+            return Err(bad("a counter is beyond 2^53 − 1"));
+        }
+        // No sum overflows: each term is below 2^53. Every admitted key is held,
+        // expired, evicted or released (pending ones were saved as released).
+        if s.admitted != n + s.expired + s.evicted_before_ttl + s.released
+            || s.seq_reuses > s.admitted
+        {
+            return Err(bad("counters do not add up"));
         }
         let config = Config::new(
             ttl_ms.unwrap_or(stored.ttl_ms),
@@ -117,13 +148,15 @@ impl SeenSet {
         set.clock_ms = clock_ms;
         let skip = (n as usize).saturating_sub(config.max_keys);
         stats.evicted_before_ttl += skip as u64;
-        let mut last_at = i64::MIN;
+        let mut last_at = 0;
         for i in 0..n as usize {
             let fp = Fingerprint {
                 id: r.u64()?,
                 tag: r.u64()?,
             };
-            let at = r.u64()? as i64;
+            // Within 0 ..= clock (so no difference below overflows), in order, and
+            // not expired at the stored clock, as `snapshot` writes them.
+            let at = time(r.u64()?).ok_or(bad("entry time out of range"))?;
             if fp.id & !ID_MASK != 0
                 || at < last_at
                 || at > clock_ms
@@ -147,6 +180,11 @@ impl SeenSet {
         set.sweep(clock_ms);
         Ok(set)
     }
+}
+
+/// A stored time in ms if it is one the set can hold: `0 ..= MAX_TIME_MS`.
+fn time(v: u64) -> Option<i64> {
+    i64::try_from(v).ok().filter(|&t| t as f64 <= MAX_TIME_MS)
 }
 
 struct Reader<'a> {

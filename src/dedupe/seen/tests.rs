@@ -197,7 +197,7 @@ fn provisional_keys_are_pending_until_confirmed_or_released() {
     // Closed tickets answer 0; tickets never issued are errors.
     assert_eq!(s.confirm(t2), Ok(0));
     assert_eq!(s.release(t), Ok(0));
-    assert_eq!(s.confirm(999), Err(Error::UnknownTicket(999)));
+    assert_eq!(s.confirm(999), Err(Error::UnknownTicket(999.0)));
     let st = s.stats();
     assert_eq!((st.pending, st.pending_hits, st.released), (0, 1, 2));
 }
@@ -286,6 +286,107 @@ fn corrupt_or_foreign_snapshots_are_errors() {
     let sum = <sha2::Sha256 as sha2::Digest>::digest(&forged);
     forged.extend_from_slice(&sum[..8]);
     assert_eq!(code(&forged), "invalid_snapshot");
+}
+
+/// `bytes` with `edit` applied to the body and a valid checksum again: what a forger
+/// who knows the format writes.
+fn forge(bytes: &[u8], edit: impl FnOnce(&mut [u8])) -> Vec<u8> {
+    let mut body = bytes[..bytes.len() - 8].to_vec();
+    edit(&mut body);
+    let sum = <sha2::Sha256 as sha2::Digest>::digest(&body);
+    body.extend_from_slice(&sum[..8]);
+    body
+}
+
+fn put(body: &mut [u8], at: usize, v: u64) {
+    body[at..at + 8].copy_from_slice(&v.to_le_bytes());
+}
+
+/// Offsets of the v1 header's u64 fields and of the first entry's time.
+const TTL: usize = 8;
+const MAX_KEYS: usize = 16;
+const CLOCK: usize = 24;
+const ADMITTED: usize = 48;
+const DUPLICATES: usize = 56;
+const EXPIRED: usize = 80;
+const RESERVED: usize = 104;
+const FIRST_AT: usize = 120 + 16;
+
+/// A checksum over crafted content proves nothing: every field is checked. An entry
+/// time near `i64::MIN` used to restore "successfully" with every key gone.
+#[test]
+fn forged_snapshots_with_a_valid_checksum_are_refused() {
+    let mut s = set(60_000, 100);
+    for i in 0..3 {
+        let f = fp(&mut s, "d", i, 0);
+        add(&mut s, f, T0 + i);
+    }
+    let good = s.snapshot();
+    assert!(SeenSet::restore(&forge(&good, |_| ()), None, None).is_ok());
+    let min = i64::MIN as u64;
+    type Edit = Box<dyn Fn(&mut [u8])>;
+    let cases: Vec<(&str, Edit)> = vec![
+        (
+            "entry time near i64::MIN",
+            Box::new(move |b| put(b, FIRST_AT, min + 1)),
+        ),
+        (
+            "entry time i64::MIN",
+            Box::new(move |b| put(b, FIRST_AT, min)),
+        ),
+        ("entry time -1", Box::new(|b| put(b, FIRST_AT, u64::MAX))),
+        (
+            "clock i64::MAX",
+            Box::new(|b| put(b, CLOCK, i64::MAX as u64)),
+        ),
+        ("clock negative", Box::new(|b| put(b, CLOCK, u64::MAX))),
+        ("ttl 0", Box::new(|b| put(b, TTL, 0))),
+        ("ttl 2^64 - 1", Box::new(|b| put(b, TTL, u64::MAX))),
+        (
+            "max_keys 2^32 + 5",
+            Box::new(|b| put(b, MAX_KEYS, (1 << 32) + 5)),
+        ),
+        ("max_keys 2 < 3 entries", Box::new(|b| put(b, MAX_KEYS, 2))),
+        ("reserved field set", Box::new(|b| put(b, RESERVED, 1))),
+        ("unknown flag bit", Box::new(|b| b[6] = 3)),
+        ("no hash key, but entries", Box::new(|b| b[6] = 0)),
+        (
+            "counters 2^60",
+            Box::new(|b| {
+                put(b, ADMITTED, 1 << 60);
+                put(b, EXPIRED, (1 << 60) - 3);
+            }),
+        ),
+        (
+            "duplicates 2^64 - 1",
+            Box::new(|b| put(b, DUPLICATES, u64::MAX)),
+        ),
+        (
+            "counters that do not add up",
+            Box::new(|b| put(b, ADMITTED, 7)),
+        ),
+    ];
+    for (name, edit) in cases {
+        let bytes = forge(&good, edit);
+        let got = SeenSet::restore(&bytes, None, None).map(|r| r.stats().keys);
+        assert_eq!(got.map_err(|e| e.code()), Err("invalid_snapshot"), "{name}");
+    }
+    // Counters at the largest a JS number holds exactly restore, and keep counting.
+    let top = (1u64 << 53) - 1;
+    let mut r = SeenSet::restore(
+        &forge(&good, |b| {
+            put(b, ADMITTED, top);
+            put(b, EXPIRED, top - 3);
+            put(b, DUPLICATES, top);
+        }),
+        None,
+        None,
+    )
+    .unwrap();
+    r.validate();
+    let f = fp(&mut r, "d", 9, 0);
+    assert_eq!(add(&mut r, f, T0 + 10), NEW);
+    assert_eq!((r.stats().admitted, r.stats().keys), (top + 1, 4));
 }
 
 /// The set's memory follows the keys it holds: nothing when empty, an exact ring and no
