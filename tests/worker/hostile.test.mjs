@@ -66,9 +66,9 @@ const expectedLedgers = new Map();
  * `send` is ever written. Resolves when the reply is complete; `closed` resolves
  * when the server has closed the connection by itself.
  */
-function raw(send) {
+function raw(send, to = base) {
   return new Promise((resolve, reject) => {
-    const s = net.connect(Number(base.port), base.hostname);
+    const s = net.connect(Number(to.port), to.hostname);
     const closed = new Promise((r) => s.on("close", r));
     let data = Buffer.alloc(0);
     s.on("error", reject);
@@ -392,6 +392,14 @@ async function refusesEverything(vars, status, code, message) {
       assert.equal(err.code, code, `${p}: ${err.message}`);
       assert.match(err.message, message);
     }
+    // fetch() sets Host itself: the token as the Host header, and nothing else, goes raw.
+    const body = burst(reading("h-cfg", 1));
+    const host = await raw(
+      `POST /v1/readings HTTP/1.1\r\nhost: ${TOKEN}\r\ncontent-type: application/json\r\ncontent-length: ${body.length}\r\n\r\n${body}`,
+      new URL(await w.mf.ready),
+    );
+    assert.equal(host.status, status, `Host: <token> ${host.text}`);
+    assert.equal(JSON.parse(host.text).error.code, code);
   } finally {
     await w.mf.dispose();
   }
