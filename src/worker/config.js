@@ -19,6 +19,7 @@ const NUMBERS = {
   RETRY_BASE_MS: [1_000, 1, DAY],
   RETRY_MAX_MS: [3_600_000, 1, 7 * DAY],
   DELIVERY_BATCH: [500, 1, 10_000],
+  MAX_DEVICES_PER_REQUEST: [100, 1, 10_000],
   STATS_FLUSH_MS: [10_000, 1, 3_600_000],
 };
 
@@ -62,8 +63,12 @@ function read(env) {
       return new HttpError(500, "invalid_config", "ORIGIN_URL must be http(s)");
     }
   }
-  c.INGEST_TOKEN = typeof env.INGEST_TOKEN === "string" ? env.INGEST_TOKEN : "";
-  c.AUTH_HEADER = (typeof env.AUTH_HEADER === "string" && env.AUTH_HEADER.trim()) || "authorization";
+  // Trimmed like the presented token; empty after trimming means not configured.
+  c.INGEST_TOKEN = typeof env.INGEST_TOKEN === "string" ? env.INGEST_TOKEN.trim() : "";
+  const header = typeof env.AUTH_HEADER === "string" ? env.AUTH_HEADER.trim().toLowerCase() : "";
+  c.AUTH_HEADER = header || "authorization";
+  const unfit = authHeaderProblem(c.AUTH_HEADER);
+  if (unfit) return new HttpError(500, "invalid_config", `AUTH_HEADER ${JSON.stringify(env.AUTH_HEADER)} ${unfit}`);
   c.uplink = {
     maxReadings: c.MAX_READINGS,
     seqField: env.UPLINK_SEQ_FIELD || undefined,
@@ -71,4 +76,23 @@ function read(env) {
     fillField: env.UPLINK_FILL_FIELD || undefined,
   };
   return c;
+}
+
+// Header names a proxy, the platform or the client sets, rewrites or strips: a token
+// carried in one of them could be forged (Host) or lost on the way.
+const RESERVED_HEADERS = new Set([
+  "host", "connection", "keep-alive", "te", "trailer", "transfer-encoding", "upgrade", "content-length",
+  "content-type", "content-encoding", "cookie", "forwarded", "x-real-ip", "via", "true-client-ip",
+  "origin", "referer", "user-agent", "expect",
+]);
+const RESERVED_PREFIXES = ["proxy-", "x-forwarded-", "cf-"];
+
+/** Why `name` (lower case) cannot carry the token, or null when it can. */
+function authHeaderProblem(name) {
+  // RFC 9110 token: the characters a field name may have.
+  if (!/^[!#$%&'*+.^_`|~0-9a-z-]+$/.test(name)) return "is not a valid header name (RFC 9110 token characters only)";
+  if (RESERVED_HEADERS.has(name) || RESERVED_PREFIXES.some((p) => name.startsWith(p))) {
+    return "names a header that proxies or the platform set, rewrite or strip; choose another, e.g. x-ingest-token";
+  }
+  return null;
 }

@@ -42,7 +42,7 @@ export class HttpError extends Error {
   }
 }
 
-export const { auditLine, Deduplicator, isoTime, limits, parseUplink } = core;
+export const { auditLine, checkDeviceId, Deduplicator, isoTime, limits, parseUplink } = core;
 
 /**
  * The verdict bytes of `admitKeys` (src/wasm.rs, `KeyAdmission`): 0 admitted, 1

@@ -39,16 +39,27 @@ export class DeviceObject extends DurableObject {
   constructor(ctx, env) {
     super(ctx, env);
     this.sql = ctx.storage.sql;
+    this.dedup = null;
+    this.generation = -1;
+    // A device that never ingested has no tables, and a read of its ledger must not
+    // create any (GET /v1/devices/{any name}/readings would leave an object per name):
+    // the schema is written by the first write, or here when it already exists.
+    this.prepared = false;
+    if (this.sql.exec("SELECT 1 FROM sqlite_master WHERE type = 'table' AND name = 'readings'").toArray().length) this.prepare();
+  }
+
+  /** Creates or migrates the schema (idempotent); before the first write. */
+  prepare() {
+    if (this.prepared) return;
     this.sql.exec(SCHEMA);
     if (prepareDevice(this.sql)) {
       // Storage from 0.1.0: flush its figures to the roll-up soon.
-      ctx.blockConcurrencyWhile(async () => {
-        const at = await ctx.storage.getAlarm();
-        if (at === null || at > Date.now()) await ctx.storage.setAlarm(Date.now());
+      this.ctx.blockConcurrencyWhile(async () => {
+        const at = await this.ctx.storage.getAlarm();
+        if (at === null || at > Date.now()) await this.ctx.storage.setAlarm(Date.now());
       });
     }
-    this.dedup = null;
-    this.generation = -1;
+    this.prepared = true;
   }
 
   /**
@@ -99,6 +110,7 @@ export class DeviceObject extends DurableObject {
    * or `{ok: false, status, code, message, verdicts?}` when nothing was stored.
    */
   async ingest({ device_id, readings, refused = 0, route, burst_id }) {
+    this.prepare();
     const cfg = config(this.env);
     const now = Date.now();
     const context = { device_id, route, burst_id };
@@ -137,6 +149,7 @@ export class DeviceObject extends DurableObject {
 
   /** Ledger rows in admission order, `after` a rowid cursor. */
   list({ after = 0, limit = 100 }) {
+    if (!this.prepared) return { readings: [], next: null };
     const rows = this.sql
       .exec(
         `SELECT rowid, key, seq, ts, fill_pct, admitted_at, state, attempts, delivered_at
@@ -166,6 +179,7 @@ export class DeviceObject extends DurableObject {
    * with the next flush), delivers what is due, and re-arms itself.
    */
   async alarm() {
+    this.prepare();
     const cfg = config(this.env);
     this.ctx.storage.transactionSync(() => {
       const cut = this.sql.exec("DELETE FROM readings WHERE state != 'pending' AND admitted_at <= ?", Date.now() - cfg.RETENTION_MS);

@@ -1,8 +1,10 @@
 // The edge worker: routes, authenticates, enforces limits and hands each device's
 // readings to its Durable Object. Parsing and mapping webhooks happens in the Wasm
 // core (parseUplink); deduplication, storage and delivery in src/worker/device.js.
+import { authenticate, requireConfiguredToken } from "./auth.js";
 import { config } from "./config.js";
-import { ADMITTED, auditLine, DUPLICATE, guarded, HttpError, limits, parseUplink } from "./core.js";
+import { ADMITTED, auditLine, checkDeviceId, DUPLICATE, guarded, HttpError, limits, parseUplink } from "./core.js";
+import { mapAtMost } from "./fanout.js";
 import { countUnroutable, fleetStats } from "./fleet.js";
 
 export { DeviceObject } from "./device.js";
@@ -10,85 +12,100 @@ export { FleetObject } from "./fleet.js";
 
 // Webhook routes: every format the core maps but the native one (/v1/readings).
 const UPLINK_FORMATS = new Set(limits().formats.filter((f) => f !== "readings"));
+// The events ChirpStack's HTTP integration posts (`?event=`); only `up` carries readings.
+const CHIRPSTACK_EVENTS = ["up", "join", "ack", "txack", "log", "status", "location", "integration"];
+// Device objects one request calls at a time: a request naming many devices (at most
+// MAX_DEVICES_PER_REQUEST) must not hold the isolate's every connection.
+const DEVICE_CALLS_AT_ONCE = 16;
 
 export default {
   async fetch(request, env) {
+    let response;
     try {
-      return await route(request, env);
+      response = await route(request, env);
     } catch (e) {
-      if (e instanceof HttpError) return error(e.status, e.code, e.message, e.headers);
-      console.log(JSON.stringify({ level: "ERROR", event: "unhandled", error: String(e?.stack ?? e) }));
-      return error(500, "internal_error", "unexpected error; see the worker log");
+      if (e instanceof HttpError) response = error(e.status, e.code, e.message, e.headers);
+      else {
+        console.log(JSON.stringify({ level: "ERROR", event: "unhandled", error: String(e?.stack ?? e) }));
+        response = error(500, "internal_error", "unexpected error; see the worker log");
+      }
     }
+    // A body the answer did not need is dropped, not awaited: `wrangler dev` (npm
+    // start) otherwise reads it to the end before answering, so a Content-Length
+    // larger than what the client sends held the connection.
+    if (request.body && !request.bodyUsed) request.body.cancel().catch(() => {});
+    if (request.method === "HEAD") return new Response(null, { status: response.status, headers: response.headers });
+    return response;
   },
 };
 
 async function route(request, env) {
   const url = new URL(request.url);
+  // The runtime has resolved dot segments already (`/devices/%2E%2E/readings` arrives as
+  // `/readings`), which is why the core refuses the device ids "." and "..".
   const path = url.pathname.replace(/\/+$/, "") || "/";
-  const method = request.method;
-  if (path === "/v1/health") return only(method, "GET", () => json(200, { ok: true }));
+  // HEAD is GET without the body (dropped in fetch above).
+  const method = request.method === "HEAD" ? "GET" : request.method;
+  // A bad configuration answers 500 invalid_config on every route, health included.
+  const cfg = config(env);
   if (!path.startsWith("/v1/")) {
     // Static assets (www/) are served before the worker runs; this is what is left.
-    if (env.ASSETS && (method === "GET" || method === "HEAD")) return env.ASSETS.fetch(request);
+    if (env.ASSETS && method === "GET") return env.ASSETS.fetch(request);
     throw new HttpError(404, "not_found", `no route for ${path}`);
   }
-  const cfg = config(env);
+  if (path === "/v1/health") {
+    // No token needed, but "ok" only when one is configured.
+    requireConfiguredToken(cfg);
+    return only(method, "GET", () => json(200, { ok: true }));
+  }
   await authenticate(request, cfg);
   let m;
   if ((m = path.match(/^\/v1\/uplinks\/([a-z]+)$/)) && UPLINK_FORMATS.has(m[1])) {
     return only(method, "POST", () => {
-      if (m[1] === "chirpstack") {
-        // ChirpStack posts every event type to the same URL; only `up` carries readings.
-        const event = url.searchParams.get("event") ?? "up";
-        if (event !== "up") return new Response(null, { status: 204 });
-      }
+      if (m[1] === "chirpstack" && !isUplinkEvent(url.searchParams.get("event"))) return new Response(null, { status: 204 });
       return ingest(request, env, cfg, m[1], `uplinks/${m[1]}`);
     });
   }
   if (path === "/v1/readings") return only(method, "POST", () => ingest(request, env, cfg, "readings", "readings"));
   if (path === "/v1/stats") return only(method, "GET", () => stats(env));
-  if ((m = path.match(/^\/v1\/devices\/([^/]+)\/readings$/))) {
-    let id;
-    try {
-      id = decodeURIComponent(m[1]);
-    } catch {
-      throw new HttpError(400, "invalid_device_id", "the device id in the path is not valid percent-encoding");
-    }
-    return only(method, "GET", () => ledger(env, id, url.searchParams));
+  if ((m = path.match(/^\/v1\/devices\/([^/]*)\/readings$/))) {
+    return only(method, "GET", () => ledger(env, deviceIdOf(m[1]), url.searchParams));
   }
   throw new HttpError(404, "not_found", `no route for ${path}`);
 }
 
+/** GET routes also answer HEAD; a 405 names what is allowed. */
 function only(method, allowed, handler) {
-  if (method !== allowed) throw new HttpError(405, "method_not_allowed", `use ${allowed}`, { allow: allowed });
+  if (method !== allowed) {
+    const allow = allowed === "GET" ? "GET, HEAD" : allowed;
+    throw new HttpError(405, "method_not_allowed", `use ${allow}`, { allow });
+  }
   return handler();
 }
 
-// --- auth -----------------------------------------------------------------------
-
-async function authenticate(request, cfg) {
-  if (!cfg.INGEST_TOKEN) {
-    // Fail closed: a deployment without a token accepts nothing.
-    throw new HttpError(503, "auth_not_configured", "INGEST_TOKEN is not set; the worker refuses all /v1 requests but /v1/health");
-  }
-  const auth = request.headers.get("authorization");
-  const bearer = auth && /^Bearer\s+(.+)$/i.exec(auth)?.[1];
-  const custom = cfg.AUTH_HEADER !== "authorization" ? request.headers.get(cfg.AUTH_HEADER) : null;
-  const given = bearer ?? custom;
-  if (given === null || given === undefined) {
-    throw new HttpError(401, "unauthorized", `send "Authorization: Bearer <token>" or the ${cfg.AUTH_HEADER} header`, {
-      "www-authenticate": "Bearer",
-    });
-  }
-  if (!(await sameSecret(given.trim(), cfg.INGEST_TOKEN))) throw new HttpError(401, "unauthorized", "wrong token");
+/** ChirpStack's `?event=`, any case: true for `up` (or none), false for its other events. */
+function isUplinkEvent(event) {
+  const e = (event ?? "up").toLowerCase();
+  if (e === "up") return true;
+  if (CHIRPSTACK_EVENTS.includes(e)) return false;
+  throw new HttpError(400, "unknown_event", `unknown ChirpStack event ${JSON.stringify(event)}; known: ${CHIRPSTACK_EVENTS.join(", ")}`);
 }
 
-/** Constant-time comparison of SHA-256 digests (equal length, hides the token's length). */
-async function sameSecret(a, b) {
-  const enc = new TextEncoder();
-  const [da, db] = await Promise.all([crypto.subtle.digest("SHA-256", enc.encode(a)), crypto.subtle.digest("SHA-256", enc.encode(b))]);
-  return crypto.subtle.timingSafeEqual(da, db);
+/** The device id of a ledger path segment, checked by the core's own rule (as at ingest). */
+function deviceIdOf(segment) {
+  let id;
+  try {
+    id = decodeURIComponent(segment);
+  } catch {
+    throw new HttpError(400, "invalid_device_id", "the device id in the path is not valid percent-encoded UTF-8");
+  }
+  try {
+    guarded(() => checkDeviceId(id));
+  } catch (e) {
+    if (e instanceof HttpError || typeof e?.code !== "string") throw e;
+    throw new HttpError(400, "invalid_device_id", e.message);
+  }
+  return id;
 }
 
 // --- ingest ---------------------------------------------------------------------
@@ -124,8 +141,14 @@ async function ingest(request, env, cfg, format, routeName) {
   const groups = plan.devices.slice();
   const planned = new Set(groups.map((g) => g.device_id));
   for (const id of refusedBy.keys()) if (!planned.has(id)) groups.push({ device_id: id, readings: [] });
-  const replies = await Promise.all(
-    groups.map(async ({ device_id, readings }) => {
+  if (groups.length > cfg.MAX_DEVICES_PER_REQUEST) {
+    // Refused before any device object is contacted: nothing stored, nothing counted.
+    throw new HttpError(413, "too_many_devices", `the request names ${groups.length} devices; at most ${cfg.MAX_DEVICES_PER_REQUEST} (MAX_DEVICES_PER_REQUEST) per request`);
+  }
+  const replies = await mapAtMost(
+    DEVICE_CALLS_AT_ONCE,
+    groups,
+    async ({ device_id, readings }) => {
       const refused = refusedBy.get(device_id) ?? 0;
       try {
         const stub = env.DEVICES.get(env.DEVICES.idFromName(device_id));
@@ -136,7 +159,7 @@ async function ingest(request, env, cfg, format, routeName) {
         console.log(auditLine("burst_not_stored", counts, Date.now(), { device_id, ...context, error: "device_unavailable" }));
         return { ok: false, status: 503, code: "device_unavailable", message: String(e?.message ?? e) };
       }
-    }),
+    },
   );
   if (unroutable.length) {
     const n = unroutable.length;

@@ -31,7 +31,7 @@ console.log(`fleet sizes ${SIZES.join(", ")}; ${CALLS} sequential calls each; ST
 
 for (const size of SIZES) {
   const dir = tempDir();
-  const w = await start({ persist: dir, vars: { STATS_FLUSH_MS: String(FLUSH_MS) } });
+  const w = await start({ persist: dir, vars: { STATS_FLUSH_MS: String(FLUSH_MS), MAX_DEVICES_PER_REQUEST: "1000" } });
   try {
     let ingestMs = 0;
     let absorbMs = 0;

@@ -76,7 +76,7 @@ const flushFailures = (w, device_id) =>
 
 test("1 200 devices over three requests: /v1/stats is exact once the flushes are in", async () => {
   const o = await origin();
-  const w = await start({ vars: { ORIGIN_URL: o.url, STATS_FLUSH_MS: "100" } });
+  const w = await start({ vars: { ORIGIN_URL: o.url, STATS_FLUSH_MS: "100", MAX_DEVICES_PER_REQUEST: "1200" } });
   try {
     const id = (i) => `fleet-${String(i).padStart(4, "0")}`;
     const range = (from, to, f) => Array.from({ length: to - from }, (_, k) => f(from + k));
