@@ -1,63 +1,153 @@
 // Delivery of admitted readings to ORIGIN_URL: the outbox rows of one device
 // object (state 'pending'), POSTed in batches from its alarm, retried with backoff.
+//
+// A batch is formed once and stored before its first POST: its rows (the oldest
+// pending rows in no batch yet, at most DELIVERY_BATCH), its body and its
+// Idempotency-Key (the SHA-256 hex of that body). Every retry, also after a
+// restart, sends that body under that key, byte for byte. One batch per device is
+// open at a time: rows admitted meanwhile wait for the next batch, so rows go out
+// in admission order and never join a batch already sent. Only a 2xx from
+// ORIGIN_URL itself delivers a batch; a redirect is a failure (never followed).
 import { isoTime } from "./core.js";
 import { noteChange } from "./fleet.js";
 
+/** Alarm rounds (batches sent) per alarm, so one object cannot monopolise its isolate. */
+const ROUNDS = 20;
+/** At most this much of an origin-supplied header value goes into `last_error`. */
+const QUOTE = 200;
+
 /**
- * Delivers what is due from `storage` (a device object's storage). Bounded per
- * alarm so one object cannot monopolise its isolate; the alarm re-arms
- * immediately while more is due.
+ * Adds what stable batches need to a `readings` table: its `batch_id` column (storage
+ * written before it gets the column on first wake, every row out of any batch) and
+ * the `batches` table (the body sent, verbatim). Idempotent.
+ */
+export function prepareOutbox(sql) {
+  const columns = sql.exec("PRAGMA table_info(readings)").toArray();
+  if (!columns.some((c) => c.name === "batch_id")) sql.exec("ALTER TABLE readings ADD COLUMN batch_id TEXT");
+  sql.exec(`
+CREATE TABLE IF NOT EXISTS batches (
+  id TEXT PRIMARY KEY,            -- the Idempotency-Key: SHA-256 hex of body
+  body TEXT NOT NULL              -- the request body, sent verbatim on every attempt
+);
+CREATE INDEX IF NOT EXISTS readings_by_batch ON readings (batch_id) WHERE batch_id IS NOT NULL;
+`);
+}
+
+/**
+ * Delivers what is due from `storage` (a device object's storage): the open batch
+ * if its retry is due, else a new batch of the oldest pending rows; up to ROUNDS
+ * batches while the origin accepts them. Throws (after logging
+ * `delivery_not_recorded`) when storage refuses a write (`record`).
  */
 export async function deliver(storage, cfg) {
   const sql = storage.sql;
-  for (let round = 0; round < 20; round++) {
-    const rows = sql
-      .exec(
-        `SELECT key, device_id, seq, ts, fill_pct, admitted_at, attempts FROM readings
-         WHERE state = 'pending' AND next_attempt_at <= ? ORDER BY admitted_at, key LIMIT ?`,
-        Date.now(),
-        cfg.DELIVERY_BATCH,
-      )
-      .toArray();
-    if (!rows.length) return;
-    const error = await post(cfg, rows);
+  for (let round = 0; round < ROUNDS; round++) {
+    let batch = openBatch(sql);
+    if (batch && batch.rows === 0) {
+      // Nothing of it left to deliver (its rows were deleted by hand): close it.
+      sql.exec("DELETE FROM batches WHERE id = ?", batch.id);
+      continue;
+    }
+    if (batch && !due(batch.next_attempt_at, Date.now(), cfg)) return;
+    if (!batch) {
+      batch = await formBatch(storage, cfg);
+      if (!batch) return;
+      // The output gate holds the POST until the batch is durable; wait for that
+      // here, so that ORIGIN_TIMEOUT_MS measures the origin, not this object's disk.
+      await storage.sync();
+    }
+    const outcome = await post(cfg, batch);
     const t = Date.now();
-    storage.transactionSync(() => {
-      for (const r of rows) {
-        // `admitted_at` guards against a row renewed while the batch was in flight.
-        if (error === null) {
-          sql.exec(
-            "UPDATE readings SET state = 'delivered', delivered_at = ?, attempts = attempts + 1, last_error = NULL WHERE key = ? AND admitted_at = ?",
-            t,
-            r.key,
-            r.admitted_at,
-          );
-        } else {
-          const delay = Math.min(cfg.RETRY_MAX_MS, cfg.RETRY_BASE_MS * 2 ** Math.min(r.attempts, 40));
-          sql.exec(
-            "UPDATE readings SET attempts = attempts + 1, next_attempt_at = ?, last_error = ? WHERE key = ? AND admitted_at = ?",
-            t + delay,
-            error,
-            r.key,
-            r.admitted_at,
-          );
-        }
-      }
-      // Delivered or failed, the backlog figures moved: flush them to the roll-up.
+    if (outcome.error === null) {
+      record(storage, batch, "delivered", () => {
+        sql.exec(
+          "UPDATE readings SET state = 'delivered', delivered_at = ?, attempts = attempts + 1, last_error = NULL, batch_id = NULL WHERE batch_id = ? AND state = 'pending'",
+          t,
+          batch.id,
+        );
+        sql.exec("DELETE FROM batches WHERE id = ?", batch.id);
+        noteChange(sql);
+      });
+      continue;
+    }
+    const backoff = Math.min(cfg.RETRY_MAX_MS, cfg.RETRY_BASE_MS * 2 ** Math.min(batch.attempts, 40));
+    const wait = Math.max(backoff, Math.min(cfg.RETRY_MAX_MS, outcome.retryAfterMs));
+    log("WARN", "delivery_failed", batch, outcome.error);
+    record(storage, batch, "failed", () => {
+      sql.exec(
+        "UPDATE readings SET attempts = attempts + 1, next_attempt_at = ?, last_error = ? WHERE batch_id = ? AND state = 'pending'",
+        t + wait,
+        outcome.error,
+        batch.id,
+      );
+      // The backlog figures moved: flush them to the roll-up.
       noteChange(sql);
     });
-    if (error !== null) {
-      console.log(JSON.stringify({ level: "WARN", event: "delivery_failed", device_id: rows[0].device_id, readings: rows.length, error }));
-      return;
-    }
+    return;
   }
 }
 
-/** POSTs one batch; returns null on a 2xx, else a short reason. */
-async function post(cfg, rows) {
-  const keys = rows.map((r) => r.key);
-  const digest = await crypto.subtle.digest("SHA-256", new TextEncoder().encode(keys.join("\n")));
-  const idempotencyKey = [...new Uint8Array(digest)].map((b) => b.toString(16).padStart(2, "0")).join("");
+/**
+ * Runs `write` in a transaction; if it throws, logs `delivery_not_recorded` (ERROR)
+ * and rethrows, so the alarm fails and is retried. What was not recorded is safe to
+ * redo: a batch not stored was not sent; a 2xx not recorded leaves the batch open,
+ * sent again under its key; a failure not recorded is retried as it was.
+ */
+function record(storage, batch, outcome, write) {
+  try {
+    storage.transactionSync(write);
+  } catch (e) {
+    log("ERROR", "delivery_not_recorded", batch, `${outcome}: ${String(e?.message ?? e)}`);
+    throw e;
+  }
+}
+
+/**
+ * When the alarm must run next for delivery: the open batch's retry, else the
+ * oldest pending row's admission (right away); null when nothing waits. A time more
+ * than RETRY_MAX_MS ahead was set by a clock ahead of this one (no wait is longer):
+ * it is due now.
+ */
+export function nextDelivery(sql, now, cfg) {
+  const batch = openBatch(sql);
+  const at = batch
+    ? batch.next_attempt_at
+    : sql.exec("SELECT MIN(next_attempt_at) AS at FROM readings WHERE state = 'pending' AND batch_id IS NULL").one().at;
+  if (at === null || at === undefined) return batch ? now : null;
+  return due(at, now, cfg) ? Math.min(at, now) : at;
+}
+
+/** Whether a retry set for `at` is due at `now`; see nextDelivery. */
+function due(at, now, cfg) {
+  return at === null || at <= now || at > now + cfg.RETRY_MAX_MS;
+}
+
+/** The open batch (at most one) with its rows' schedule, or undefined. */
+function openBatch(sql) {
+  return sql
+    .exec(
+      `SELECT b.id, b.body, COUNT(r.key) AS rows, MIN(r.next_attempt_at) AS next_attempt_at,
+              COALESCE(MAX(r.attempts), 0) AS attempts, MIN(r.device_id) AS device_id
+       FROM batches AS b LEFT JOIN readings AS r ON r.batch_id = b.id AND r.state = 'pending'
+       GROUP BY b.id ORDER BY b.rowid LIMIT 1`,
+    )
+    .toArray()[0];
+}
+
+/**
+ * Forms a batch of the oldest pending rows in no batch, and stores it (body,
+ * Idempotency-Key, membership) before it is sent. Undefined when none waits.
+ */
+async function formBatch(storage, cfg) {
+  const sql = storage.sql;
+  const rows = sql
+    .exec(
+      `SELECT key, device_id, seq, ts, fill_pct, admitted_at, attempts FROM readings
+       WHERE state = 'pending' AND batch_id IS NULL ORDER BY admitted_at, rowid LIMIT ?`,
+      cfg.DELIVERY_BATCH,
+    )
+    .toArray();
+  if (!rows.length) return undefined;
   const body = JSON.stringify({
     device_id: rows[0].device_id,
     readings: rows.map((r) => ({
@@ -69,16 +159,75 @@ async function post(cfg, rows) {
       admitted_at: isoTime(r.admitted_at),
     })),
   });
+  const id = hex(await crypto.subtle.digest("SHA-256", new TextEncoder().encode(body)));
+  // While the digest was awaited a row may have been renewed (re-admitted after its
+  // TTL: same key, same content); it joins with its new admission time, which the
+  // body does not show. Nothing else changes a pending row outside this alarm.
+  // `attempts`: rows tried before an upgrade to stable batches keep their backoff.
+  const attempts = rows.reduce((n, r) => Math.max(n, r.attempts), 0);
+  const batch = { id, body, rows: rows.length, attempts, device_id: rows[0].device_id };
+  record(storage, batch, "formed", () => {
+    for (const r of rows) sql.exec("UPDATE readings SET batch_id = ? WHERE key = ? AND state = 'pending' AND batch_id IS NULL", id, r.key);
+    sql.exec("INSERT INTO batches (id, body) VALUES (?, ?)", id, body);
+  });
+  return batch;
+}
+
+/** POSTs one batch; `{error: null}` on a 2xx from ORIGIN_URL, else a short reason. */
+async function post(cfg, batch) {
+  const now = Date.now();
   try {
     const res = await fetch(cfg.ORIGIN_URL, {
       method: "POST",
-      headers: { "content-type": "application/json", "idempotency-key": idempotencyKey },
-      body,
+      headers: { "content-type": "application/json", "idempotency-key": batch.id },
+      body: batch.body,
+      redirect: "manual",
       signal: AbortSignal.timeout(cfg.ORIGIN_TIMEOUT_MS),
     });
     await res.body?.cancel();
-    return res.ok ? null : `origin answered HTTP ${res.status}`;
+    if (res.status >= 200 && res.status < 300) return { error: null };
+    return { error: refusal(res, cfg), retryAfterMs: retryAfter(res.headers.get("retry-after"), now) };
   } catch (e) {
-    return `origin unreachable: ${e?.name === "TimeoutError" ? "timed out" : String(e?.message ?? e)}`;
+    const why = e?.name === "TimeoutError" ? `timed out after ${cfg.ORIGIN_TIMEOUT_MS} ms` : String(e?.message ?? e);
+    return { error: `origin unreachable: ${why}`, retryAfterMs: 0 };
   }
+}
+
+/** `last_error` for an answer other than 2xx. */
+function refusal(res, cfg) {
+  const head = `origin answered HTTP ${res.status}`;
+  if (res.status >= 300 && res.status < 400) {
+    const location = res.headers.get("location");
+    if (location === null) return `${head} (a redirect without a Location); set ORIGIN_URL to the final URL`;
+    let target;
+    try {
+      target = new URL(location, cfg.ORIGIN_URL).href;
+    } catch {
+      target = location;
+    }
+    return `${head} (redirect to ${target.slice(0, QUOTE)}); set ORIGIN_URL to the final URL`;
+  }
+  const wait = res.headers.get("retry-after");
+  return wait === null ? head : `${head} (Retry-After: ${wait.slice(0, QUOTE)})`;
+}
+
+/**
+ * Milliseconds a Retry-After value asks to wait (RFC 9110: delay-seconds or an
+ * HTTP-date); 0 when absent or unreadable. Honoured on any failed answer (429 and
+ * 503 are where origins send it), capped by the caller at RETRY_MAX_MS.
+ */
+function retryAfter(value, now) {
+  if (value === null) return 0;
+  const v = value.trim();
+  if (/^\d+$/.test(v)) return Number(v) * 1000;
+  const at = Date.parse(v);
+  return Number.isNaN(at) ? 0 : Math.max(0, at - now);
+}
+
+function hex(buffer) {
+  return [...new Uint8Array(buffer)].map((b) => b.toString(16).padStart(2, "0")).join("");
+}
+
+function log(level, event, batch, error) {
+  console.log(JSON.stringify({ level, event, device_id: batch.device_id, batch: batch.id, readings: batch.rows, attempts: batch.attempts + 1, error }));
 }

@@ -4,7 +4,7 @@
 import { DurableObject } from "cloudflare:workers";
 import { config } from "./config.js";
 import { ADMITTED, auditLine, Deduplicator, guarded, HttpError, isoTime, wasmGeneration } from "./core.js";
-import { deliver } from "./delivery.js";
+import { deliver, nextDelivery, prepareOutbox } from "./delivery.js";
 import { countBurst, flush, flushDue, noteChange, prepareDevice } from "./fleet.js";
 
 const SCHEMA = `
@@ -30,10 +30,20 @@ CREATE INDEX IF NOT EXISTS readings_due ON readings (state, next_attempt_at);
 // core's TTL semantics), so its row is replaced rather than duplicated. REPLACE
 // (delete + insert) gives the renewed row a new rowid: rows in (admitted_at, rowid)
 // order are the admissions in the order the seen-set made them, which the cold
-// rebuild relies on.
+// rebuild relies on. A row renewed while its batch is open (sent, not yet answered
+// 2xx) stays in that batch with its attempts, schedule and last error: the reading
+// (same key, hence same content) is already on its way, and the batch is sent
+// unchanged; the row takes only the new admission time, for the seen-set. A row
+// renewed after delivery, or before it joined a batch, starts afresh.
 const INSERT = `
-INSERT OR REPLACE INTO readings (key, device_id, seq, ts, fill_pct, admitted_at, burst_id, state, next_attempt_at)
-VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)`;
+INSERT OR REPLACE INTO readings
+  (key, device_id, seq, ts, fill_pct, admitted_at, burst_id, state, next_attempt_at, attempts, last_error, batch_id)
+SELECT n.key, n.device_id, n.seq, n.ts, n.fill_pct, n.admitted_at, n.burst_id,
+       COALESCE(o.state, n.state), COALESCE(o.next_attempt_at, n.next_attempt_at),
+       COALESCE(o.attempts, 0), o.last_error, o.batch_id
+FROM (SELECT ? AS key, ? AS device_id, ? AS seq, ? AS ts, ? AS fill_pct, ? AS admitted_at,
+             ? AS burst_id, ? AS state, ? AS next_attempt_at) AS n
+LEFT JOIN readings AS o ON o.key = n.key AND o.state = 'pending' AND o.batch_id IS NOT NULL`;
 
 export class DeviceObject extends DurableObject {
   constructor(ctx, env) {
@@ -112,6 +122,7 @@ export class DeviceObject extends DurableObject {
   async ingest({ device_id, readings, refused = 0, route, burst_id }) {
     this.prepare();
     const cfg = config(this.env);
+    this.prepareOutbox();
     const now = Date.now();
     const context = { device_id, route, burst_id };
     let out;
@@ -142,8 +153,9 @@ export class DeviceObject extends DurableObject {
       return { ok: false, status: 503, code: "storage_unavailable", message: `could not store the burst: ${e.message}`, verdicts: out.verdicts };
     }
     console.log(out.line);
-    // Deliver right away; also re-arms an alarm lost with a restart while a backlog waits.
-    await this.schedule(cfg, counts.unique && state === "pending" ? now : null);
+    // Delivers the new rows right away (unless a batch is open: they wait for it);
+    // also re-arms an alarm lost with a restart while a backlog waits.
+    await this.schedule(cfg);
     return { ok: true, verdicts: out.verdicts };
   }
 
@@ -181,32 +193,40 @@ export class DeviceObject extends DurableObject {
   async alarm() {
     this.prepare();
     const cfg = config(this.env);
+    this.prepareOutbox();
     this.ctx.storage.transactionSync(() => {
       const cut = this.sql.exec("DELETE FROM readings WHERE state != 'pending' AND admitted_at <= ?", Date.now() - cfg.RETENTION_MS);
       if (cut.rowsWritten) noteChange(this.sql);
     });
     await flush(this.ctx.storage, this.env, cfg);
     if (cfg.ORIGIN_URL) await deliver(this.ctx.storage, cfg);
-    await this.schedule(cfg, null);
+    await this.schedule(cfg);
   }
 
   /**
-   * Arms the alarm for the earliest of: `dueNow`, the next due delivery, the next
-   * retention expiry, the next flush of changed figures to the fleet roll-up.
+   * Brings the outbox to this version's shape (stable batches) once per object
+   * instance, before the first write: storage written before it is migrated when
+   * the object wakes (an uplink or its alarm). Reads of the ledger need none.
    */
-  async schedule(cfg, dueNow) {
-    const r = this.sql
-      .exec(
-        `SELECT MIN(CASE WHEN state = 'pending' THEN next_attempt_at END) AS due,
-                MIN(CASE WHEN state != 'pending' THEN admitted_at END) AS oldest_done
-         FROM readings`,
-      )
-      .one();
+  prepareOutbox() {
+    if (this.outboxReady) return;
+    this.sql.exec(SCHEMA);
+    prepareOutbox(this.sql);
+    this.outboxReady = true;
+  }
+
+  /**
+   * Arms the alarm for the earliest of: the next delivery (the open batch's retry,
+   * or at once for rows waiting for a batch), the next retention expiry, the next
+   * flush of changed figures to the fleet roll-up.
+   */
+  async schedule(cfg) {
+    const now = Date.now();
+    const r = this.sql.exec("SELECT MIN(CASE WHEN state != 'pending' THEN admitted_at END) AS oldest_done FROM readings").one();
     const candidates = [
-      dueNow,
-      cfg.ORIGIN_URL ? r.due : null,
+      cfg.ORIGIN_URL ? nextDelivery(this.sql, now, cfg) : null,
       r.oldest_done === null ? null : r.oldest_done + cfg.RETENTION_MS,
-      flushDue(this.sql, Date.now()),
+      flushDue(this.sql, now),
     ].filter((t) => t !== null && t !== undefined);
     if (!candidates.length) return;
     const next = Math.min(...candidates);

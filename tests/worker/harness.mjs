@@ -77,26 +77,44 @@ export async function get(call, p) {
   return { status: res.status, body: await res.json() };
 }
 
-/** A real origin: answers 500 to the first `failures` requests, then 200. */
-export async function origin({ failures = 0 } = {}) {
+/**
+ * A real origin on 127.0.0.1, path `/ingest`. By default it answers 500 to the first
+ * `failures` requests, then 200. `answer(request)` decides instead: it gets the
+ * request's record (`n`, its index; `method`, `path`, `idempotencyKey`, `raw` body
+ * text, `body` parsed or null) and returns `{status, headers}` to answer, or
+ * `{hang: true}` to never answer (until `close()`); `commit` (default: a 2xx status)
+ * says whether the origin stored the batch. `port` listens on a given port (a port
+ * that refused connections until now).
+ */
+export async function origin({ failures = 0, answer, port = 0 } = {}) {
   const requests = [];
   const server = http.createServer((req, res) => {
     let data = "";
     req.on("data", (c) => (data += c));
     req.on("end", () => {
-      const ok = requests.length >= failures;
-      requests.push({ ok, idempotencyKey: req.headers["idempotency-key"], body: JSON.parse(data) });
-      res.writeHead(ok ? 200 : 500, { "content-type": "application/json" });
+      const n = requests.length;
+      const r = { n, at: Date.now(), method: req.method, path: req.url, idempotencyKey: req.headers["idempotency-key"], raw: data, body: data ? JSON.parse(data) : null };
+      const a = answer ? answer(r) : { status: n >= failures ? 200 : 500 };
+      r.status = a.hang ? null : a.status;
+      r.ok = a.commit ?? (r.status >= 200 && r.status < 300);
+      requests.push(r);
+      if (a.hang) return;
+      res.writeHead(a.status, { "content-type": "application/json", ...a.headers });
       res.end("{}");
     });
   });
-  await new Promise((r) => server.listen(0, "127.0.0.1", r));
+  await new Promise((r) => server.listen(port, "127.0.0.1", r));
   return {
     url: `http://127.0.0.1:${server.address().port}/ingest`,
+    port: server.address().port,
     requests,
-    /** Keys the origin accepted (2xx), with repeats. */
-    accepted: () => requests.filter((r) => r.ok).flatMap((r) => r.body.readings.map((x) => x.key)),
-    close: () => new Promise((r) => server.close(r)),
+    /** Keys the origin accepted (stored), with repeats. */
+    accepted: () => requests.filter((r) => r.ok).flatMap((r) => r.body?.readings?.map((x) => x.key) ?? []),
+    close: () =>
+      new Promise((r) => {
+        server.close(r);
+        server.closeAllConnections(); // hung requests too
+      }),
   };
 }
 
