@@ -58,10 +58,15 @@ export class DeviceObject extends DurableObject {
     if (this.sql.exec("SELECT 1 FROM sqlite_master WHERE type = 'table' AND name = 'readings'").toArray().length) this.prepare();
   }
 
-  /** Creates or migrates the schema (idempotent); before the first write. */
+  /**
+   * Creates the schema, or brings storage written by an older version to this one
+   * (the roll-up's figures, the outbox's stable batches), once per object instance,
+   * before the first write. Idempotent.
+   */
   prepare() {
     if (this.prepared) return;
     this.sql.exec(SCHEMA);
+    prepareOutbox(this.sql);
     if (prepareDevice(this.sql)) {
       // Storage from 0.1.0: flush its figures to the roll-up soon.
       this.ctx.blockConcurrencyWhile(async () => {
@@ -122,7 +127,6 @@ export class DeviceObject extends DurableObject {
   async ingest({ device_id, readings, refused = 0, route, burst_id }) {
     this.prepare();
     const cfg = config(this.env);
-    this.prepareOutbox();
     const now = Date.now();
     const context = { device_id, route, burst_id };
     let out;
@@ -193,7 +197,6 @@ export class DeviceObject extends DurableObject {
   async alarm() {
     this.prepare();
     const cfg = config(this.env);
-    this.prepareOutbox();
     this.ctx.storage.transactionSync(() => {
       const cut = this.sql.exec("DELETE FROM readings WHERE state != 'pending' AND admitted_at <= ?", Date.now() - cfg.RETENTION_MS);
       if (cut.rowsWritten) noteChange(this.sql);
@@ -201,18 +204,6 @@ export class DeviceObject extends DurableObject {
     await flush(this.ctx.storage, this.env, cfg);
     if (cfg.ORIGIN_URL) await deliver(this.ctx.storage, cfg);
     await this.schedule(cfg);
-  }
-
-  /**
-   * Brings the outbox to this version's shape (stable batches) once per object
-   * instance, before the first write: storage written before it is migrated when
-   * the object wakes (an uplink or its alarm). Reads of the ledger need none.
-   */
-  prepareOutbox() {
-    if (this.outboxReady) return;
-    this.sql.exec(SCHEMA);
-    prepareOutbox(this.sql);
-    this.outboxReady = true;
   }
 
   /**
