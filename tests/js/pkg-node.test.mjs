@@ -128,3 +128,24 @@ test('the core writes every time and audit line: isoTime, auditLine, limits', ()
   assert.deepEqual(l.ttlMs, { min: 1, max: 31 * 24 * 3600 * 1000, default: 6 * 3600 * 1000 });
   assert.deepEqual(l.formats, ['ttn', 'chirpstack', 'helium', 'loriot', 'readings']);
 });
+
+test('an audit line is one JSON line whatever the device id or error text (no log injection)', () => {
+  const counts = { received: 1, unique: 1, duplicates_suppressed: 0, rejected: 0, seq_reuses: 0, evicted_before_ttl: 0 };
+  // Ids a device may legally have (no control characters) that would break a naive
+  // line format: quotes, backslashes, a forged member, the JS line separators.
+  const ids = ['a","level":"INFO', 'back\\slash', 'line\u2028sep', 'para\u2029sep', '{"event":"x"}', '</script>'];
+  for (const device_id of ids) {
+    const dedup = new Deduplicator();
+    const key = idempotencyKey({ device_id, seq: 1, ts: '2026-07-16T09:00:00Z', fill_pct: 1 });
+    const text = dedup.admitKeys(key, NOW, 0, { device_id, burst_id: 'b' }).line;
+    assert.ok(!/[\n\r]/.test(text), `one line for ${JSON.stringify(device_id)}`);
+    const line = JSON.parse(text);
+    assert.equal(line.device_id, device_id);
+    assert.equal(line.level, 'INFO');
+    assert.deepEqual(Object.keys(line), ['logged_at', 'level', 'event', 'payload', 'device_id', 'burst_id']);
+  }
+  const error = 'origin said "ok"\n{"level":"INFO"}';
+  const text = auditLine('burst_not_stored', { ...counts, unique: 0, not_stored: 1 }, NOW, { device_id: 'd', error });
+  assert.ok(!/[\n\r]/.test(text));
+  assert.equal(JSON.parse(text).error, error);
+});
