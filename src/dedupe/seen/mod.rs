@@ -48,7 +48,7 @@
 //! already seen is treated as the latest one seen.
 
 use crate::dedupe::error::Error;
-#[cfg(test)]
+#[cfg(any(test, feature = "fuzzing"))]
 mod check;
 mod ring;
 mod snapshot;

@@ -214,7 +214,7 @@ impl<T: Copy + Default> Ring<T> {
     }
 
     /// Panics unless the memory held fits the entries as [`Self::shrink`] leaves it.
-    #[cfg(test)]
+    #[cfg(any(test, feature = "fuzzing"))]
     pub fn check_fit(&self) {
         let chunk = 1 << self.shift;
         assert!(

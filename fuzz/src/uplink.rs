@@ -1,0 +1,162 @@
+//! Target `uplink`: one request body through `uplink::plan` (`parseUplink`).
+//!
+//! Input: the first byte selects the format, `Format::NAMES[b % 5]` (`ttn`,
+//! `chirpstack`, `helium`, `loriot`, `readings`), and the readings limit,
+//! `LIMITS[b / 5 % 4]`; the rest is the body.
+//!
+//! Properties: never panics; an error is one of the body-level codes; in a plan every
+//! reading is accounted for exactly once (`received = planned + rejected`), every
+//! planned reading is valid by the core's rules and its key re-derives from its
+//! `(device_id, seq, ts, fill_pct)`, also through the core's validation again; each
+//! device's keys are taken by `admit_keys` (the device object's call), whose audit
+//! counts reconcile.
+
+use reconnect_dedupe::dedupe::reading::{check_device_id, Scalar, MAX_SAFE_SEQ};
+use reconnect_dedupe::timestamp::{isoformat, MAX_MICROS, MIN_MICROS};
+use reconnect_dedupe::uplink::{plan, FieldNames, Format, Plan, DEFAULT_MAX_READINGS};
+use reconnect_dedupe::{
+    idempotency_key, parse_key, validate, Deduplicator, Error, RawReading, Reading,
+};
+use std::borrow::Cow;
+use std::collections::HashSet;
+
+const T0: f64 = 1_784_192_400_000.0; // 2026-07-16T09:00:00Z
+
+/// The readings limits a body is planned under (the default first).
+pub const LIMITS: [usize; 4] = [DEFAULT_MAX_READINGS, 0, 1, 3];
+
+pub fn check(data: &[u8]) {
+    let Some((&sel, body)) = data.split_first() else {
+        return;
+    };
+    let names = Format::NAMES;
+    let name = names[usize::from(sel) % names.len()];
+    let limit = LIMITS[usize::from(sel) / names.len() % LIMITS.len()];
+    let format = Format::from_name(name).expect("every name of Format::NAMES is a format");
+    assert_eq!(format.name(), name, "name round trip");
+    match plan(format, body, &FieldNames::default(), limit) {
+        Ok(p) => check_plan(&p, limit),
+        Err(Error::TooManyReadings(found, max)) => {
+            assert!(
+                max == limit && found > limit,
+                "too_many_readings({found}, {max}) at limit {limit}"
+            );
+        }
+        Err(e) => assert!(
+            matches!(e.code(), "invalid_json" | "invalid_burst"),
+            "unexpected body error {e:?}"
+        ),
+    }
+}
+
+fn check_plan(p: &Plan, limit: usize) {
+    assert!(
+        p.received <= limit,
+        "{} readings planned past the limit {limit}",
+        p.received
+    );
+    let planned: usize = p.devices.iter().map(|d| d.readings.len()).sum();
+    assert_eq!(
+        p.received,
+        planned + p.rejected.len(),
+        "received = planned + rejected"
+    );
+    let mut indices = vec![false; p.received];
+    let mut mark = |i: usize| {
+        assert!(i < p.received, "index {i} of {} readings", p.received);
+        assert!(!std::mem::replace(&mut indices[i], true), "index {i} twice");
+    };
+    let mut devices = HashSet::new();
+    for group in &p.devices {
+        assert!(
+            devices.insert(group.device_id.as_str()),
+            "device {:?} grouped twice",
+            group.device_id
+        );
+        assert!(!group.readings.is_empty(), "an empty group");
+        check_device_id(&group.device_id).expect("a planned device id is valid");
+        assert!(
+            group.readings.windows(2).all(|w| w[0].index < w[1].index),
+            "group out of request order"
+        );
+        for r in &group.readings {
+            mark(r.index);
+            assert!(
+                r.seq.unsigned_abs() <= MAX_SAFE_SEQ as u64,
+                "seq {} out of range",
+                r.seq
+            );
+            assert!(
+                (MIN_MICROS..=MAX_MICROS).contains(&r.ts),
+                "ts {} out of range",
+                r.ts
+            );
+            assert!(
+                (0.0..=100.0).contains(&r.fill_pct) && r.fill_pct.is_sign_positive(),
+                "fill_pct {:?}",
+                r.fill_pct
+            );
+            let reading = Reading {
+                device_id: Cow::Borrowed(&group.device_id),
+                seq: r.seq,
+                ts: r.ts,
+                fill_pct: r.fill_pct,
+            };
+            assert_eq!(
+                idempotency_key(&reading),
+                r.key,
+                "key re-derived from the reading"
+            );
+            let parts = parse_key(&r.key).expect("a planned key parses");
+            assert_eq!(
+                (parts.device_id, parts.seq),
+                (group.device_id.as_str(), r.seq)
+            );
+            // The same four values, given to the core as raw scalars, validate to the
+            // same reading and key (`ts` as the text the key hashed).
+            let raw = RawReading {
+                is_object: true,
+                repeated: None,
+                device_id: Some(Scalar::Str(Cow::Borrowed(&group.device_id))),
+                seq: Some(Scalar::Int(r.seq)),
+                ts: Some(Scalar::Str(Cow::Owned(isoformat(r.ts)))),
+                fill_pct: Some(Scalar::Float(r.fill_pct)),
+            };
+            let again = validate(raw).expect("a planned reading validates again");
+            assert_eq!(again, reading, "validated again to the same reading");
+        }
+    }
+    for refused in &p.rejected {
+        mark(refused.rejection.index);
+        assert!(!refused.rejection.code.is_empty() && !refused.rejection.message.is_empty());
+        if let Some(id) = &refused.device_id {
+            check_device_id(id).expect("a rejection names only a valid device");
+        }
+    }
+    assert!(p
+        .rejected
+        .windows(2)
+        .all(|w| w[0].rejection.index < w[1].rejection.index));
+    // The worker's next step: each device's keys admitted by its own deduplicator.
+    for group in &p.devices {
+        let keys: Vec<&str> = group.readings.iter().map(|r| r.key.as_str()).collect();
+        let refused = p
+            .rejected
+            .iter()
+            .filter(|r| r.device_id.as_deref() == Some(group.device_id.as_str()))
+            .count();
+        let out = Deduplicator::default()
+            .admit_keys(&keys.join("\n"), T0, refused)
+            .unwrap_or_else(|e| panic!("admit_keys refused planned keys {keys:?}: {e:?}"));
+        assert_eq!(out.verdicts.len(), keys.len());
+        let counts = out.audit.payload;
+        assert!(counts.reconciles(), "{counts:?}");
+        assert_eq!(
+            (counts.received, counts.rejected),
+            (keys.len() + refused, refused)
+        );
+    }
+    let json: serde_json::Value =
+        serde_json::from_str(&p.to_json()).expect("the plan's JSON parses");
+    assert_eq!(json["received"], p.received, "the plan's JSON");
+}
