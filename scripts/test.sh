@@ -16,6 +16,11 @@ step cargo fmt --all -- --check
 step cargo clippy --all-targets -- -D warnings
 step cargo clippy --all-targets --target wasm32-unknown-unknown -- -D warnings
 step cargo test
+# The fuzz targets' properties (fuzz/src/), replayed on stable over the seed corpora,
+# fuzz/regressions/ and seeded pseudo-random inputs; `npm run fuzz` runs libFuzzer.
+step cargo fmt --manifest-path fuzz/Cargo.toml -- --check
+step cargo clippy --manifest-path fuzz/Cargo.toml --no-default-features --all-targets -- -D warnings
+step cargo test --manifest-path fuzz/Cargo.toml --no-default-features
 step wasm-pack test --headless --chrome
 step wasm-pack test --headless --firefox
 step npm run --silent build   # the JS tests load pkg/
