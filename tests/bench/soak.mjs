@@ -30,6 +30,9 @@
 // deviations; they fail the run only if they are a 5xx or lose a reading.
 //
 //   SOAK_SECONDS=60 SOAK_DEVICES=10000 [SOAK_CONCURRENCY=16] [SOAK_SEED=N] node tests/bench/soak.mjs
+// Also: SOAK_TTL_MS (10000), SOAK_HOSTILE_SHARE (0.08), SOAK_STORAGE=memory (default:
+// persisted in a temporary directory, as `npm start` does), SOAK_ORIGIN_KEEPALIVE_MS
+// (the origin stub's keep-alive timeout, 0 = none), SOAK_LOG=1 (workerd's output).
 import { createHash } from "node:crypto";
 import fs from "node:fs";
 import http from "node:http";
@@ -66,6 +69,8 @@ const HEALTH_LIMIT_MS = 5_000;
  */
 const FLAT_RATIO = 1.15;
 const HEALTH_EVERY_MS = 100;
+/** After the drain, how long the run stays idle before the last memory sample. */
+const IDLE_MS = 30_000;
 const STATS_EVERY_MS = 2_000;
 
 if (!(SECONDS >= 1 && DEVICES >= 10 && CONCURRENCY >= 1)) throw new Error("SOAK_SECONDS >= 1, SOAK_DEVICES >= 10, SOAK_CONCURRENCY >= 1");
@@ -323,7 +328,8 @@ const originServer = http.createServer((req, res) => {
 // workerd keeps its connections to the origin open and reuses them: with Node's
 // default 5 s keep-alive timeout the stub would close one just as workerd reuses it
 // (a lost connection, a failed delivery, a re-delivery) — an artefact of the stub.
-originServer.keepAliveTimeout = 0;
+// SOAK_ORIGIN_KEEPALIVE_MS sets it (Node's default is 5000) to see the effect.
+originServer.keepAliveTimeout = env("SOAK_ORIGIN_KEEPALIVE_MS", 0);
 await new Promise((ok) => originServer.listen(0, "127.0.0.1", ok));
 const ORIGIN_URL = `http://127.0.0.1:${originServer.address().port}/ingest`;
 
@@ -370,6 +376,13 @@ const cpuSeconds = (pid) => {
     return (Number(f[11]) + Number(f[12])) / 100;
   } catch {
     return NaN;
+  }
+};
+const openFiles = () => {
+  try {
+    return fs.readdirSync(`/proc/${workerdPid}/fd`).length;
+  } catch {
+    return null;
   }
 };
 const rss = () => {
@@ -428,6 +441,9 @@ const statuses = {};
 const deviations = new Map();
 let retries = 0;
 let resets = 0;
+const retryCauses = new Map();
+const resetCauses = new Map();
+const note = (map, what) => map.set(what, (map.get(what) ?? 0) + 1);
 let admittedUnanswered = 0;
 let unansweredAttempts = 0;
 /** Readings in ingest attempts without an answer: what /v1/stats may hold beyond the replies. */
@@ -541,12 +557,14 @@ async function run(q) {
     }
     if (res.status === 503 && body?.error?.code === "retry_later" && attempt < MAX_RETRIES) {
       retries++;
+      for (const e of body.errors ?? []) note(retryCauses, `${e.code}: ${String(e.message).replace(/[0-9a-f]{16,}/g, "…").slice(0, 160)}`);
       await sleep(1000 * Number(res.headers["retry-after"] ?? 1));
       continue;
     }
     if (res.status === 0 && attempt < MAX_RETRIES) {
       resets++;
       noAnswer++;
+      note(resetCauses, `${q.method} ${q.path.split("?")[0]}: ${res.error}`);
       if (q.method === "POST") {
         unansweredReadings += q.hostile ? 1200 : q.readings.length;
         unansweredDevices += q.hostile ? 101 : q.devices.length;
@@ -605,7 +623,7 @@ async function sampleMemory(t0) {
     lag.max = Math.max(lag.max, performance.now() - planned); // this process's event-loop delay
     if (performance.now() - lastProgress >= 30_000) {
       lastProgress = performance.now();
-      console.log(`  ... ${((lastProgress - t0) / 1000).toFixed(0)} s: ${fmt(answered)} of ${fmt(requests.length)} requests answered, workerd RSS ${b === null ? "-" : MiB(b)}`);
+      console.log(`  ... ${((lastProgress - t0) / 1000).toFixed(0)} s: ${fmt(answered)} of ${fmt(requests.length)} requests answered, workerd RSS ${b === null ? "-" : MiB(b)}, ${openFiles()} open files`);
     }
   }
 }
@@ -681,6 +699,10 @@ for (;;) {
   await sleep(250);
 }
 const statsMs = performance.now() - statsStart;
+// Idle: nothing sent for IDLE_MS (past the TTL and workerd's 10 s eviction of idle objects).
+const beforeIdle = { rss: rss(), files: openFiles() };
+await sleep(IDLE_MS);
+const afterIdle = { rss: rss(), files: openFiles() };
 stop = true;
 await Promise.all(pollers);
 
@@ -749,10 +771,15 @@ console.log(
   `memory: first window ${(firstFrom / 1000).toFixed(0)}-${(firstFrom / 1000 + ttlS).toFixed(0)} s median ${first.length ? MiB(median(first)) : "-"}, ` +
     `last window ${((loadMs - TTL_MS) / 1000).toFixed(0)}-${(loadMs / 1000).toFixed(0)} s median ${last.length ? MiB(median(last)) : "-"}: ratio ${flat.toFixed(2)} (flat: <= ${FLAT_RATIO}); peak ${MiB(Math.max(...loadMemory.map(([, b]) => b)))}`,
 );
+console.log(
+  `idle: after the drain workerd RSS ${MiB(beforeIdle.rss)} with ${beforeIdle.files} open files; after ${IDLE_MS / 1000} s without requests ${MiB(afterIdle.rss)} with ${afterIdle.files} open files`,
+);
 if (deviations.size) {
   console.log("contract deviations (hostile requests answered otherwise than contract-9 says; reported, not failures unless 5xx or loss):");
   for (const [name, d] of deviations) console.log(`  ${name}: ${d.count}x ${[...d.seen].join(" | ")}; contract: ${JSON.stringify(d.expect)}`);
 } else console.log("contract deviations: none");
+for (const [what, n] of retryCauses) console.log(`503 retry_later cause: ${n}x ${what}`);
+for (const [what, n] of resetCauses) console.log(`connection closed without an answer: ${n}x ${what}`);
 // The worker's own WARN/ERROR lines, by event, with one example each.
 const events = new Map();
 for (const l of w.lines) {
