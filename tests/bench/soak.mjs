@@ -801,8 +801,12 @@ if (failures.length) {
   for (const f of failures) if (f) console.log(`  ${f}`);
 } else console.log(`OK: no unexpected 5xx, no lost readings, health answered throughout, /v1/stats exact, ${memoryChecked ? "memory flat" : "memory not checked (run too short)"}`);
 
+// Clean up, but stop regardless: one run hung here after printing (not reproduced).
+const code = failures.length ? 1 : 0;
+setTimeout(() => process.exit(code), 30_000);
 for (const a of Object.values(agents)) a.destroy();
+originServer.closeAllConnections();
 await w.mf.dispose();
 await new Promise((ok) => originServer.close(ok));
 fs.rmSync(dir, { recursive: true, force: true });
-process.exit(failures.length ? 1 : 0);
+process.exit(code);
