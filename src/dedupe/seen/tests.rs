@@ -149,6 +149,31 @@ fn the_cap_evicts_the_oldest_admission_first() {
 }
 
 #[test]
+fn a_released_key_in_the_middle_takes_no_cap_slot() {
+    // Cap 3: X, provisional A, Y, release A leaves 2 keys held; Z is the third, so
+    // nothing is evicted and a replay of X is still a duplicate (fuzzing defect #5).
+    let mut s = set(60_000, 3);
+    let [x, a, y, z] = [1, 2, 3, 4].map(|i| fp(&mut s, "d", i, 0));
+    assert_eq!(add(&mut s, x, T0), NEW);
+    let t = s.open_ticket();
+    let start = s.next_position();
+    assert_eq!(s.check_and_add(a, T0, Some(t), start), NEW);
+    assert_eq!(add(&mut s, y, T0), NEW);
+    assert_eq!(s.release(t), Ok(1));
+    s.validate();
+    assert_eq!(s.stats().keys, 2);
+    assert_eq!(add(&mut s, z, T0 + 1), NEW);
+    assert_eq!(s.stats().evicted_before_ttl, 0);
+    assert_eq!(s.stats().keys, 3);
+    assert_eq!(add(&mut s, x, T0 + 2), Admission::Duplicate);
+    assert!([y, z].iter().all(|&k| s.contains(k, T0 + 2)));
+    // The fourth held key evicts the oldest held one, X.
+    assert_eq!(add(&mut s, a, T0 + 3), NEW);
+    assert_eq!(s.stats().evicted_before_ttl, 1);
+    assert!(!s.contains(x, T0 + 3));
+}
+
+#[test]
 fn seq_reuse_is_admitted_and_flagged() {
     let mut s = set(60_000, 10);
     let a = fp(&mut s, "bin-A17", 1, 10);
@@ -526,7 +551,8 @@ impl Model {
             .entries
             .iter()
             .any(|e| !e.dead && e.device_seq == (device.to_string(), seq));
-        if self.entries.len() >= self.cap {
+        // The cap counts held keys; released ones in the middle take no slot.
+        if self.live_keys() >= self.cap {
             self.entries.remove(0);
             while self.entries.first().is_some_and(|e| e.dead) {
                 self.entries.remove(0);
