@@ -174,6 +174,29 @@ fn a_released_key_in_the_middle_takes_no_cap_slot() {
 }
 
 #[test]
+fn making_room_keeps_open_tickets_pointing_at_their_keys() {
+    // Cap 4: X, provisional A (t1), provisional C (t2), Y; release t1; Z finds the
+    // ring full with A dead in it and compacts, moving C: t2 must still hold C.
+    let mut s = set(60_000, 4);
+    let [x, a, c, y, z] = [1, 2, 3, 4, 5].map(|i| fp(&mut s, "d", i, 0));
+    assert_eq!(add(&mut s, x, T0), NEW);
+    let (t1, t2) = (s.open_ticket(), s.open_ticket());
+    for (k, t) in [(a, t1), (c, t2)] {
+        let start = s.next_position();
+        assert_eq!(s.check_and_add(k, T0, Some(t), start), NEW);
+    }
+    assert_eq!(add(&mut s, y, T0), NEW);
+    assert_eq!(s.release(t1), Ok(1));
+    assert_eq!(add(&mut s, z, T0 + 1), NEW);
+    assert_eq!(s.stats().evicted_before_ttl, 0);
+    assert_eq!(add(&mut s, c, T0 + 2), Admission::Pending);
+    assert_eq!(s.confirm(t2), Ok(1));
+    s.validate();
+    assert_eq!(add(&mut s, c, T0 + 3), Admission::Duplicate);
+    assert_eq!(add(&mut s, x, T0 + 3), Admission::Duplicate);
+}
+
+#[test]
 fn seq_reuse_is_admitted_and_flagged() {
     let mut s = set(60_000, 10);
     let a = fp(&mut s, "bin-A17", 1, 10);
