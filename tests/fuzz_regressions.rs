@@ -104,3 +104,42 @@ fn admit_keys_with_a_refused_count_that_overflows_is_an_error() {
     assert_eq!(e.code(), "invalid_burst");
     assert_eq!(d.stats().admitted, 0);
 }
+
+/// fuzz target `snapshot` (2-minute run on the fixed core): a snapshot whose entry
+/// list holds one entry twice is refused, but restored "successfully" under a
+/// smaller cap override when a copy fell among the oldest entries the smaller cap
+/// drops (those were never checked). Whether bytes are a valid snapshot must not
+/// depend on the override.
+#[test]
+fn restore_refuses_a_repeated_entry_whatever_the_cap_override() {
+    const HEADER_LEN: usize = 120;
+    const ENTRY_LEN: usize = 24;
+    let mut d = Deduplicator::new(Config::new(60_000, 100).unwrap());
+    for (i, key) in [
+        "bin-A17:41:76c73ee2946cc70e",
+        "bin-A17:42:0123456789abcdef",
+        "bin-A17:43:0123456789abcdef",
+    ]
+    .into_iter()
+    .enumerate()
+    {
+        d.admit_keys(key, T0 + i as f64, 0).unwrap();
+    }
+    let mut bytes = d.snapshot();
+    // Entry 1 becomes a copy of entry 0 (its own, later time keeps the order).
+    let (first, second) = (HEADER_LEN, HEADER_LEN + ENTRY_LEN);
+    let copy: Vec<u8> = bytes[first..first + 16].to_vec();
+    bytes[second..second + 16].copy_from_slice(&copy);
+    let body = bytes.len() - 8;
+    let sum = Sha256::digest(&bytes[..body]);
+    bytes[body..].copy_from_slice(&sum[..8]);
+    // No override, a cap that keeps one copy, a cap that drops both.
+    for cap in [None, Some(2), Some(1)] {
+        let e = Deduplicator::restore(&bytes, None, cap).err();
+        assert_eq!(
+            e.map(|e| e.code()),
+            Some("invalid_snapshot"),
+            "cap override {cap:?}"
+        );
+    }
+}

@@ -27,9 +27,6 @@ const FIELDS: [Field; 4] = [Field::DeviceId, Field::Seq, Field::Ts, Field::FillP
 
 pub fn check(data: &[u8]) {
     let raw = decode(data);
-    if known_defect(&raw) {
-        return;
-    }
     let want = expected(&raw);
     let got = validate(raw.clone());
     let r = match (got, want) {
@@ -99,22 +96,14 @@ pub fn check(data: &[u8]) {
     assert_eq!(idempotency_key(&again), key);
 }
 
-/// Inputs that hit a defect known and being fixed elsewhere; skipped until then so
-/// the fuzzer can look past it. Remove each line with its fix.
-fn known_defect(raw: &RawReading<'_>) -> bool {
-    // reading.rs `n.abs()` overflows for seq i64::MIN (issue 9).
-    raw.seq == Some(Scalar::Int(i64::MIN))
-        // Contract 9 item 8: "." and ".." become invalid device ids (branch core).
-        || matches!(&raw.device_id, Some(Scalar::Str(s)) if s == "." || s == "..")
-}
-
 /// The verdict by the rules as the README states them, written apart from the core.
 fn expected(raw: &RawReading<'_>) -> Result<(), String> {
     if !raw.is_object {
         return Err("invalid_reading".into());
     }
-    if let Some(f) = raw.repeated {
-        return Err(format!("invalid_{}", f.name()));
+    // A member given twice: the whole reading is refused, never first- or last-wins.
+    if raw.repeated.is_some() {
+        return Err("invalid_reading".into());
     }
     let fields = [&raw.device_id, &raw.seq, &raw.ts, &raw.fill_pct];
     for (field, value) in FIELDS.into_iter().zip(fields) {
@@ -123,7 +112,12 @@ fn expected(raw: &RawReading<'_>) -> Result<(), String> {
         };
         let ok = match (field, v) {
             (Field::DeviceId, Scalar::Str(s)) => {
-                !s.is_empty() && s.len() <= 128 && !s.chars().any(char::is_control)
+                // A Rust `&str` cannot hold a lone surrogate, so no rule for it here.
+                !s.is_empty()
+                    && s != "."
+                    && s != ".."
+                    && s.len() <= 128
+                    && !s.chars().any(char::is_control)
             }
             (Field::Seq, Scalar::Int(n)) => n.unsigned_abs() <= MAX_SAFE_SEQ as u64,
             (Field::Seq, Scalar::Float(f)) => f.fract() == 0.0 && f.abs() <= MAX_SAFE_SEQ as f64,
@@ -216,6 +210,11 @@ pub fn reference_rfc3339(s: &str) -> Option<i64> {
     (MIN_MICROS..=MAX_MICROS).contains(&utc).then_some(utc)
 }
 
+/// The core's message for a member given twice (`RawReading::repeated`).
+fn repeated_message(field: Field) -> String {
+    format!("member \"{}\" appears twice", field.name())
+}
+
 /// Reads a raw reading from fuzz input (see the module docs).
 pub fn decode(data: &[u8]) -> RawReading<'static> {
     let mut src = Src::new(data);
@@ -224,7 +223,7 @@ pub fn decode(data: &[u8]) -> RawReading<'static> {
         is_object: flags & 1 == 0,
         repeated: match (flags >> 1) % 5 {
             0 => None,
-            n => Some(FIELDS[usize::from(n) - 1]),
+            n => Some(repeated_message(FIELDS[usize::from(n) - 1])),
         },
         ..RawReading::default()
     };
@@ -256,8 +255,12 @@ pub fn decode(data: &[u8]) -> RawReading<'static> {
 /// Writes a raw reading as [`decode`] reads it (the seed corpus).
 pub fn encode(raw: &RawReading<'_>) -> Vec<u8> {
     let mut out = Sink::default();
-    let repeated = raw.repeated.map_or(0, |f| {
-        FIELDS.iter().position(|&x| x == f).unwrap_or(0) as u8 + 1
+    let repeated = raw.repeated.as_deref().map_or(0, |why| {
+        FIELDS
+            .iter()
+            .position(|&f| why == repeated_message(f))
+            .unwrap_or(0) as u8
+            + 1
     });
     out.u8(u8::from(!raw.is_object) | (repeated << 1));
     for value in [&raw.device_id, &raw.seq, &raw.ts, &raw.fill_pct] {

@@ -65,12 +65,26 @@ const TSS: [&str; 4] = [
 ];
 const FILLS: [f64; 5] = [0.0, 12.5, -0.0, 100.0, 250.0];
 /// Lines `admit_keys` and `from_keys` must refuse (never produced by a valid reading).
-const BAD_KEYS: [&str; 5] = [
+const BAD_KEYS: [&str; 6] = [
     "",
     "bin-A17",
     "bin-A17:01:0123456789abcdef",
     "bin-A17:1:0123456789ABCDEF",
     "bin-A17:9007199254740992:0123456789abcdef",
+    // `abs()` of i64::MIN overflowed in the key parser once.
+    "bin-A17:-9223372036854775808:0123456789abcdef",
+];
+/// `admit_keys`' `refused` counts: small ones, past 2^32 (the Wasm API's bound, not
+/// the core's), and ones that cannot be added to the key count (`invalid_burst`).
+const REFUSED: [usize; 8] = [
+    0,
+    1,
+    2,
+    3,
+    (1 << 32) + 1,
+    usize::MAX / 2,
+    usize::MAX - 1,
+    usize::MAX,
 ];
 
 /// One remembered key of the model, in admission order.
@@ -80,8 +94,8 @@ struct Entry {
     at: i64,
     /// The open ticket holding it provisionally.
     ticket: Option<u32>,
-    /// Released: gone, but its slot stays in the order until it reaches an end, as
-    /// in the ring (it still counts against the cap meanwhile).
+    /// Released: gone, and it takes no slot of the cap (only held keys count); it
+    /// stays in the order until it reaches an end, as in the ring.
     dead: bool,
     pos: u64,
 }
@@ -202,7 +216,9 @@ impl Model {
             };
         }
         let seq_reuse = self.seqs.contains_key(device_seq);
-        if self.entries.len() >= self.cap {
+        // The cap counts held keys only (fuzzing defect #5: a released key in the
+        // middle used to take a slot, evicting a held key early).
+        if self.held.len() >= self.cap {
             if self.entries.front().is_some_and(|e| !e.dead) {
                 self.stats.evicted_before_ttl += 1;
             }
@@ -571,7 +587,7 @@ impl Run {
                 _ => lines.push(BAD_KEYS[usize::from(a) % BAD_KEYS.len()].to_owned()),
             }
         }
-        let refused = usize::from(src.u8() % 4);
+        let refused = REFUSED[usize::from(src.u8()) % REFUSED.len()];
         let keys = lines.join("\n");
         let before = self.state();
         let got = self.d.admit_keys(&keys, now, refused);
@@ -583,6 +599,8 @@ impl Run {
         let want_err = match model_time(now) {
             Err(code) => Some(code),
             Ok(_) if lines.iter().any(|k| !self.valid_keys.contains_key(*k)) => Some("invalid_key"),
+            // keys + refused must fit the count, else the burst is refused as a whole.
+            Ok(_) if lines.len().checked_add(refused).is_none() => Some("invalid_burst"),
             Ok(_) => None,
         };
         if let Some(code) = want_err {

@@ -9,7 +9,8 @@
 //! planned reading is valid by the core's rules and its key re-derives from its
 //! `(device_id, seq, ts, fill_pct)`, also through the core's validation again; each
 //! device's keys are taken by `admit_keys` (the device object's call), whose audit
-//! counts reconcile.
+//! counts reconcile. A native burst (`readings`) gives the same readings keyed and
+//! the same rejections (codes included) through `Deduplicator::process_json`.
 
 use reconnect_dedupe::dedupe::reading::{check_device_id, Scalar, MAX_SAFE_SEQ};
 use reconnect_dedupe::timestamp::{isoformat, MAX_MICROS, MIN_MICROS};
@@ -34,11 +35,12 @@ pub fn check(data: &[u8]) {
     let limit = LIMITS[usize::from(sel) / names.len() % LIMITS.len()];
     let format = Format::from_name(name).expect("every name of Format::NAMES is a format");
     assert_eq!(format.name(), name, "name round trip");
-    match plan(format, body, &FieldNames::default(), limit) {
-        Ok(p) => check_plan(&p, limit),
+    let planned = plan(format, body, &FieldNames::default(), limit);
+    match &planned {
+        Ok(p) => check_plan(p, limit),
         Err(Error::TooManyReadings(found, max)) => {
             assert!(
-                max == limit && found > limit,
+                *max == limit && found > max,
                 "too_many_readings({found}, {max}) at limit {limit}"
             );
         }
@@ -47,6 +49,67 @@ pub fn check(data: &[u8]) {
             "unexpected body error {e:?}"
         ),
     }
+    if format == Format::Readings {
+        same_as_process_json(body, &planned);
+    }
+}
+
+/// A native burst read two ways, `plan` (the worker's route) and
+/// `Deduplicator::process_json` (the library's), through the one reader: the same
+/// body errors with the same code, or the same readings are keyed (each admitted,
+/// or a duplicate of an earlier one in the burst, under the plan's key) and the
+/// same ones rejected with the same field, code and message.
+fn same_as_process_json(body: &[u8], planned: &Result<Plan, Error>) {
+    let mut d = Deduplicator::default();
+    let got = d.process_json(body, T0, false);
+    let p = match (planned, got) {
+        (Ok(p), Ok(out)) => (p, out),
+        (Err(Error::TooManyReadings(found, _)), Ok(out)) => {
+            // The readings limit is the worker's; the library counts them all.
+            assert_eq!(out.audit.payload.received, *found, "readings counted");
+            return;
+        }
+        (Err(want), Err(e)) if !matches!(want, Error::TooManyReadings(..)) => {
+            assert_eq!(e.code(), want.code(), "plan: {want:?}, process_json: {e:?}");
+            return;
+        }
+        (want, got) => panic!(
+            "plan gave {want:?}, process_json gave {:?}",
+            got.map(|o| o.to_json())
+        ),
+    };
+    let (p, out) = p;
+    let mut keys: Vec<Option<&str>> = vec![None; p.received];
+    for r in p.devices.iter().flat_map(|g| &g.readings) {
+        keys[r.index] = Some(&r.key);
+    }
+    assert_eq!(out.audit.payload.received, p.received, "readings received");
+    assert!(out.pending.is_empty() && out.ticket.is_none());
+    let mut seen = HashSet::new();
+    let mut keyed = vec![false; p.received];
+    for a in &out.unique {
+        assert_eq!(
+            keys[a.index],
+            Some(a.key.as_str()),
+            "reading {} keyed",
+            a.index
+        );
+        assert!(seen.insert(a.key.as_str()), "{} admitted twice", a.key);
+        keyed[a.index] = true;
+    }
+    for &i in &out.duplicates {
+        let key = keys[i].unwrap_or_else(|| panic!("duplicate {i} not planned"));
+        assert!(seen.contains(key), "duplicate {i} of no admitted key");
+        keyed[i] = true;
+    }
+    assert_eq!(
+        keyed,
+        keys.iter().map(Option::is_some).collect::<Vec<_>>(),
+        "the same readings keyed"
+    );
+    let planned: Vec<_> = p.rejected.iter().map(|r| &r.rejection).collect();
+    let rejected: Vec<_> = out.rejected.iter().collect();
+    assert_eq!(rejected, planned, "the same rejections");
 }
 
 fn check_plan(p: &Plan, limit: usize) {

@@ -399,14 +399,22 @@ impl SeenSet {
             Probe::Missing { same_id } => same_id,
         };
         if self.ring.len() >= self.config.max_keys {
-            if let Some(front) = self.ring.front() {
-                if front.state() != State::Dead {
-                    self.stats.evicted_before_ttl += 1;
-                }
+            // The cap counts held keys: released ones left in the middle of the ring
+            // make room first; only a full set evicts its oldest key (never dead: the
+            // front is trimmed after every removal).
+            if self.live < self.ring.len() {
+                self.compact();
             }
-            self.pop_front();
-            self.trim_dead_front();
-            self.fit();
+            if self.live >= self.config.max_keys {
+                if let Some(front) = self.ring.front() {
+                    if front.state() != State::Dead {
+                        self.stats.evicted_before_ttl += 1;
+                    }
+                }
+                self.pop_front();
+                self.trim_dead_front();
+                self.fit();
+            }
         }
         self.insert(fp, self.clock_ms, ticket);
         self.stats.admitted += 1;
@@ -513,6 +521,59 @@ impl SeenSet {
             self.ring.pop_front();
             self.head = self.head.wrapping_add(1) & POS_MASK;
         }
+    }
+
+    /// Drops the dead (released) entries from the ring, so a full ring always holds
+    /// `max_keys` live keys. Runs only when an admission finds the ring full with dead
+    /// entries in it, at most once per release that left one in the middle: O(ring).
+    ///
+    /// The entries after the last dead one keep their positions (the next position
+    /// does not move), so a burst in progress, whose keys all come after every dead
+    /// entry (only `release` kills entries, between bursts), still recognises its own
+    /// keys; the older ones move up, and the index and the open tickets follow.
+    fn compact(&mut self) {
+        let len = self.ring.len();
+        let end = self.next_position();
+        let new_head = end.wrapping_sub(self.live as u32) & POS_MASK;
+        // New ring index of each old one (dead: none).
+        let mut to = Vec::with_capacity(len);
+        let mut kept = 0u32;
+        for e in self.ring.iter() {
+            if e.state() == State::Dead {
+                to.push(None);
+            } else {
+                to.push(Some(kept));
+                kept += 1;
+            }
+        }
+        let head = self.head;
+        let ring = &self.ring;
+        for positions in self.tickets.values_mut() {
+            positions.retain_mut(|pos| {
+                let idx = (pos.wrapping_sub(head) & POS_MASK) as usize;
+                match to.get(idx) {
+                    Some(Some(new)) if ring[idx].state() == State::Pending => {
+                        *pos = new_head.wrapping_add(*new) & POS_MASK;
+                        true
+                    }
+                    _ => false,
+                }
+            });
+        }
+        for (idx, new) in to.iter().enumerate() {
+            if let Some(new) = *new {
+                let e = self.ring[idx];
+                self.ring[new as usize] = e;
+            }
+        }
+        while self.ring.len() > self.live {
+            self.ring.pop_back();
+        }
+        self.head = new_head;
+        if !self.table.is_empty() {
+            self.build_table(self.table.len());
+        }
+        self.fit();
     }
 
     fn trim_dead_front(&mut self) {

@@ -149,6 +149,10 @@ impl SeenSet {
         let skip = (n as usize).saturating_sub(config.max_keys);
         stats.evicted_before_ttl += skip as u64;
         let mut last_at = 0;
+        // The entries a smaller cap drops are checked for repeats too (against each
+        // other and the kept ones): whether bytes are a valid snapshot does not
+        // depend on the override. Empty unless the override drops entries.
+        let mut dropped = std::collections::HashSet::new();
         for i in 0..n as usize {
             let fp = Fingerprint {
                 id: r.u64()?,
@@ -166,12 +170,15 @@ impl SeenSet {
             }
             last_at = at;
             if i < skip {
+                if !dropped.insert((fp.id, fp.tag)) {
+                    return Err(bad("repeated entry"));
+                }
                 continue;
             }
             if set.ring.is_empty() {
                 set.epoch_ms = at;
             }
-            if matches!(set.find(fp), Probe::Found { .. }) {
+            if dropped.contains(&(fp.id, fp.tag)) || matches!(set.find(fp), Probe::Found { .. }) {
                 return Err(bad("repeated entry"));
             }
             set.insert(fp, at, None);

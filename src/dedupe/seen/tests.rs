@@ -149,6 +149,54 @@ fn the_cap_evicts_the_oldest_admission_first() {
 }
 
 #[test]
+fn a_released_key_in_the_middle_takes_no_cap_slot() {
+    // Cap 3: X, provisional A, Y, release A leaves 2 keys held; Z is the third, so
+    // nothing is evicted and a replay of X is still a duplicate (fuzzing defect #5).
+    let mut s = set(60_000, 3);
+    let [x, a, y, z] = [1, 2, 3, 4].map(|i| fp(&mut s, "d", i, 0));
+    assert_eq!(add(&mut s, x, T0), NEW);
+    let t = s.open_ticket();
+    let start = s.next_position();
+    assert_eq!(s.check_and_add(a, T0, Some(t), start), NEW);
+    assert_eq!(add(&mut s, y, T0), NEW);
+    assert_eq!(s.release(t), Ok(1));
+    s.validate();
+    assert_eq!(s.stats().keys, 2);
+    assert_eq!(add(&mut s, z, T0 + 1), NEW);
+    assert_eq!(s.stats().evicted_before_ttl, 0);
+    assert_eq!(s.stats().keys, 3);
+    assert_eq!(add(&mut s, x, T0 + 2), Admission::Duplicate);
+    assert!([y, z].iter().all(|&k| s.contains(k, T0 + 2)));
+    // The fourth held key evicts the oldest held one, X.
+    assert_eq!(add(&mut s, a, T0 + 3), NEW);
+    assert_eq!(s.stats().evicted_before_ttl, 1);
+    assert!(!s.contains(x, T0 + 3));
+}
+
+#[test]
+fn making_room_keeps_open_tickets_pointing_at_their_keys() {
+    // Cap 4: X, provisional A (t1), provisional C (t2), Y; release t1; Z finds the
+    // ring full with A dead in it and compacts, moving C: t2 must still hold C.
+    let mut s = set(60_000, 4);
+    let [x, a, c, y, z] = [1, 2, 3, 4, 5].map(|i| fp(&mut s, "d", i, 0));
+    assert_eq!(add(&mut s, x, T0), NEW);
+    let (t1, t2) = (s.open_ticket(), s.open_ticket());
+    for (k, t) in [(a, t1), (c, t2)] {
+        let start = s.next_position();
+        assert_eq!(s.check_and_add(k, T0, Some(t), start), NEW);
+    }
+    assert_eq!(add(&mut s, y, T0), NEW);
+    assert_eq!(s.release(t1), Ok(1));
+    assert_eq!(add(&mut s, z, T0 + 1), NEW);
+    assert_eq!(s.stats().evicted_before_ttl, 0);
+    assert_eq!(add(&mut s, c, T0 + 2), Admission::Pending);
+    assert_eq!(s.confirm(t2), Ok(1));
+    s.validate();
+    assert_eq!(add(&mut s, c, T0 + 3), Admission::Duplicate);
+    assert_eq!(add(&mut s, x, T0 + 3), Admission::Duplicate);
+}
+
+#[test]
 fn seq_reuse_is_admitted_and_flagged() {
     let mut s = set(60_000, 10);
     let a = fp(&mut s, "bin-A17", 1, 10);
@@ -526,7 +574,8 @@ impl Model {
             .entries
             .iter()
             .any(|e| !e.dead && e.device_seq == (device.to_string(), seq));
-        if self.entries.len() >= self.cap {
+        // The cap counts held keys; released ones in the middle take no slot.
+        if self.live_keys() >= self.cap {
             self.entries.remove(0);
             while self.entries.first().is_some_and(|e| e.dead) {
                 self.entries.remove(0);
