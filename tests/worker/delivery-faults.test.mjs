@@ -566,6 +566,44 @@ test("a batch that cannot be stored is not sent; once storage works it is formed
   });
 });
 
+test("a split that cannot be stored leaves the refused batch as it was; once storage works it is split and the rest delivered", async () => {
+  let refuse = false;
+  const o = await origin({ answer: (r) => (!refuse ? { status: 500 } : r.body.readings.some((x) => x.seq === 1) ? { status: 422 } : { status: 200 }) });
+  const dir = tempDir();
+  const vars = { ...FAST, ORIGIN_URL: o.url };
+  try {
+    const keys = await firstRun(dir, vars, [reading(DEV, 1, 10), reading(DEV, 2, 20)], failedAttempts(1));
+    const files = databases(dir, "DeviceObject");
+    sqlite(files, "CREATE TRIGGER fault BEFORE INSERT ON batches BEGIN SELECT RAISE(ABORT, 'injected'); END;");
+    refuse = true;
+    const second = await start({ persist: dir, vars });
+    try {
+      await post(second.call, "/v1/readings", [reading(DEV, 1, 10)]); // wakes the object
+      const line = await notRecorded(second);
+      assert.match(line.error, /^split: injected/);
+      assert.deepEqual((await ledger(second)).map((r) => r.delivery), ["pending", "pending"], "nothing parked, nothing lost");
+    } finally {
+      await second.mf.dispose();
+    }
+    sqlite(files, "DROP TRIGGER fault;");
+    const third = await start({ persist: dir, vars });
+    try {
+      const more = await admit(third, [reading(DEV, 9, 90)]);
+      const rows = await until(async () => {
+        const rows = await ledger(third);
+        return rows.length === 3 && rows.every((r) => r.delivery !== "pending") && rows;
+      }, "delivered or refused");
+      assert.deepEqual(rows.map((r) => [r.seq, r.delivery]), [[1, "refused"], [2, "delivered"], [9, "delivered"]]);
+      assertContract(o.requests, [keys[1], ...more], rows);
+    } finally {
+      await third.mf.dispose();
+    }
+  } finally {
+    await o.close();
+    fs.rmSync(dir, { recursive: true, force: true });
+  }
+});
+
 test("a clock that went backwards (rows written ahead of now): the backlog is still retried at once", async () => {
   // workerd's Date.now() cannot be set from outside; a clock stepped back is, for
   // the device object, stored times ahead of its now. Shift them by ten days.
