@@ -4,10 +4,18 @@
 // A batch is formed once and stored before its first POST: its rows (the oldest
 // pending rows in no batch yet, at most DELIVERY_BATCH), its body and its
 // Idempotency-Key (the SHA-256 hex of that body). Every retry, also after a
-// restart, sends that body under that key, byte for byte. One batch per device is
-// open at a time: rows admitted meanwhile wait for the next batch, so rows go out
-// in admission order and never join a batch already sent. Only a 2xx from
+// restart, sends that body under that key, byte for byte. A device's batches go
+// out one at a time, in order (rowid): rows admitted meanwhile wait for the next
+// batch, so rows go out in admission order and never join a batch already sent. Only a 2xx from
 // ORIGIN_URL itself delivers a batch; a redirect is a failure (never followed).
+//
+// A batch keeps its composition and key only while its fate is unknown (a timeout, a
+// connection error, a 5xx, 408, 409, 425, 429: the origin may have stored it) or the
+// origin refuses everything alike (3xx, 401, 403, 404, …: its address or credentials).
+// A refusal of its content (REFUSED: 400, 413, 422) means the origin stored none of
+// it: the batch is split in two new batches (new keys), sent at once, first half
+// first; a single reading refused is parked (state 'refused': kept, counted, logged
+// `delivery_refused`, never retried by itself), and the readings after it go on.
 import { isoTime } from "./core.js";
 import { noteChange } from "./fleet.js";
 
@@ -15,6 +23,12 @@ import { noteChange } from "./fleet.js";
 const ROUNDS = 20;
 /** At most this much of an origin-supplied header value goes into `last_error`. */
 const QUOTE = 200;
+/**
+ * Statuses by which an origin refuses a batch's content: it stored none of it (RFC
+ * 9110: the request is malformed, too large, or unprocessable). Every other answer
+ * either leaves the outcome unknown or refuses every batch alike, and is retried.
+ */
+const REFUSED = new Set([400, 413, 422]);
 
 /**
  * Adds what stable batches need to a `readings` table: its `batch_id` column (storage
@@ -70,6 +84,11 @@ export async function deliver(storage, cfg) {
       });
       continue;
     }
+    if (REFUSED.has(outcome.status)) {
+      log("WARN", "delivery_failed", batch, outcome.error);
+      await refuse(storage, batch, outcome, t);
+      continue;
+    }
     const backoff = Math.min(cfg.RETRY_MAX_MS, cfg.RETRY_BASE_MS * 2 ** Math.min(batch.attempts, 40));
     const wait = Math.max(backoff, Math.min(cfg.RETRY_MAX_MS, outcome.retryAfterMs));
     log("WARN", "delivery_failed", batch, outcome.error);
@@ -85,6 +104,55 @@ export async function deliver(storage, cfg) {
     });
     return;
   }
+}
+
+/**
+ * After a refusal of `batch`'s content: a single reading is parked (`refused`, out of
+ * any batch, kept until an operator re-drives it); more are split in two new batches
+ * (new bodies, new keys: the origin stored nothing under the old one), due at once
+ * and ahead of any other batch, the first half first. The halves follow the body
+ * sent, so a row renewed meanwhile keeps its place.
+ */
+async function refuse(storage, batch, outcome, t) {
+  const sql = storage.sql;
+  const live = new Set(sql.exec("SELECT key FROM readings WHERE batch_id = ? AND state = 'pending'", batch.id).toArray().map((r) => r.key));
+  const readings = JSON.parse(batch.body).readings.filter((r) => live.has(r.key));
+  const fail = () =>
+    sql.exec(
+      "UPDATE readings SET attempts = attempts + 1, last_error = ?, next_attempt_at = ? WHERE batch_id = ? AND state = 'pending'",
+      outcome.error,
+      t,
+      batch.id,
+    );
+  if (readings.length <= 1) {
+    record(storage, batch, "refused", () => {
+      fail();
+      sql.exec("UPDATE readings SET state = 'refused', next_attempt_at = NULL, batch_id = NULL WHERE batch_id = ? AND state = 'pending'", batch.id);
+      sql.exec("DELETE FROM batches WHERE id = ?", batch.id);
+      noteChange(sql);
+    });
+    for (const r of readings) {
+      console.log(JSON.stringify({ level: "ERROR", event: "delivery_refused", device_id: batch.device_id, batch: batch.id, key: r.key, status: outcome.status, error: outcome.error }));
+    }
+    return;
+  }
+  const mid = Math.ceil(readings.length / 2);
+  const halves = [];
+  for (const part of [readings.slice(0, mid), readings.slice(mid)]) {
+    const body = JSON.stringify({ device_id: batch.device_id, readings: part });
+    halves.push({ body, keys: part.map((r) => r.key), id: await digest(body) });
+  }
+  record(storage, batch, "split", () => {
+    fail();
+    // Ahead of every batch formed so far (batches go out in rowid order).
+    const first = sql.exec("SELECT MIN(rowid) AS at FROM batches").one().at - halves.length;
+    halves.forEach((h, i) => {
+      for (const key of h.keys) sql.exec("UPDATE readings SET batch_id = ? WHERE key = ? AND batch_id = ? AND state = 'pending'", h.id, key, batch.id);
+      sql.exec("INSERT INTO batches (rowid, id, body) VALUES (?, ?, ?)", first + i, h.id, h.body);
+    });
+    sql.exec("DELETE FROM batches WHERE id = ?", batch.id);
+    noteChange(sql);
+  });
 }
 
 /**
@@ -159,7 +227,7 @@ async function formBatch(storage, cfg) {
       admitted_at: isoTime(r.admitted_at),
     })),
   });
-  const id = hex(await crypto.subtle.digest("SHA-256", new TextEncoder().encode(body)));
+  const id = await digest(body);
   // While the digest was awaited a row may have been renewed (re-admitted after its
   // TTL: same key, same content); it joins with its new admission time, which the
   // body does not show. Nothing else changes a pending row outside this alarm.
@@ -185,12 +253,21 @@ async function post(cfg, batch) {
       signal: AbortSignal.timeout(cfg.ORIGIN_TIMEOUT_MS),
     });
     await res.body?.cancel();
-    if (res.status >= 200 && res.status < 300) return { error: null };
-    return { error: refusal(res, cfg), retryAfterMs: retryAfter(res.headers.get("retry-after"), now) };
+    if (res.status >= 200 && res.status < 300) return { error: null, status: res.status };
+    return { error: withoutCredentials(refusal(res, cfg)), status: res.status, retryAfterMs: retryAfter(res.headers.get("retry-after"), now) };
   } catch (e) {
     const why = e?.name === "TimeoutError" ? `timed out after ${cfg.ORIGIN_TIMEOUT_MS} ms` : String(e?.message ?? e);
-    return { error: `origin unreachable: ${why}`, retryAfterMs: 0 };
+    return { error: withoutCredentials(`origin unreachable: ${why}`), status: null, retryAfterMs: 0 };
   }
+}
+
+/**
+ * `text` with the user information of every URL in it removed (`//user:pass@host` →
+ * `//host`): ORIGIN_URL may carry credentials, and a Location is resolved against it.
+ * Every error text about the origin passes here before it is logged or stored.
+ */
+function withoutCredentials(text) {
+  return text.replace(/\/\/[^/?#\s@]*@/g, "//");
 }
 
 /** `last_error` for an answer other than 2xx. */
@@ -205,7 +282,7 @@ function refusal(res, cfg) {
     } catch {
       target = location;
     }
-    return `${head} (redirect to ${target.slice(0, QUOTE)}); set ORIGIN_URL to the final URL`;
+    return `${head} (redirect to ${withoutCredentials(target).slice(0, QUOTE)}); set ORIGIN_URL to the final URL`;
   }
   const wait = res.headers.get("retry-after");
   return wait === null ? head : `${head} (Retry-After: ${wait.slice(0, QUOTE)})`;
@@ -222,6 +299,10 @@ function retryAfter(value, now) {
   if (/^\d+$/.test(v)) return Number(v) * 1000;
   const at = Date.parse(v);
   return Number.isNaN(at) ? 0 : Math.max(0, at - now);
+}
+
+async function digest(text) {
+  return hex(await crypto.subtle.digest("SHA-256", new TextEncoder().encode(text)));
 }
 
 function hex(buffer) {

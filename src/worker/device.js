@@ -16,7 +16,7 @@ CREATE TABLE IF NOT EXISTS readings (
   fill_pct REAL NOT NULL,
   admitted_at INTEGER NOT NULL,
   burst_id TEXT,
-  state TEXT NOT NULL,            -- stored (ledger only) | pending (to deliver) | delivered
+  state TEXT NOT NULL,            -- stored (ledger only) | pending (to deliver) | delivered | refused (parked)
   attempts INTEGER NOT NULL DEFAULT 0,
   next_attempt_at INTEGER,
   delivered_at INTEGER,
@@ -190,6 +190,30 @@ export class DeviceObject extends DurableObject {
   }
 
   /**
+   * Re-drives readings the origin refused (parked, state `refused`): every one, or
+   * those of `keys`, back to `pending`, out of any batch, due at once; they go out in
+   * new batches, oldest first. Keeps their attempts and last error. Returns how many
+   * moved. Creates no state for a device that never ingested.
+   */
+  async redrive({ keys } = {}) {
+    if (!this.prepared) return { redriven: 0 };
+    const cfg = config(this.env);
+    const now = Date.now();
+    let redriven = 0;
+    this.ctx.storage.transactionSync(() => {
+      const chosen = keys === undefined ? "" : " AND key = ?";
+      for (const key of keys === undefined ? [undefined] : keys) {
+        const args = key === undefined ? [] : [String(key)];
+        redriven += this.sql.exec(`SELECT COUNT(*) AS n FROM readings WHERE state = 'refused'${chosen}`, ...args).one().n;
+        this.sql.exec(`UPDATE readings SET state = 'pending', batch_id = NULL, next_attempt_at = ? WHERE state = 'refused'${chosen}`, now, ...args);
+      }
+      if (redriven) noteChange(this.sql);
+    });
+    if (redriven && cfg.ORIGIN_URL) await this.schedule(cfg);
+    return { redriven };
+  }
+
+  /**
    * Deletes rows past retention, flushes changed figures to the fleet roll-up
    * (before delivering, which may wait on a slow origin; what delivery changes goes
    * with the next flush), delivers what is due, and re-arms itself.
@@ -198,7 +222,7 @@ export class DeviceObject extends DurableObject {
     this.prepare();
     const cfg = config(this.env);
     this.ctx.storage.transactionSync(() => {
-      const cut = this.sql.exec("DELETE FROM readings WHERE state != 'pending' AND admitted_at <= ?", Date.now() - cfg.RETENTION_MS);
+      const cut = this.sql.exec("DELETE FROM readings WHERE state IN ('stored', 'delivered') AND admitted_at <= ?", Date.now() - cfg.RETENTION_MS);
       if (cut.rowsWritten) noteChange(this.sql);
     });
     await flush(this.ctx.storage, this.env, cfg);
@@ -213,7 +237,7 @@ export class DeviceObject extends DurableObject {
    */
   async schedule(cfg) {
     const now = Date.now();
-    const r = this.sql.exec("SELECT MIN(CASE WHEN state != 'pending' THEN admitted_at END) AS oldest_done FROM readings").one();
+    const r = this.sql.exec("SELECT MIN(CASE WHEN state IN ('stored', 'delivered') THEN admitted_at END) AS oldest_done FROM readings").one();
     const candidates = [
       cfg.ORIGIN_URL ? nextDelivery(this.sql, now, cfg) : null,
       r.oldest_done === null ? null : r.oldest_done + cfg.RETENTION_MS,

@@ -44,7 +44,7 @@ const FLUSH_TIMEOUT_MS = 10_000;
 /** Cumulative counters, named as in the ingest reply and the audit line. */
 const COUNTERS = ["received", "unique", "duplicates_suppressed", "rejected", "seq_reuses"];
 /** Backlog gauges of a device's ledger; summed over the fleet like the counters. */
-const BACKLOG = ["pending_deliveries", "delivered", "failed_attempts", "ledger_rows"];
+const BACKLOG = ["pending_deliveries", "delivered", "failed_attempts", "ledger_rows", "refused_by_origin"];
 const SUMMED = [...COUNTERS, ...BACKLOG];
 
 /** Adds to a named counter in a `counters (name, value)` table. */
@@ -152,6 +152,7 @@ function figures(sql) {
       `SELECT COUNT(*) AS rows,
               SUM(state = 'pending') AS pending,
               SUM(state = 'delivered') AS delivered,
+              SUM(state = 'refused') AS refused,
               MIN(CASE WHEN state = 'pending' THEN admitted_at END) AS oldest_pending,
               SUM(CASE WHEN state = 'pending' THEN attempts ELSE 0 END) AS failed_attempts
        FROM readings`,
@@ -164,6 +165,7 @@ function figures(sql) {
     delivered: b.delivered ?? 0,
     failed_attempts: b.failed_attempts ?? 0,
     ledger_rows: b.rows,
+    refused_by_origin: b.refused ?? 0,
     oldest_undelivered_at: b.oldest_pending ?? null,
   };
 }
@@ -201,6 +203,7 @@ export async function fleetStats(env, cfg) {
     delivered: total.delivered,
     failed_attempts: total.failed_attempts,
     ledger_rows: total.ledger_rows,
+    refused_by_origin: total.refused_by_origin,
     as_of: isoTime(now),
     stats_flush_ms: cfg.STATS_FLUSH_MS,
   };

@@ -8,6 +8,7 @@
 import { test } from "node:test";
 import assert from "node:assert/strict";
 import fs from "node:fs";
+import { execFileSync } from "node:child_process";
 import { start, post, get, origin, until, tempDir, databases, sqlite } from "./harness.mjs";
 
 const reading = (device_id, seq, fill_pct) => ({ device_id, seq, ts: "2026-07-16T09:00:00Z", fill_pct });
@@ -59,6 +60,8 @@ const failedAttempts = (n) => (w) => until(() => logged(w, "delivery_failed").le
 const notRecorded = async (w) => (await until(() => logged(w, "delivery_not_recorded")[0], "the failed write logged"));
 
 const is2xx = (r) => r.status >= 200 && r.status < 300;
+/** Answers by which an origin refuses a batch's content: it did not store it. */
+const REFUSALS = new Set([400, 413, 422]);
 const keysOf = (r) => r.body.readings.map((x) => x.key);
 
 /**
@@ -82,6 +85,8 @@ function assertContract(requests, keys, rows, firstBatch) {
       if (batchOf.has(k)) assert.equal(batchOf.get(k), r.idempotencyKey, `${k} goes out under one Idempotency-Key`);
       batchOf.set(k, r.idempotencyKey);
     }
+    // A definite refusal (the origin did not store it) frees its readings for a new batch.
+    if (REFUSALS.has(r.status)) for (const k of keysOf(r)) batchOf.delete(k);
     if (firstBatch && keysOf(r).includes(firstBatch[0])) assert.deepEqual(keysOf(r), firstBatch, "the first batch keeps its composition");
   }
   const answered2xx = new Set(requests.filter(is2xx).flatMap(keysOf));
@@ -126,12 +131,180 @@ for (const status of [301, 302, 303, 307, 308]) {
   });
 }
 
-for (const status of [400, 409, 500, 502, 503]) {
+// 401, 403, 404 … say the origin refuses everything (credentials, address): held and
+// retried, never parked. 409 (the same Idempotency-Key still in progress), 408, 425,
+// 429 and 5xx are ambiguous: the origin may have stored the batch.
+for (const status of [401, 403, 404, 408, 409, 425, 429, 500, 502, 503]) {
   test(`origin answering ${status}: retried with the same batch until a 2xx`, async () => {
     const { failed } = await throughFault(() => ({ status }));
     assert.equal(failed[0].error, `origin answered HTTP ${status}`);
   });
 }
+
+/** Rows of the device objects' files in `dir` (no runtime holding them), as objects. */
+function onDisk(dir, query) {
+  const py = "import sqlite3,sys,json; c=sqlite3.connect(sys.argv[1]); c.row_factory=sqlite3.Row; print(json.dumps([dict(r) for r in c.execute(sys.argv[2])]))";
+  return databases(dir, "DeviceObject").flatMap((f) => JSON.parse(execFileSync("python3", ["-c", py, f, query], { encoding: "utf8" })));
+}
+
+/** Ten minutes of backoff: a reading that waits for a retry is not delivered within a test. */
+const SLOW = { RETRY_BASE_MS: "600000", RETRY_MAX_MS: "600000", STATS_FLUSH_MS: "50" };
+
+for (const status of [400, 413, 422]) {
+  test(`a reading the origin refuses (${status}) is parked as refused, kept and counted; the readings after it go out at once`, async () => {
+    // The origin refuses any batch holding seq 1 and stores every other one.
+    const o = await origin({ answer: (r) => (r.body.readings.some((x) => x.seq === 1) ? { status } : { status: 200 }) });
+    const dir = tempDir();
+    // Any retry would wait ten minutes: only a refusal that is not retried lets the rest through.
+    const w = await start({ persist: dir, vars: { ...SLOW, ORIGIN_URL: o.url } });
+    let first;
+    try {
+      first = await admit(w, [reading(DEV, 1, 10), reading(DEV, 2, 20), reading(DEV, 3, 30)]);
+      await until(() => o.requests.length >= 1, "the first batch at the origin");
+      const later = await admit(w, [reading(DEV, 4, 40)]);
+      const rows = await until(async () => {
+        const rows = await ledger(w);
+        return rows.length === 4 && rows.every((r) => r.delivery !== "pending") && rows;
+      }, "every reading delivered or refused");
+      assert.deepEqual(
+        rows.map((r) => [r.seq, r.delivery]),
+        [[1, "refused"], [2, "delivered"], [3, "delivered"], [4, "delivered"]],
+      );
+      assertContract(o.requests, [...first.slice(1), ...later], rows);
+      assert.deepEqual(o.requests.filter(is2xx).flatMap((r) => r.body.readings.map((x) => x.seq)), [2, 3, 4], "delivered in admission order");
+      const alone = o.requests.filter((r) => keysOf(r).length === 1 && keysOf(r)[0] === first[0]);
+      assert.equal(alone.length, 1, "refused alone once, then parked: not retried");
+      const refused = logged(w, "delivery_refused");
+      assert.equal(refused.length, 1);
+      assert.deepEqual(
+        { ...refused[0], error: undefined },
+        { level: "ERROR", event: "delivery_refused", device_id: DEV, batch: alone[0].idempotencyKey, key: first[0], status, error: undefined },
+      );
+      assert.equal(refused[0].error, `origin answered HTTP ${status}`);
+      const stats = await until(async () => {
+        const s = (await get(w.call, "/v1/stats")).body;
+        return s.refused_by_origin === 1 && s.delivered === 3 && s.pending_deliveries === 0 && s;
+      }, "/v1/stats counts the parked reading");
+      assert.equal(stats.oldest_undelivered_age_ms, null, "nothing waits for delivery");
+    } finally {
+      await w.mf.dispose();
+      await o.close();
+    }
+    try {
+      assert.deepEqual(onDisk(dir, "SELECT key, state, last_error, batch_id FROM readings WHERE seq = 1"), [
+        { key: first[0], state: "refused", last_error: `origin answered HTTP ${status}`, batch_id: null },
+      ]);
+      assert.deepEqual(onDisk(dir, "SELECT id FROM batches"), [], "no batch left open");
+    } finally {
+      fs.rmSync(dir, { recursive: true, force: true });
+    }
+  });
+}
+
+test("a batch the origin finds too large (413) is split in halves until it fits; every reading delivered, in order", async () => {
+  // The first batch small enough meets a 500 (ambiguous): it is retried under its key.
+  let small = 0;
+  const o = await origin({ answer: (r) => (r.body.readings.length > 2 ? { status: 413 } : { status: small++ === 0 ? 500 : 200 }) });
+  const w = await start({ vars: { ...FAST, ORIGIN_URL: o.url } });
+  try {
+    const keys = await admit(w, [1, 2, 3, 4, 5].map((seq) => reading(DEV, seq, seq)));
+    const rows = await allDelivered(w);
+    assertContract(o.requests, keys, rows, undefined);
+    assert.deepEqual(o.requests.filter(is2xx).flatMap((r) => r.body.readings.map((x) => x.seq)), [1, 2, 3, 4, 5], "each once, in admission order");
+    assert.deepEqual(logged(w, "delivery_refused"), [], "nothing parked");
+    const [failed, retry] = o.requests.filter((r) => r.body.readings.length <= 2);
+    assert.deepEqual([failed.status, retry.idempotencyKey, retry.raw], [500, failed.idempotencyKey, failed.raw], "a half is a stable batch too");
+  } finally {
+    await w.mf.dispose();
+    await o.close();
+  }
+});
+
+test("a parked reading re-driven (DeviceObject.redrive) after the origin is fixed is delivered in a new batch", async () => {
+  let fixed = false;
+  const o = await origin({ answer: (r) => (!fixed && r.body.readings.some((x) => x.seq === 1) ? { status: 422 } : { status: 200 }) });
+  const w = await start({ vars: { ...SLOW, ORIGIN_URL: o.url } });
+  try {
+    const keys = await admit(w, [reading(DEV, 1, 10), reading(DEV, 2, 20)]);
+    await until(async () => (await ledger(w))[0].delivery === "refused", "seq 1 parked");
+    fixed = true;
+    const ns = await w.mf.getDurableObjectNamespace("DEVICES");
+    const device = ns.get(ns.idFromName(DEV));
+    assert.equal((await device.redrive({ keys: [keys[0], "no-such-key"] })).redriven, 1);
+    const rows = await allDelivered(w);
+    assertContract(o.requests, keys, rows);
+    assert.equal((await device.redrive()).redriven, 0, "nothing left parked");
+  } finally {
+    await w.mf.dispose();
+    await o.close();
+  }
+});
+
+test("a retention sweep never deletes a parked reading", async () => {
+  const o = await origin({ answer: (r) => (r.body.readings.some((x) => x.seq === 1) ? { status: 422 } : { status: 200 }) });
+  // Rows past retention (1 ms) are deleted by the next alarm, except the parked one.
+  const w = await start({ vars: { ...FAST, TTL_MS: "1", LEDGER_RETENTION_MS: "0", ORIGIN_URL: o.url } });
+  try {
+    await admit(w, [reading(DEV, 1, 10), reading(DEV, 2, 20)]);
+    await until(() => o.requests.some(is2xx), "seq 2 delivered");
+    await admit(w, [reading(DEV, 3, 30)]); // an alarm after seq 2's delivery: its sweep
+    const rows = await until(async () => {
+      const rows = await ledger(w);
+      return rows.length === 1 && rows;
+    }, "the delivered rows swept");
+    assert.deepEqual(rows.map((r) => [r.seq, r.delivery]), [[1, "refused"]]);
+  } finally {
+    await w.mf.dispose();
+    await o.close();
+  }
+});
+
+test("credentials in ORIGIN_URL or a Location never reach a log line or last_error", async () => {
+  const o = await origin({
+    answer: (r) =>
+      r.n === 0
+        ? { status: 302, headers: { location: "/moved" } }
+        : r.n === 1
+          ? { status: 307, headers: { location: "http://other:pw2@127.0.0.1:1/x" } }
+          : { status: 200 },
+  });
+  const dir = tempDir();
+  const w = await start({ persist: dir, vars: { ...FAST, ORIGIN_URL: o.url.replace("http://", "http://user:s3cret@") } });
+  try {
+    await admit(w, [reading(DEV, 1, 10)]);
+    await until(() => logged(w, "delivery_failed").length >= 2, "two failed attempts");
+    assert.deepEqual(
+      logged(w, "delivery_failed").map((l) => l.error),
+      [
+        `origin answered HTTP 302 (redirect to ${o.url.replace(/\/ingest$/, "/moved")}); set ORIGIN_URL to the final URL`,
+        "origin answered HTTP 307 (redirect to http://127.0.0.1:1/x); set ORIGIN_URL to the final URL",
+      ],
+    );
+  } finally {
+    await w.mf.dispose();
+    await o.close();
+  }
+  try {
+    for (const line of w.lines) assert.doesNotMatch(line, /s3cret|pw2|user:|other:/, "no credentials logged");
+    for (const row of onDisk(dir, "SELECT last_error FROM readings")) assert.doesNotMatch(String(row.last_error), /s3cret|pw2/);
+  } finally {
+    fs.rmSync(dir, { recursive: true, force: true });
+  }
+});
+
+test("credentials in ORIGIN_URL are not logged when the origin cannot be reached", async () => {
+  const gone = await origin();
+  await gone.close();
+  const w = await start({ vars: { ...FAST, ORIGIN_URL: gone.url.replace("http://", "http://user:s3cret@") } });
+  try {
+    await admit(w, [reading(DEV, 1, 10)]);
+    const [line] = await until(() => logged(w, "delivery_failed").slice(0, 1).length && logged(w, "delivery_failed"), "a failed attempt");
+    assert.match(line.error, /^origin unreachable: /);
+    for (const l of w.lines) assert.doesNotMatch(l, /s3cret|user:/, "no credentials logged");
+  } finally {
+    await w.mf.dispose();
+  }
+});
 
 test("origin timing out, then recovering: retried with the same batch", async () => {
   const { failed } = await throughFault(() => ({ hang: true }), { vars: { ORIGIN_TIMEOUT_MS: "200" } });
@@ -224,6 +397,13 @@ test("connection refused, then an origin listens on that port: delivered with th
     await until(() => logged(w, "delivery_failed").length >= 3, "three failed attempts");
     assert.match(logged(w, "delivery_failed")[0].error, /^origin unreachable: /);
     assert.ok((await ledger(w)).every((r) => r.delivery === "pending"));
+    // An origin that is down holds every reading back (head of line): in sight in /v1/stats.
+    const stats = await until(async () => {
+      const s = (await get(w.call, "/v1/stats")).body;
+      return s.pending_deliveries === 3 && s.failed_attempts >= 2 && s;
+    }, "the backlog in /v1/stats");
+    assert.ok(stats.oldest_undelivered_age_ms >= 0, JSON.stringify(stats));
+    assert.equal(stats.refused_by_origin, 0);
     o = await origin({ port });
     const rows = await allDelivered(w);
     assertContract(o.requests, [...first, ...second], rows, first);
@@ -384,6 +564,44 @@ test("a batch that cannot be stored is not sent; once storage works it is formed
       return keys;
     },
   });
+});
+
+test("a split that cannot be stored leaves the refused batch as it was; once storage works it is split and the rest delivered", async () => {
+  let refuse = false;
+  const o = await origin({ answer: (r) => (!refuse ? { status: 500 } : r.body.readings.some((x) => x.seq === 1) ? { status: 422 } : { status: 200 }) });
+  const dir = tempDir();
+  const vars = { ...FAST, ORIGIN_URL: o.url };
+  try {
+    const keys = await firstRun(dir, vars, [reading(DEV, 1, 10), reading(DEV, 2, 20)], failedAttempts(1));
+    const files = databases(dir, "DeviceObject");
+    sqlite(files, "CREATE TRIGGER fault BEFORE INSERT ON batches BEGIN SELECT RAISE(ABORT, 'injected'); END;");
+    refuse = true;
+    const second = await start({ persist: dir, vars });
+    try {
+      await post(second.call, "/v1/readings", [reading(DEV, 1, 10)]); // wakes the object
+      const line = await notRecorded(second);
+      assert.match(line.error, /^split: injected/);
+      assert.deepEqual((await ledger(second)).map((r) => r.delivery), ["pending", "pending"], "nothing parked, nothing lost");
+    } finally {
+      await second.mf.dispose();
+    }
+    sqlite(files, "DROP TRIGGER fault;");
+    const third = await start({ persist: dir, vars });
+    try {
+      const more = await admit(third, [reading(DEV, 9, 90)]);
+      const rows = await until(async () => {
+        const rows = await ledger(third);
+        return rows.length === 3 && rows.every((r) => r.delivery !== "pending") && rows;
+      }, "delivered or refused");
+      assert.deepEqual(rows.map((r) => [r.seq, r.delivery]), [[1, "refused"], [2, "delivered"], [9, "delivered"]]);
+      assertContract(o.requests, [keys[1], ...more], rows);
+    } finally {
+      await third.mf.dispose();
+    }
+  } finally {
+    await o.close();
+    fs.rmSync(dir, { recursive: true, force: true });
+  }
 });
 
 test("a clock that went backwards (rows written ahead of now): the backlog is still retried at once", async () => {

@@ -58,6 +58,7 @@ function settled(flushMs, counters, backlog) {
     delivered: 0,
     failed_attempts: 0,
     ledger_rows: 0,
+    refused_by_origin: 0,
     ...counters,
     ...backlog,
     stats_flush_ms: flushMs,
