@@ -8,7 +8,8 @@ const DAY = 24 * 3600 * 1000;
 const { ttlMs, maxKeys, maxReadings } = limits();
 const range = (r) => [r.default, r.min, r.max];
 
-// name: [default, min, max]; whole numbers.
+// name: [default, min, max]; whole numbers, given as plain decimal digits ("1048576")
+// or as a TOML integer (a JS number); "0x10", "1e2", " 100 " or "+5" are refused.
 const NUMBERS = {
   TTL_MS: range(ttlMs),
   MAX_KEYS_PER_DEVICE: range(maxKeys),
@@ -40,9 +41,9 @@ function read(env) {
   const c = {};
   for (const [name, [dflt, min, max]] of Object.entries(NUMBERS)) {
     const raw = env[name];
-    const v = raw === undefined || raw === "" ? dflt : Number(raw);
-    if (!Number.isInteger(v) || v < min || v > max) {
-      return new HttpError(500, "invalid_config", `${name} must be a whole number in ${min}..${max}, got ${JSON.stringify(raw)}`);
+    const v = raw === undefined || raw === "" ? dflt : typeof raw === "number" || /^[0-9]+$/.test(raw) ? Number(raw) : NaN;
+    if (!Number.isSafeInteger(v) || v < min || v > max) {
+      return new HttpError(500, "invalid_config", `${name} must be a whole number in ${min}..${max} written in decimal digits, got ${JSON.stringify(raw)}`);
     }
     c[name] = v;
   }
@@ -65,6 +66,11 @@ function read(env) {
   }
   // Trimmed like the presented token; empty after trimming means not configured.
   c.INGEST_TOKEN = typeof env.INGEST_TOKEN === "string" ? env.INGEST_TOKEN.trim() : "";
+  // A header value cannot carry a newline, and non-ASCII or inner white space does not
+  // survive every client and proxy: such a token could never be presented. (Never echoed.)
+  if (c.INGEST_TOKEN && !/^[\x21-\x7e]+$/.test(c.INGEST_TOKEN)) {
+    return new HttpError(500, "invalid_config", "INGEST_TOKEN must be printable ASCII without white space inside (0x21-0x7E after trimming); the value is not shown");
+  }
   const header = typeof env.AUTH_HEADER === "string" ? env.AUTH_HEADER.trim().toLowerCase() : "";
   c.AUTH_HEADER = header || "authorization";
   const unfit = authHeaderProblem(c.AUTH_HEADER);
@@ -83,9 +89,10 @@ function read(env) {
 const RESERVED_HEADERS = new Set([
   "host", "connection", "keep-alive", "te", "trailer", "transfer-encoding", "upgrade", "content-length",
   "content-type", "content-encoding", "cookie", "forwarded", "x-real-ip", "via", "true-client-ip",
-  "origin", "referer", "user-agent", "expect",
+  "origin", "referer", "user-agent", "expect", "accept-encoding", "x-client-ip", "date", "range",
 ]);
-const RESERVED_PREFIXES = ["proxy-", "x-forwarded-", "cf-"];
+// sec-*: set by browsers only; if-*: conditional requests, consumed by caches.
+const RESERVED_PREFIXES = ["proxy-", "x-forwarded-", "cf-", "sec-", "if-"];
 
 /** Why `name` (lower case) cannot carry the token, or null when it can. */
 function authHeaderProblem(name) {

@@ -5,7 +5,7 @@ import { DurableObject } from "cloudflare:workers";
 import { config } from "./config.js";
 import { ADMITTED, auditLine, Deduplicator, guarded, HttpError, isoTime, wasmGeneration } from "./core.js";
 import { deliver, nextDelivery, prepareOutbox } from "./delivery.js";
-import { countBurst, flush, flushDue, noteChange, prepareDevice } from "./fleet.js";
+import { countBurst, flush, flushDue, noteChange, prepareDevice, register } from "./fleet.js";
 
 const SCHEMA = `
 CREATE TABLE IF NOT EXISTS readings (
@@ -51,10 +51,12 @@ export class DeviceObject extends DurableObject {
     this.sql = ctx.storage.sql;
     this.dedup = null;
     this.generation = -1;
-    // A device that never ingested has no tables, and a read of its ledger must not
-    // create any (GET /v1/devices/{any name}/readings would leave an object per name):
-    // the schema is written by the first write, or here when it already exists.
+    // A device that never ingested has no tables: the schema is written by the first
+    // write, or here when it already exists. (A read of such a device's ledger never
+    // starts this object: it asks the roll-up shard, which the first write registers
+    // with, see register(); starting an object creates its storage.)
     this.prepared = false;
+    this.registered = false;
     if (this.sql.exec("SELECT 1 FROM sqlite_master WHERE type = 'table' AND name = 'readings'").toArray().length) this.prepare();
   }
 
@@ -75,6 +77,24 @@ export class DeviceObject extends DurableObject {
       });
     }
     this.prepared = true;
+  }
+
+  /**
+   * Registers the device with its roll-up shard before its first write, so that a
+   * read of its ledger finds it (reads ask the shard and start no object for an
+   * unknown device). Returns null, or the failure to answer: nothing is stored.
+   */
+  async register(context, readings, refused) {
+    if (this.registered) return null;
+    try {
+      await register(this.sql, this.env, context.device_id);
+    } catch (e) {
+      const counts = { received: readings + refused, unique: 0, duplicates_suppressed: 0, rejected: refused, not_stored: readings, seq_reuses: 0, evicted_before_ttl: 0 };
+      console.log(guarded(() => auditLine("burst_not_stored", counts, Date.now(), { ...context, error: "device_unavailable" })));
+      return { ok: false, status: 503, code: "device_unavailable", message: `could not register the device with its roll-up shard: ${e?.message ?? e}` };
+    }
+    this.registered = true;
+    return null;
   }
 
   /**
@@ -126,6 +146,8 @@ export class DeviceObject extends DurableObject {
    */
   async ingest({ device_id, readings, refused = 0, route, burst_id }) {
     this.prepare();
+    const unregistered = await this.register({ device_id, route, burst_id }, readings.length, refused);
+    if (unregistered) return unregistered;
     const cfg = config(this.env);
     const now = Date.now();
     const context = { device_id, route, burst_id };

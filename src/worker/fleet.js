@@ -18,6 +18,13 @@
 //   version stays in the device's SQLite and the next flush carries the same (or
 //   newer) figures. No delta is ever in flight that is not also on disk.
 // * GET /v1/stats asks the SHARDS shards and nothing else: a constant number of calls.
+// * The shards are also the registry of devices that have a ledger. A device object
+//   registers with its shard before its first write (once per storage incarnation:
+//   its `registered` row remembers it; if the shard cannot be reached the burst is
+//   not stored and the sender retries), so GET /v1/devices/{id}/readings asks the
+//   shard first (`knows`) and never starts the object of a device that never
+//   ingested: starting an object creates its storage. A device that flushed to its
+//   shard (storage from before the registry) is known by its figures row.
 //
 // Staleness: a device's change reaches /v1/stats within STATS_FLUSH_MS plus one
 // flush round trip, while flushes succeed (a device whose alarm is busy delivering
@@ -62,6 +69,7 @@ ON CONFLICT (name) DO UPDATE SET value = value + excluded.value`;
  */
 const DEVICE_SCHEMA = `
 CREATE TABLE IF NOT EXISTS counters (name TEXT PRIMARY KEY, value INTEGER NOT NULL);
+CREATE TABLE IF NOT EXISTS registered (id INTEGER PRIMARY KEY CHECK (id = 0), device_id TEXT NOT NULL, at INTEGER NOT NULL);
 CREATE TABLE IF NOT EXISTS stats_flush (
   id INTEGER PRIMARY KEY CHECK (id = 0),
   incarnation TEXT NOT NULL,
@@ -77,8 +85,9 @@ CREATE TABLE IF NOT EXISTS stats_flush (
  * 0.1.0 wrote has no `stats_flush` row yet: its counters are renamed as this
  * version names them (`duplicates` → `duplicates_suppressed`; `pending` never
  * happened, `registered` is gone) and its figures are marked for a flush, so the
- * device appears in /v1/stats the next time its object wakes (an uplink, its
- * retention alarm, a read of its ledger). Returns whether anything is to flush.
+ * device appears in /v1/stats the next time its object wakes (an uplink or its
+ * retention alarm; its ledger reads as empty until then, as the registry does not
+ * know it). Returns whether anything is to flush.
  */
 export function prepareDevice(sql) {
   sql.exec(DEVICE_SCHEMA);
@@ -93,6 +102,17 @@ export function prepareDevice(sql) {
   if (!row) return false;
   sql.exec("UPDATE stats_flush SET device_id = ?, version = 1", row.device_id);
   return true;
+}
+
+/**
+ * Registers the device with its shard unless this storage already did; call it after
+ * `prepareDevice`, before the device's first write. Throws when the shard did not
+ * confirm (then nothing may be stored: the ledger would be unreadable).
+ */
+export async function register(sql, env, device_id) {
+  if (sql.exec("SELECT 1 FROM registered").toArray().length) return;
+  await withTimeout(shard(env, device_id).register(device_id), FLUSH_TIMEOUT_MS);
+  sql.exec("INSERT OR IGNORE INTO registered (id, device_id, at) VALUES (0, ?, ?)", device_id, Date.now());
 }
 
 /**
@@ -185,6 +205,11 @@ export async function countUnroutable(env, key, n) {
   }
 }
 
+/** Whether `device_id` ever registered with (or flushed to) its shard: whether it has a ledger. */
+export async function knows(env, device_id) {
+  return shard(env, device_id).knows(device_id);
+}
+
 /** The fleet's figures for GET /v1/stats: one call per shard, whatever the fleet size. */
 export async function fleetStats(env, cfg) {
   const parts = await Promise.all(Array.from({ length: SHARDS }, (_, i) => stub(env, i).summary()));
@@ -241,7 +266,23 @@ export class FleetObject extends DurableObject {
         flushed_at INTEGER NOT NULL
       );
       CREATE INDEX IF NOT EXISTS device_figures_oldest ON device_figures (oldest_undelivered_at);
-      CREATE TABLE IF NOT EXISTS counters (name TEXT PRIMARY KEY, value INTEGER NOT NULL);`);
+      CREATE TABLE IF NOT EXISTS counters (name TEXT PRIMARY KEY, value INTEGER NOT NULL);
+      CREATE TABLE IF NOT EXISTS registered (device_id TEXT PRIMARY KEY, at INTEGER NOT NULL);`);
+  }
+
+  /** Records that `device_id` has storage (before its first write). Idempotent. */
+  register(device_id) {
+    this.sql.exec("INSERT OR IGNORE INTO registered (device_id, at) VALUES (?, ?)", device_id, Date.now());
+  }
+
+  /** Whether `device_id` registered, or flushed figures (storage from before the registry). */
+  knows(device_id) {
+    return (
+      this.sql.exec(
+        "SELECT EXISTS (SELECT 1 FROM registered WHERE device_id = ?1) OR EXISTS (SELECT 1 FROM device_figures WHERE device_id = ?1) AS known",
+        device_id,
+      ).one().known === 1
+    );
   }
 
   /**

@@ -5,7 +5,7 @@ import { authenticate, requireConfiguredToken } from "./auth.js";
 import { config } from "./config.js";
 import { ADMITTED, auditLine, checkDeviceId, DUPLICATE, guarded, HttpError, limits, parseUplink } from "./core.js";
 import { mapAtMost } from "./fanout.js";
-import { countUnroutable, fleetStats } from "./fleet.js";
+import { countUnroutable, fleetStats, knows } from "./fleet.js";
 
 export { DeviceObject } from "./device.js";
 export { FleetObject } from "./fleet.js";
@@ -62,7 +62,7 @@ async function route(request, env) {
   let m;
   if ((m = path.match(/^\/v1\/uplinks\/([a-z]+)$/)) && UPLINK_FORMATS.has(m[1])) {
     return only(method, "POST", () => {
-      if (m[1] === "chirpstack" && !isUplinkEvent(url.searchParams.get("event"))) return new Response(null, { status: 204 });
+      if (m[1] === "chirpstack" && !isUplinkEvent(url.searchParams.getAll("event"))) return new Response(null, { status: 204 });
       return ingest(request, env, cfg, m[1], `uplinks/${m[1]}`);
     });
   }
@@ -83,8 +83,10 @@ function only(method, allowed, handler) {
   return handler();
 }
 
-/** ChirpStack's `?event=`, any case: true for `up` (or none), false for its other events. */
-function isUplinkEvent(event) {
+/** ChirpStack's `?event=` (every value given), any case: true for `up` (or none), false for its other events. */
+function isUplinkEvent(events) {
+  if (events.length > 1) throw new HttpError(400, "unknown_event", `event is given more than once (${events.map((e) => JSON.stringify(e)).join(", ")}); give one of ${CHIRPSTACK_EVENTS.join(", ")}`);
+  const event = events[0];
   const e = (event ?? "up").toLowerCase();
   if (e === "up") return true;
   if (CHIRPSTACK_EVENTS.includes(e)) return false;
@@ -213,7 +215,16 @@ async function readBody(request, limit) {
   const chunks = [];
   let size = 0;
   for (;;) {
-    const { done, value } = await reader.read();
+    let chunk;
+    try {
+      chunk = await reader.read();
+    } catch (e) {
+      // The client went away (or the connection broke) before sending what it
+      // declared: its fault, not ours, and nobody may be left to read the answer.
+      console.log(JSON.stringify({ level: "WARN", event: "body_incomplete", received_bytes: size, declared_bytes: Number.isFinite(declared) ? declared : null, error: String(e?.message ?? e) }));
+      throw new HttpError(400, "body_incomplete", "the body ended before its declared length or the connection was lost; send the request again");
+    }
+    const { done, value } = chunk;
     if (done) break;
     size += value.byteLength;
     if (size > limit) {
@@ -243,13 +254,32 @@ async function stats(env) {
 }
 
 async function ledger(env, deviceId, params) {
-  const limit = Number(params.get("limit") ?? 100);
-  const after = Number(params.get("after") ?? 0);
-  if (!Number.isInteger(limit) || limit < 1 || limit > 1000 || !Number.isInteger(after) || after < 0) {
-    throw new HttpError(400, "invalid_query", "limit must be 1..1000 and after a cursor from `next`");
+  const limit = decimal(params, "limit", 100);
+  const after = decimal(params, "after", 0);
+  if (limit === null || limit < 1 || limit > 1000 || after === null) {
+    throw new HttpError(400, "invalid_query", "limit must be 1..1000 and after a cursor from `next`, each given at most once in decimal digits");
   }
+  // Starting a device object creates its storage (local workerd: a database file per
+  // object), so a device that never ingested is answered by its roll-up shard, the
+  // registry its object joins before its first write, and is never started.
+  let known;
+  try {
+    known = await knows(env, deviceId);
+  } catch (e) {
+    throw new HttpError(503, "device_unavailable", `could not reach the device registry: ${e?.message ?? e}; retry`, { "retry-after": "1" });
+  }
+  if (!known) return json(200, { device_id: deviceId, readings: [], next: null });
   const page = await env.DEVICES.get(env.DEVICES.idFromName(deviceId)).list({ after, limit });
   return json(200, { device_id: deviceId, ...page });
+}
+
+/** A query parameter given at most once as plain decimal digits (a safe integer), `dflt` when absent; else null. */
+function decimal(params, name, dflt) {
+  const values = params.getAll(name);
+  if (values.length === 0) return dflt;
+  if (values.length > 1 || !/^[0-9]+$/.test(values[0])) return null;
+  const v = Number(values[0]);
+  return Number.isSafeInteger(v) ? v : null;
 }
 
 // --- responses ------------------------------------------------------------------

@@ -6,6 +6,7 @@ import { test } from "node:test";
 import assert from "node:assert/strict";
 import fs from "node:fs";
 import path from "node:path";
+import { execFileSync } from "node:child_process";
 import { start, post, get, origin, until, tempDir, databases, sqlite } from "./harness.mjs";
 
 const reading = (device_id, seq, fill_pct, ts = "2026-07-16T09:00:00Z") => ({ device_id, seq, ts, fill_pct });
@@ -270,4 +271,82 @@ test("STATS_FLUSH_MS is validated like the other numbers", async () => {
       await w.mf.dispose();
     }
   }
+});
+
+// --- the registry: which devices have a ledger (GET /v1/devices/{id}/readings) ------
+
+/** Rows of `table` over the given database files (python3's sqlite3, read-only). */
+function countRows(files, table) {
+  const script = `import sqlite3, sys
+n = 0
+for f in sys.argv[2:]:
+    c = sqlite3.connect("file:" + f + "?mode=ro", uri=True)
+    if c.execute("SELECT count(*) FROM sqlite_master WHERE name = ?", (sys.argv[1],)).fetchone()[0]:
+        n += c.execute("SELECT count(*) FROM " + sys.argv[1]).fetchone()[0]
+    c.close()
+print(n)`;
+  return Number(execFileSync("python3", ["-c", script, table, ...files], { encoding: "utf8" }).trim());
+}
+
+test("a device whose shard cannot register it stores nothing and is answered 503 device_unavailable; the retry is admitted", async () => {
+  const dir = tempDir();
+  const first = await start({ persist: dir });
+  try {
+    await figures(first.call); // the 16 shards exist, with their tables
+  } finally {
+    await first.mf.dispose();
+  }
+  const shards = databases(dir, "FleetObject");
+  assert.equal(shards.length, 16);
+  sqlite(shards, "CREATE TRIGGER refuse_register BEFORE INSERT ON registered BEGIN SELECT RAISE(ABORT, 'injected: registry write failed'); END");
+  const second = await start({ persist: dir });
+  try {
+    const res = await post(second.call, "/v1/readings", [reading("bin-REG", 1, 10)]);
+    const body = await res.json();
+    assert.equal(res.status, 503, JSON.stringify(body));
+    assert.deepEqual(body.not_stored, [0]);
+    assert.equal(body.errors[0].code, "device_unavailable");
+    assert.match(body.errors[0].message, /injected: registry write failed/);
+  } finally {
+    await second.mf.dispose();
+  }
+  assert.equal(countRows(databases(dir, "DeviceObject"), "readings"), 0, "no reading stored");
+  assert.equal(countRows(databases(dir, "DeviceObject"), "registered"), 0, "not marked registered");
+  sqlite(shards, "DROP TRIGGER refuse_register");
+  const third = await start({ persist: dir });
+  try {
+    assert.deepEqual((await get(third.call, "/v1/devices/bin-REG/readings")).body.readings, []);
+    assert.equal((await ingest(third.call, [reading("bin-REG", 1, 10)])).unique, 1, "the sender's retry is admitted");
+    assert.equal((await get(third.call, "/v1/devices/bin-REG/readings")).body.readings.length, 1);
+  } finally {
+    await third.mf.dispose();
+    fs.rmSync(dir, { recursive: true, force: true });
+  }
+});
+
+test("a device known to the roll-up only (it ingested before the registry existed) has a readable ledger", async () => {
+  const dir = tempDir();
+  const vars = { STATS_FLUSH_MS: "50" };
+  const first = await start({ persist: dir, vars });
+  try {
+    await ingest(first.call, [reading("bin-PRE", 1, 10), reading("bin-PRE", 2, 20)]);
+    await quiet(first.call, settled(50, { devices: 1, received: 2, unique: 2 }, { ledger_rows: 2 }));
+  } finally {
+    await first.mf.dispose();
+  }
+  // As the version before the registry left it: the shard holds the device's
+  // figures (its flush), no registration, and the device no registration mark.
+  sqlite(databases(dir, "FleetObject"), "DELETE FROM registered");
+  sqlite(databases(dir, "DeviceObject"), "DROP TABLE registered");
+  const second = await start({ persist: dir, vars });
+  try {
+    assert.deepEqual((await get(second.call, "/v1/devices/bin-PRE/readings")).body.readings.map((r) => r.seq), [1, 2]);
+    // Its next burst registers it (once) and is read back at once.
+    assert.equal((await ingest(second.call, [reading("bin-PRE", 3, 30)])).unique, 1);
+    assert.deepEqual((await get(second.call, "/v1/devices/bin-PRE/readings")).body.readings.map((r) => r.seq), [1, 2, 3]);
+  } finally {
+    await second.mf.dispose();
+  }
+  assert.equal(countRows(databases(dir, "FleetObject"), "registered"), 1);
+  fs.rmSync(dir, { recursive: true, force: true });
 });

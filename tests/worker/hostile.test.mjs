@@ -203,6 +203,8 @@ const ROWS = [
     check: (r, j) => assert.match(j.error.message, /up, join, ack, txack, log, status, location, integration/),
     stored: { [`D00000000000000${i}`]: [] },
   })),
+  { name: "chirpstack ?event given twice is refused", path: "/v1/uplinks/chirpstack?event=join&event=up", body: uplink("chirpstack", "D000000000000010"), status: 400, code: "unknown_event", check: (r, j) => assert.match(j.error.message, /event is given more than once/), stored: { D000000000000010: [] } },
+  { name: "chirpstack ?event=up given twice is refused", path: "/v1/uplinks/chirpstack?event=up&event=up", body: uplink("chirpstack", "D000000000000011"), status: 400, code: "unknown_event", stored: { D000000000000011: [] } },
   { name: "chirpstack Protobuf", path: "/v1/uplinks/chirpstack?event=up", headers: { "content-type": "application/octet-stream" }, body: "\x0a\x01", status: 415, code: "unsupported_media_type" },
   { name: "ttn: 1e400 in rx_metadata[].rssi is ignored", path: "/v1/uplinks/ttn", body: overflow(uplink("ttn", "E000000000000000", { edit: (v) => (v.uplink_message.rx_metadata[0].rssi = 424242.5) })), status: 200, check: admitted(1), stored: { E000000000000000: [1] } },
   { name: "ttn: 1e400 in rx_metadata[].snr is ignored", path: "/v1/uplinks/ttn", body: overflow(uplink("ttn", "E000000000000001", { edit: (v) => (v.uplink_message.rx_metadata[0].snr = 424242.5) })), status: 200, check: admitted(1), stored: { E000000000000001: [1] } },
@@ -305,6 +307,15 @@ const ROWS = [
   { name: "ledger limit=1001", path: "/v1/devices/h-m-3/readings?limit=1001", status: 400, code: "invalid_query" },
   { name: "ledger limit=1.5", path: "/v1/devices/h-m-3/readings?limit=1.5", status: 400, code: "invalid_query" },
   { name: "ledger after=1e400", path: "/v1/devices/h-m-3/readings?after=1e400", status: 400, code: "invalid_query" },
+  ...["limit=1e3", "limit=0x10", "limit=+5", "limit= 5", "after=", "after=9e99", "after=1.0", "after=99999999999999999999", "limit=1&limit=2000", "limit=5&limit=5", "after=0&after=1"].map((q) => ({
+    name: `ledger ${q}`,
+    path: `/v1/devices/h-m-3/readings?${q}`,
+    status: 400,
+    code: "invalid_query",
+  })),
+  { name: "ledger limit with leading zeros is decimal", path: "/v1/devices/h-m-3/readings?limit=010&after=00", status: 200, check: (r, j) => assert.equal(j.readings.length, 1) },
+  { name: "ledger of a valid name that never reported", path: "/v1/devices/h-never/readings", status: 200, check: (r, j) => assert.deepEqual(j, { device_id: "h-never", readings: [], next: null }), objects: "none" },
+  { name: "ledger HEAD of a valid name that never reported", method: "HEAD", path: "/v1/devices/h-never-2/readings", status: 200, check: noBody, objects: "none" },
   { name: "ledger with a path after readings", path: "/v1/devices/h-m-3/readings/x", status: 404, code: "not_found" },
 
   // stats, unknown routes, the static fallback
@@ -344,14 +355,54 @@ for (const row of ROWS) {
   });
 }
 
-test("hostile: 50 reads of devices that never reported write no state", async () => {
-  const written = writtenObjects();
+/** Every file of the DeviceObject class in the persistence directory (-wal, -shm included). */
+function allObjectFiles() {
+  const at = path.join(dir, "-DeviceObject");
+  return fs.existsSync(at) ? fs.readdirSync(at).sort() : [];
+}
+
+test("hostile: 50 reads of devices that never reported create no file at all", async () => {
+  // Local workerd gives every Durable Object it starts a database file (and -wal,
+  // -shm), even one that never touches its storage: a read must not start the object.
+  const files = allObjectFiles();
   for (let i = 0; i < 50; i++) {
     const res = await worker.call(`/v1/devices/h-ghost-${i}/readings`, { headers: AUTH });
     assert.equal(res.status, 200);
     assert.deepEqual(await res.json(), { device_id: `h-ghost-${i}`, readings: [], next: null });
   }
-  assert.equal(writtenObjects(), written);
+  assert.deepEqual(allObjectFiles(), files);
+});
+
+test("hostile: a device's ledger is readable right after its first ingest (read-your-writes)", async () => {
+  for (let i = 0; i < 5; i++) {
+    const device = `h-ryw-${i}`;
+    const res = await send({ path: "/v1/readings", body: burst(reading(device, 7)) });
+    assert.equal(res.status, 200, res.text);
+    assert.deepEqual(await ledgerSeqs(device), [7]);
+  }
+});
+
+test("hostile: a client that disconnects mid-body gets 400 body_incomplete, a WARN line, no unhandled error", async () => {
+  const before = worker.lines.length;
+  const partial = '{"readings":[]';
+  const reply = await new Promise((resolve, reject) => {
+    const s = net.connect(Number(base.port), base.hostname);
+    let data = "";
+    s.on("error", reject);
+    s.on("data", (d) => (data += d));
+    s.on("close", () => resolve(data));
+    s.write(`POST /v1/readings HTTP/1.1\r\nhost: ${base.host}\r\nauthorization: Bearer ${TOKEN}\r\ncontent-type: application/json\r\ncontent-length: 1500\r\n\r\n${partial}`);
+    s.end(); // the client sends no more (half-close): the body ends 1485 bytes short
+  });
+  const logged = worker.lines.slice(before).filter((l) => l.startsWith("{"));
+  assert.deepEqual(logged.filter((l) => /"unhandled"|"ERROR"/.test(l)), [], "no ERROR line");
+  assert.match(reply, /^HTTP\/1\.1 400 /, reply.slice(0, 300));
+  assert.match(reply, /"code":"body_incomplete"/);
+  assert.match(reply, /before its declared length|connection was lost/);
+  const warn = logged.map((l) => JSON.parse(l)).filter((l) => l.event === "body_incomplete");
+  assert.equal(warn.length, 1, logged.join("\n"));
+  assert.equal(warn[0].level, "WARN");
+  assert.equal(JSON.stringify(warn[0]).includes("stack"), false);
 });
 
 test("hostile: after the table the same isolate admits a burst, suppresses its replay, and every ledger is exact", async () => {
@@ -405,7 +456,7 @@ async function refusesEverything(vars, status, code, message) {
   }
 }
 
-for (const header of ["host", "Host", "x token", "x-ingest-token:", "content-length", "x-forwarded-for", "cf-connecting-ip", "proxy-authorization", "cookie", "connection"]) {
+for (const header of ["host", "Host", "x token", "x-ingest-token:", "content-length", "x-forwarded-for", "cf-connecting-ip", "proxy-authorization", "cookie", "connection", "accept-encoding", "sec-fetch-mode", "Sec-WebSocket-Key", "x-client-ip", "date", "range", "if-match", "If-None-Match"]) {
   test(`hostile config: AUTH_HEADER=${JSON.stringify(header)} → every route 500 invalid_config`, async () => {
     await refusesEverything({ AUTH_HEADER: header }, 500, "invalid_config", /AUTH_HEADER/);
   });
@@ -413,6 +464,38 @@ for (const header of ["host", "Host", "x token", "x-ingest-token:", "content-len
 
 test("hostile config: a token of spaces → every route 503 auth_not_configured", async () => {
   await refusesEverything({ INGEST_TOKEN: "   " }, 503, "auth_not_configured", /INGEST_TOKEN/);
+});
+
+for (const [what, token] of [["a newline", "Qz7tok\nXk9val"], ["non-ASCII", "tök€n"], ["a space inside", "Qz7tok Xk9val"], ["a tab inside", "Qz7tok\tXk9val"], ["DEL", "Qz7tokXk9val\u007f"]]) {
+  test(`hostile config: INGEST_TOKEN with ${what} → every route 500 invalid_config, the token not echoed`, async () => {
+    await refusesEverything({ INGEST_TOKEN: token }, 500, "invalid_config", /^INGEST_TOKEN must be printable ASCII/);
+    const w = await start({ vars: { INGEST_TOKEN: token } });
+    try {
+      const text = await (await w.call("/v1/health")).text();
+      for (const part of token.split(/[\s\u007f]/).filter(Boolean)) assert.equal(text.includes(part), false, `${text} echoes the token`);
+    } finally {
+      await w.mf.dispose();
+    }
+  });
+}
+
+for (const [name, value] of [["MAX_BODY_BYTES", "0x10"], ["MAX_BODY_BYTES", "1e2"], ["MAX_BODY_BYTES", " 100 "], ["MAX_BODY_BYTES", "+100"], ["TTL_MS", "1000.0"], ["MAX_READINGS", "0b11"]]) {
+  test(`hostile config: ${name}=${JSON.stringify(value)} (not plain decimal digits) → every route 500 invalid_config`, async () => {
+    await refusesEverything({ [name]: value }, 500, "invalid_config", new RegExp(`^${name} must be a whole number`));
+  });
+}
+
+test("hostile config: numbers as wrangler.toml gives them (TOML integers) and as decimal strings are accepted", async () => {
+  const w = await start({ vars: { MAX_BODY_BYTES: 2048, MAX_READINGS: "0010" } });
+  try {
+    assert.deepEqual(await (await w.call("/v1/health")).json(), { ok: true });
+    const big = await w.call("/v1/readings", { method: "POST", headers: { ...AUTH, ...JSON_TYPE }, body: `[${" ".repeat(2048)}]` });
+    assert.equal((await big.json()).error.code, "body_too_large");
+    const eleven = await w.call("/v1/readings", { method: "POST", headers: { ...AUTH, ...JSON_TYPE }, body: burst(...Array.from({ length: 11 }, (_, i) => reading("h-cfg-n", i))) });
+    assert.equal((await eleven.json()).error.code, "too_many_readings");
+  } finally {
+    await w.mf.dispose();
+  }
 });
 
 test("hostile config: no token → health 503 too", async () => {

@@ -109,13 +109,16 @@ test("upgraded from 0.1.0 storage: /v1/stats counts the devices and readings sto
   try {
     // 0.1.0's /v1/stats (fan-out) answered devices 1, received 2, unique 1,
     // duplicates_suppressed 1, ledger_rows 1 for this state. The device object
-    // migrates its storage when it next wakes (here a read of its ledger; in a
-    // deployment also its next uplink or its retention alarm) and flushes it.
+    // migrates its storage when it next wakes (here its next uplink, a replay; in a
+    // deployment also its retention alarm) and flushes it. (A read of its ledger does
+    // not wake it: reads start only objects the roll-up registry knows.)
+    const replay = await ingest(w.call, [reading("bin-OLD", 1, 10)]);
+    assert.deepEqual(replay.duplicates, [0], "0.1.0's seen-set survives the upgrade");
     assert.equal((await get(w.call, "/v1/devices/bin-OLD/readings")).body.readings.length, 1);
     await settles(
       w.call,
       (s) => ({ ...counters(s), ledger_rows: s.ledger_rows }),
-      { devices: 1, received: 2, unique: 1, duplicates_suppressed: 1, rejected: 0, ledger_rows: 1 },
+      { devices: 1, received: 3, unique: 1, duplicates_suppressed: 2, rejected: 0, ledger_rows: 1 },
       "the device stored before the upgrade is in /v1/stats",
     );
   } finally {
