@@ -71,6 +71,9 @@ async function route(request, env) {
   if ((m = path.match(/^\/v1\/devices\/([^/]*)\/readings$/))) {
     return only(method, "GET", () => ledger(env, deviceIdOf(m[1]), url.searchParams));
   }
+  if ((m = path.match(/^\/v1\/devices\/([^/]*)\/redrive$/))) {
+    return only(method, "POST", () => redrive(env, deviceIdOf(m[1]), url.searchParams));
+  }
   throw new HttpError(404, "not_found", `no route for ${path}`);
 }
 
@@ -259,18 +262,40 @@ async function ledger(env, deviceId, params) {
   if (limit === null || limit < 1 || limit > 1000 || after === null) {
     throw new HttpError(400, "invalid_query", "limit must be 1..1000 and after a cursor from `next`, each given at most once in decimal digits");
   }
-  // Starting a device object creates its storage (local workerd: a database file per
-  // object), so a device that never ingested is answered by its roll-up shard, the
-  // registry its object joins before its first write, and is never started.
+  const device = await knownDevice(env, deviceId);
+  if (!device) return json(200, { device_id: deviceId, readings: [], next: null });
+  return json(200, { device_id: deviceId, ...(await device.list({ after, limit })) });
+}
+
+/**
+ * Puts the device's readings the origin refused (delivery state `refused`) back in
+ * the outbox: all of them, or those named by `key` parameters (at most 1000).
+ */
+async function redrive(env, deviceId, params) {
+  const keys = params.getAll("key");
+  if (keys.length > 1000 || keys.some((k) => k === "")) {
+    throw new HttpError(400, "invalid_query", "give at most 1000 non-empty `key` parameters, or none to re-drive every refused reading");
+  }
+  const device = await knownDevice(env, deviceId);
+  const { redriven } = device ? await device.redrive({ keys: keys.length ? keys : undefined }) : { redriven: 0 };
+  console.log(JSON.stringify({ level: "INFO", event: "redrive", device_id: deviceId, keys: keys.length || "all", redriven }));
+  return json(200, { device_id: deviceId, redriven });
+}
+
+/**
+ * The device's object, or null for a device that never ingested. Starting an object
+ * creates its storage (local workerd: a database file per object), so a device is
+ * looked up first in its roll-up shard, the registry its object joins before its
+ * first write; an unknown one is never started.
+ */
+async function knownDevice(env, deviceId) {
   let known;
   try {
     known = await knows(env, deviceId);
   } catch (e) {
     throw new HttpError(503, "device_unavailable", `could not reach the device registry: ${e?.message ?? e}; retry`, { "retry-after": "1" });
   }
-  if (!known) return json(200, { device_id: deviceId, readings: [], next: null });
-  const page = await env.DEVICES.get(env.DEVICES.idFromName(deviceId)).list({ after, limit });
-  return json(200, { device_id: deviceId, ...page });
+  return known ? env.DEVICES.get(env.DEVICES.idFromName(deviceId)) : null;
 }
 
 /** A query parameter given at most once as plain decimal digits (a safe integer), `dflt` when absent; else null. */

@@ -220,20 +220,28 @@ test("a batch the origin finds too large (413) is split in halves until it fits;
   }
 });
 
-test("a parked reading re-driven (DeviceObject.redrive) after the origin is fixed is delivered in a new batch", async () => {
+test("a parked reading re-driven (POST /v1/devices/{id}/redrive) after the origin is fixed is delivered in a new batch", async () => {
   let fixed = false;
   const o = await origin({ answer: (r) => (!fixed && r.body.readings.some((x) => x.seq === 1) ? { status: 422 } : { status: 200 }) });
   const w = await start({ vars: { ...SLOW, ORIGIN_URL: o.url } });
+  const redrive = async (query = "", device = DEV) => {
+    const res = await post(w.call, `/v1/devices/${encodeURIComponent(device)}/redrive${query}`, "");
+    return { status: res.status, body: await res.json() };
+  };
   try {
     const keys = await admit(w, [reading(DEV, 1, 10), reading(DEV, 2, 20)]);
     await until(async () => (await ledger(w))[0].delivery === "refused", "seq 1 parked");
     fixed = true;
-    const ns = await w.mf.getDurableObjectNamespace("DEVICES");
-    const device = ns.get(ns.idFromName(DEV));
-    assert.equal((await device.redrive({ keys: [keys[0], "no-such-key"] })).redriven, 1);
+    // Refusals first: a bad query, a device that never reported (answered without
+    // starting its object), then the real re-drive of one named key.
+    assert.equal((await redrive("?key=")).body.error.code, "invalid_query");
+    assert.deepEqual(await redrive("", "never-reported"), { status: 200, body: { device_id: "never-reported", redriven: 0 } });
+    const r = await redrive(`?key=${encodeURIComponent(keys[0])}&key=no-such-key`);
+    assert.deepEqual(r, { status: 200, body: { device_id: DEV, redriven: 1 } });
     const rows = await allDelivered(w);
     assertContract(o.requests, keys, rows);
-    assert.equal((await device.redrive()).redriven, 0, "nothing left parked");
+    assert.deepEqual((await redrive()).body, { device_id: DEV, redriven: 0 }, "nothing left parked");
+    assert.equal(logged(w, "redrive").length, 4 - 1, "each re-drive logged (the refused query is not)");
   } finally {
     await w.mf.dispose();
     await o.close();

@@ -167,6 +167,11 @@ const ROWS = [
   { name: "scheme in lower case", path: "/v1/readings", headers: { authorization: `bearer ${TOKEN}` }, body: burst(reading("h-auth-11", 1)), status: 200, stored: { "h-auth-11": [1] } },
   { name: "stats without token", path: "/v1/stats", noAuth: true, status: 401, code: "unauthorized" },
   { name: "ledger without token", path: "/v1/devices/h-auth-12/readings", noAuth: true, status: 401, code: "unauthorized", objects: "none" },
+  { name: "redrive without token", method: "POST", path: "/v1/devices/h-auth-13/redrive", noAuth: true, body: "", status: 401, code: "unauthorized", objects: "none" },
+  { name: "redrive GET", path: "/v1/devices/h-auth-13/redrive", status: 405, code: "method_not_allowed", check: allow("POST"), objects: "none" },
+  { name: "redrive of a NUL device id", method: "POST", path: "/v1/devices/h%00x/redrive", body: "", status: 400, code: "invalid_device_id", objects: "none" },
+  { name: "redrive of a device that never reported", method: "POST", path: "/v1/devices/h-never-13/redrive", body: "", status: 200, objects: "none" },
+  { name: "redrive with 1001 keys", method: "POST", path: `/v1/devices/h-never-13/redrive?${"key=k&".repeat(1001)}`, body: "", status: 400, code: "invalid_query", objects: "none" },
 
   // webhooks
   ...["ttn", "chirpstack", "helium", "loriot"].map((f, i) => ({
