@@ -108,6 +108,35 @@ fn known_defect(raw: &RawReading<'_>) -> bool {
         || matches!(&raw.device_id, Some(Scalar::Str(s)) if s == "." || s == "..")
 }
 
+/// Unicode's format characters (general category Cf, Unicode 17.0) and the line
+/// and paragraph separators, which a device id must not hold (README, "Readings and
+/// rejections"); listed here apart from the core's table.
+fn invisible(c: char) -> bool {
+    matches!(
+        c as u32,
+        0xAD | 0x600..=0x605
+            | 0x61C
+            | 0x6DD
+            | 0x70F
+            | 0x890..=0x891
+            | 0x8E2
+            | 0x180E
+            | 0x200B..=0x200F
+            | 0x2028..=0x202E
+            | 0x2060..=0x2064
+            | 0x2066..=0x206F
+            | 0xFEFF
+            | 0xFFF9..=0xFFFB
+            | 0x110BD
+            | 0x110CD
+            | 0x13430..=0x1343F
+            | 0x1BCA0..=0x1BCA3
+            | 0x1D173..=0x1D17A
+            | 0xE0001
+            | 0xE0020..=0xE007F
+    )
+}
+
 /// The verdict by the rules as the README states them, written apart from the core.
 fn expected(raw: &RawReading<'_>) -> Result<(), String> {
     if !raw.is_object {
@@ -123,7 +152,10 @@ fn expected(raw: &RawReading<'_>) -> Result<(), String> {
         };
         let ok = match (field, v) {
             (Field::DeviceId, Scalar::Str(s)) => {
-                !s.is_empty() && s.len() <= 128 && !s.chars().any(char::is_control)
+                !s.is_empty()
+                    && s.len() <= 128
+                    && !s.chars().any(char::is_control)
+                    && !s.chars().any(invisible)
             }
             (Field::Seq, Scalar::Int(n)) => n.unsigned_abs() <= MAX_SAFE_SEQ as u64,
             (Field::Seq, Scalar::Float(f)) => f.fract() == 0.0 && f.abs() <= MAX_SAFE_SEQ as f64,
