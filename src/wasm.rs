@@ -139,6 +139,19 @@ extern "C" {
     /// pairs (getters and traps run inside).
     #[wasm_bindgen(catch, js_namespace = Object, js_name = entries)]
     fn try_entries(v: &JsValue) -> Result<js_sys::Array, JsValue>;
+    /// A `Uint8Array` made by [`CopiedU8::new`].
+    #[wasm_bindgen(js_name = Uint8Array)]
+    type CopiedU8;
+    /// `new Uint8Array(source)`: a plain copy of bytes (a memory copy for a real
+    /// typed array; a Proxy's traps run inside).
+    #[wasm_bindgen(constructor, catch, js_class = "Uint8Array")]
+    fn new(source: &JsValue) -> Result<CopiedU8, JsValue>;
+    /// A `Float64Array` made by [`CopiedF64::new`].
+    #[wasm_bindgen(js_name = Float64Array)]
+    type CopiedF64;
+    /// `new Float64Array(source)`, likewise.
+    #[wasm_bindgen(constructor, catch, js_class = "Float64Array")]
+    fn new(source: &JsValue) -> Result<CopiedF64, JsValue>;
     /// `String(v)`, which runs a `toString` of the caller's.
     #[wasm_bindgen(catch, js_name = String)]
     fn try_string(v: &JsValue) -> Result<js_sys::JsString, JsValue>;
@@ -384,18 +397,32 @@ fn keys_arg(v: &JsValue) -> Result<String, JsValue> {
 /// `fromKeys`' admission times: a `Float64Array`, or an array of JS numbers (a
 /// string or `null` in it would be coerced by a typed-array copy: `invalid_time`).
 fn times_arg(v: &JsValue) -> Result<Vec<f64>, JsValue> {
-    if let Some(a) = v.dyn_ref::<js_sys::Float64Array>() {
-        return Ok(a.to_vec());
+    let thrown = |e: JsValue| to_js(threw_arg("the admission times", &e));
+    if v.has_type::<js_sys::Float64Array>() {
+        return CopiedF64::new(v)
+            .map(|a| a.unchecked_into::<js_sys::Float64Array>().to_vec())
+            .map_err(thrown);
     }
-    if !js_sys::Array::is_array(v) {
+    if !try_is_array(v).map_err(thrown)? {
         return Err(to_js(Error::InvalidKey(
             "admission times must be a Float64Array or an array of numbers",
         )));
     }
-    js_sys::Array::from(v)
+    try_array_from(v)
+        .map_err(thrown)?
         .iter()
         .map(|t| time_arg(&t))
         .collect()
+}
+
+/// The bytes of a `Uint8Array` argument, copied through a catching call; `None`
+/// when `v` is no `Uint8Array`, `Err` the caller's exception (a Proxy's trap).
+fn u8_arg(v: &JsValue, what: &str) -> Option<Result<Vec<u8>, JsValue>> {
+    v.has_type::<js_sys::Uint8Array>().then(|| {
+        CopiedU8::new(v)
+            .map(|a| a.unchecked_into::<js_sys::Uint8Array>().to_vec())
+            .map_err(|e| to_js(threw_arg(what, &e)))
+    })
 }
 
 /// `admitKeys`' `refused`: absent (0) or a whole JS number within `0 ..= 2^32 − 1`.
@@ -438,8 +465,8 @@ fn body_bytes(body: JsValue, function: &str) -> Result<Vec<u8>, JsValue> {
                 "the text is not valid Unicode (lone surrogate) at line {line} column {column}"
             )))
         })
-    } else if let Some(a) = body.dyn_ref::<js_sys::Uint8Array>() {
-        Ok(a.to_vec())
+    } else if let Some(bytes) = u8_arg(&body, "the body") {
+        bytes
     } else {
         Err(to_js(Error::InvalidBurst(format!(
             "{function} takes a string or a Uint8Array"
@@ -774,10 +801,8 @@ impl JsDeduplicator {
         #[wasm_bindgen(unchecked_param_type = "Uint8Array")] bytes: JsValue,
         #[wasm_bindgen(unchecked_optional_param_type = "DeduplicatorOptions")] options: JsValue,
     ) -> Result<JsDeduplicator, JsValue> {
-        let bytes = bytes
-            .dyn_ref::<js_sys::Uint8Array>()
-            .map(js_sys::Uint8Array::to_vec)
-            .ok_or_else(|| to_js(Error::InvalidSnapshot("a snapshot is a Uint8Array")))?;
+        let bytes = u8_arg(&bytes, "the snapshot")
+            .ok_or_else(|| to_js(Error::InvalidSnapshot("a snapshot is a Uint8Array")))??;
         let (ttl, max) = options_from(&options, "restore's second argument (the options)")?;
         Deduplicator::restore(&bytes, ttl, max)
             .map(|inner| JsDeduplicator { inner })

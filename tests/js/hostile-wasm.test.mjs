@@ -119,6 +119,14 @@ const rows = [
   ['admitKeys: a context getter that throws', (d) => d.admitKeys(HELD_KEYS[0], NOW, 0, { get route() { throw new Error('boom'); } }), { code: 'invalid_burst' }, S],
   ['new Deduplicator: an options getter that throws', () => new Deduplicator({ get ttlMs() { throw new Error('boom'); } }), { code: 'invalid_config' }, S],
   ['restore: options getter that throws', () => Deduplicator.restore(base, { get maxKeys() { throw new Error('boom'); } }), { code: 'invalid_config' }, S],
+  ['processBurstJson: a Proxy of bytes whose get trap throws', (d) => d.processBurstJson(new Proxy(new TextEncoder().encode('[]'), { get() { throw new Error('trap'); } }), NOW), { code: 'invalid_burst' }, S],
+  // A Proxy of a Uint8Array cannot be read as one even without traps (its `length`
+  // getter refuses a Proxy as `this`): a coded error, never an uncaught one.
+  ['processBurstJson: a trapless Proxy of bytes', (d) => d.processBurstJson(new Proxy(new TextEncoder().encode(JSON.stringify([HELD[0]])), {}), NOW), { code: 'invalid_burst' }, S],
+  ['parseUplink: a Proxy of bytes whose get trap throws', () => pkg.parseUplink('readings', new Proxy(new Uint8Array(2), { get() { throw new Error('trap'); } })), { code: 'invalid_burst' }, S],
+  ['restore: a Proxy of bytes whose get trap throws', () => Deduplicator.restore(new Proxy(base, { get() { throw new Error('trap'); } })), { code: 'invalid_burst' }, S],
+  ['fromKeys: admission times as a Proxy whose get trap throws', () => Deduplicator.fromKeys(HELD_KEYS[0], new Proxy([NOW], { get() { throw new Error('trap'); } })), { code: 'invalid_burst' }, S],
+  ['fromKeys: a Float64Array Proxy whose get trap throws', () => Deduplicator.fromKeys(HELD_KEYS[0], new Proxy(Float64Array.of(NOW), { get() { throw new Error('trap'); } })), { code: 'invalid_burst' }, S],
   ['auditLine: a counts getter that throws', () => auditLine('burst_deduplicated', { get received() { throw new Error('boom'); } }, NOW), { code: 'invalid_burst' }, S],
 
   // One seq range everywhere: ±(2^53−1).
