@@ -7,7 +7,8 @@
 //! (the core's behind the `typescript` feature, the facade's own below), so a
 //! renamed field changes its declaration too. The signatures name those types
 //! (`unchecked_*_type`); values cross with the facade's own serde-wasm-bindgen
-//! conversions ([`to_value`], [`from_js`]), so tsify converts nothing at run time.
+//! conversions ([`to_value`]; arguments are read through catching calls, see
+//! [`read_burst`]), so tsify converts nothing at run time.
 //! A name that no longer matches a declaration fails `tsc` (`tests/types/`, which
 //! also type-checks real usage of the API); `tests/js/types-match.test.mjs` checks
 //! the values returned against the declarations.
@@ -21,7 +22,7 @@ use crate::dedupe::dedup::{
 use crate::dedupe::error::{Error, Field};
 use crate::dedupe::key::idempotency_key;
 use crate::dedupe::reading::{
-    check_device_id, lone_surrogate, validate, RawBurst, RawReading, Reading as CoreReading, Scalar,
+    check_device_id, lone_surrogate, validate, RawReading, Reading as CoreReading, Scalar,
 };
 use crate::dedupe::seen::{
     Config, SeenSet, Stats, DEFAULT_MAX_KEYS, DEFAULT_TTL_MS, MAX_COUNTER, MAX_MAX_KEYS, MAX_TTL_MS,
@@ -117,92 +118,235 @@ fn member_well_formed(object: &JsValue, name: &str) -> bool {
     })
 }
 
-/// Whether `raw`, read from the JS object `object`, would be validated as a device
-/// id that lost a lone surrogate: the element is an object with no member twice
-/// (else that is reported first) and its `device_id` is a string with U+FFFD that
-/// the original does not have as such.
-fn lost_device_id(raw: &RawReading<'_>, object: impl FnOnce() -> JsValue) -> bool {
-    raw.is_object
-        && raw.repeated.is_none()
-        && matches!(&raw.device_id, Some(Scalar::Str(s)) if maybe_lossy(s))
-        && !member_well_formed(&object(), "device_id")
+// Reading what the caller passed. A JS exception (a throwing getter, a Proxy whose
+// traps throw) that unwinds through Wasm frames leaves wasm-bindgen's borrow of the
+// instance held, so every later call on it threw "recursive use of an object
+// detected" and `free()` too, and it skips the Rust frames' epilogues (the shadow
+// stack is never given back). So every read that can run caller code is a `catch`
+// import, called before the deduplicator is touched: an exception comes back as an
+// `Err` (`invalid_burst` naming it) and nothing is admitted. Nested objects are never
+// entered (validation needs scalars only); `Array.from` and `Object.entries` give
+// plain copies whose reading runs no caller code.
+#[wasm_bindgen]
+extern "C" {
+    /// `Array.isArray`, which throws for a revoked Proxy.
+    #[wasm_bindgen(catch, js_namespace = Array, js_name = isArray)]
+    fn try_is_array(v: &JsValue) -> Result<bool, JsValue>;
+    /// `Array.from`: a plain copy of an array (a Proxy's traps run inside).
+    #[wasm_bindgen(catch, js_namespace = Array, js_name = from)]
+    fn try_array_from(v: &JsValue) -> Result<js_sys::Array, JsValue>;
+    /// `Object.entries`: own enumerable string-keyed members as fresh `[name, value]`
+    /// pairs (getters and traps run inside).
+    #[wasm_bindgen(catch, js_namespace = Object, js_name = entries)]
+    fn try_entries(v: &JsValue) -> Result<js_sys::Array, JsValue>;
+    /// A `Uint8Array` made by [`CopiedU8::new`].
+    #[wasm_bindgen(js_name = Uint8Array)]
+    type CopiedU8;
+    /// `new Uint8Array(source)`: a plain copy of bytes (a memory copy for a real
+    /// typed array; a Proxy's traps run inside).
+    #[wasm_bindgen(constructor, catch, js_class = "Uint8Array")]
+    fn new(source: &JsValue) -> Result<CopiedU8, JsValue>;
+    /// A `Float64Array` made by [`CopiedF64::new`].
+    #[wasm_bindgen(js_name = Float64Array)]
+    type CopiedF64;
+    /// `new Float64Array(source)`, likewise.
+    #[wasm_bindgen(constructor, catch, js_class = "Float64Array")]
+    fn new(source: &JsValue) -> Result<CopiedF64, JsValue>;
+    /// `String(v)`, which runs a `toString` of the caller's.
+    #[wasm_bindgen(catch, js_name = String)]
+    fn try_string(v: &JsValue) -> Result<js_sys::JsString, JsValue>;
 }
 
-/// Validates one reading read from the JS value `object`, refusing a device id that
-/// lost a lone surrogate.
-fn validate_js<'a>(
-    raw: RawReading<'a>,
-    object: impl FnOnce() -> JsValue,
-) -> Result<CoreReading<'a>, Error> {
-    if lost_device_id(&raw, object) {
-        Err(lone_surrogate(Field::DeviceId))
+/// A caller's exception as text: `String(e)` (`TypeError: boom`, `42`), at most
+/// 200 characters.
+fn describe(e: &JsValue) -> String {
+    let text = try_string(e).map_or_else(|_| "a value that cannot be shown".into(), String::from);
+    match text.char_indices().nth(200) {
+        Some((at, _)) => format!("{}…", &text[..at]),
+        None => text,
+    }
+}
+
+/// What to say of a call whose reading of `what` threw `e`.
+fn threw(what: &str, e: &JsValue) -> String {
+    format!("{what} could not be read: reading it threw {}", describe(e))
+}
+
+/// The `invalid_burst` error of an argument whose reading threw `e`.
+fn threw_arg(what: &str, e: &JsValue) -> Error {
+    Error::BadArgument(threw(what, e))
+}
+
+/// What kind of JS value `v` is, for messages; runs no caller code.
+fn type_name(v: &JsValue) -> &'static str {
+    if v.is_null() {
+        "null"
+    } else if v.is_undefined() {
+        "undefined"
+    } else if v.is_string() {
+        "a string"
+    } else if v.as_f64().is_some() {
+        "a number"
+    } else if v.is_bigint() {
+        "a BigInt"
+    } else if v.as_bool().is_some() {
+        "a boolean"
+    } else if v.is_symbol() {
+        "a symbol"
+    } else if v.is_function() {
+        "a function"
+    } else if try_is_array(v).unwrap_or(false) {
+        "an array"
     } else {
-        validate(raw)
+        "an object"
     }
 }
 
-/// The readings array of a burst given as an array or as `{ readings: [...] }`.
-fn burst_array(burst: &JsValue) -> JsValue {
-    if js_sys::Array::is_array(burst) {
-        burst.clone()
-    } else {
-        js_sys::Reflect::get(burst, &JsValue::from_str("readings")).unwrap_or(JsValue::UNDEFINED)
-    }
+/// The own enumerable members of the object `v` as `(name, value)` pairs, read
+/// through catching calls; `Err` is the caller's exception.
+fn members(v: &JsValue) -> Result<impl Iterator<Item = (String, JsValue)>, JsValue> {
+    let pairs = try_entries(v)?;
+    Ok(pairs.into_iter().filter_map(|pair| {
+        let pair: js_sys::Array = pair.unchecked_into();
+        Some((pair.get(0).as_string()?, pair.get(1)))
+    }))
 }
 
-/// Element `index` of a burst given as an array or as `{ readings: [...] }`.
-fn burst_element(burst: &JsValue, index: usize) -> JsValue {
-    js_sys::Reflect::get_u32(&burst_array(burst), index as u32).unwrap_or(JsValue::UNDEFINED)
+/// Whether `v` is an object that is not an array (nor a function).
+fn is_plain_object(v: &JsValue) -> Result<bool, JsValue> {
+    Ok(v.is_object() && !try_is_array(v)?)
 }
 
-// serde-wasm-bindgen fails a whole value on a BigInt beyond 64 bits, so one such
-// `seq` would make the call throw instead of rejecting its reading. Only when
-// reading fails, the readings are read again from copies whose such members are
-// NaN: rejected with the member's code where the member is read (`invalid_seq`),
-// ignored elsewhere.
+/// The largest whole number a JS number holds exactly.
+const MAX_SAFE: f64 = 9_007_199_254_740_991.0;
 
-/// Whether `v` is a BigInt that neither `i64` nor `u64` holds.
-fn huge_bigint(v: &JsValue) -> bool {
-    v.is_bigint() && i64::try_from(v.clone()).is_err() && u64::try_from(v.clone()).is_err()
-}
-
-/// A copy of the object `reading` with each huge BigInt member NaN, or `None` when
-/// it has none.
-fn tame_bigints(reading: &JsValue) -> Option<JsValue> {
-    let object = reading.dyn_ref::<js_sys::Object>()?;
-    let copy = js_sys::Object::assign(&js_sys::Object::new(), object);
-    let mut changed = false;
-    for key in js_sys::Object::keys(&copy).iter() {
-        if js_sys::Reflect::get(&copy, &key).is_ok_and(|v| huge_bigint(&v)) {
-            changed |= js_sys::Reflect::set(&copy, &key, &JsValue::from_f64(f64::NAN)).is_ok();
-        }
-    }
-    changed.then(|| copy.into())
-}
-
-/// One reading read into its raw shape (see [`tame_bigints`]).
-fn read_reading(reading: &JsValue) -> Result<RawReading<'static>, JsValue> {
-    from_js(reading.clone()).or_else(|e| tame_bigints(reading).map_or(Err(e), from_js))
-}
-
-/// A burst read into its raw shape (see [`tame_bigints`]).
-fn read_burst(burst: &JsValue) -> Result<RawBurst<'static>, JsValue> {
-    from_js(burst.clone()).or_else(|e| {
-        let array = burst_array(burst);
-        if !js_sys::Array::is_array(&array) {
-            return Err(e);
-        }
-        let mut changed = false;
-        let copy: js_sys::Array = js_sys::Array::from(&array)
-            .iter()
-            .map(|r| tame_bigints(&r).inspect(|_| changed = true).unwrap_or(r))
-            .collect();
-        if changed {
-            from_js(copy.into())
+/// One JS member value as far as validation cares (as serde-wasm-bindgen read it:
+/// a safe integer is an `Int`, a BigInt an `Int` when `i64` holds it; one beyond 64
+/// bits is NaN, rejected where the member is read). Runs no caller code.
+fn scalar_of(v: &JsValue) -> Scalar<'static> {
+    if v.is_undefined() || v.is_null() {
+        Scalar::Null
+    } else if v.as_bool().is_some() {
+        Scalar::Bool
+    } else if let Some(x) = v.as_f64() {
+        if x.fract() == 0.0 && x.abs() <= MAX_SAFE {
+            Scalar::Int(x as i64)
         } else {
-            Err(e)
+            Scalar::Float(x)
         }
-    })
+    } else if let Some(s) = v.as_string() {
+        Scalar::Str(s.into())
+    } else if v.is_bigint() {
+        match i64::try_from(v.clone()) {
+            Ok(i) => Scalar::Int(i),
+            Err(v) => Scalar::Float(u64::try_from(v).map_or(f64::NAN, |u| u as f64)),
+        }
+    } else {
+        Scalar::Nested
+    }
+}
+
+/// One reading read from JS: its raw shape, and whether its `device_id` string lost
+/// a lone surrogate in conversion (see [`well_formed`]).
+#[derive(Default)]
+struct JsReading {
+    raw: RawReading<'static>,
+    lost_id: bool,
+}
+
+impl JsReading {
+    /// Reads the JS value `v`; `Err` is the caller's exception.
+    fn read(v: &JsValue) -> Result<JsReading, JsValue> {
+        if !is_plain_object(v)? {
+            return Ok(JsReading::default());
+        }
+        let mut r = JsReading {
+            raw: RawReading {
+                is_object: true,
+                ..RawReading::default()
+            },
+            lost_id: false,
+        };
+        for (name, value) in members(v)? {
+            let slot = match name.as_str() {
+                "device_id" => &mut r.raw.device_id,
+                "seq" => &mut r.raw.seq,
+                "ts" => &mut r.raw.ts,
+                "fill_pct" => &mut r.raw.fill_pct,
+                _ => continue,
+            };
+            let scalar = scalar_of(&value);
+            if name == "device_id" {
+                r.lost_id = matches!(&scalar, Scalar::Str(s) if maybe_lossy(s) && !well_formed(value.unchecked_ref(), s));
+            }
+            *slot = Some(scalar);
+        }
+        Ok(r)
+    }
+
+    /// Validates the reading, refusing a device id that lost a lone surrogate.
+    fn validate(self) -> Result<CoreReading<'static>, Error> {
+        if self.lost_id {
+            Err(lone_surrogate(Field::DeviceId))
+        } else {
+            validate(self.raw)
+        }
+    }
+}
+
+/// One reading argument (`idempotencyKey`, `contains`), validated.
+fn reading_arg(v: &JsValue) -> Result<CoreReading<'static>, JsValue> {
+    JsReading::read(v)
+        .map_err(|e| threw_arg("the reading", &e))
+        .and_then(JsReading::validate)
+        .map_err(to_js)
+}
+
+/// A burst given as an array of readings or `{ readings: [...] }`, read element by
+/// element; `invalid_burst` for any other shape or a caller's exception.
+fn read_burst(burst: &JsValue) -> Result<Vec<JsReading>, Error> {
+    let whole = |e: JsValue| threw_arg("the burst", &e);
+    let array = if try_is_array(burst).map_err(whole)? {
+        burst.clone()
+    } else if burst.is_object() {
+        let readings = members(burst)
+            .map_err(whole)?
+            .find(|(name, _)| name == "readings")
+            .map(|(_, v)| v)
+            .ok_or_else(|| Error::InvalidBurst(r#"object has no "readings" array"#.into()))?;
+        if !try_is_array(&readings).map_err(whole)? {
+            return Err(Error::InvalidBurst(r#""readings" must be an array"#.into()));
+        }
+        readings
+    } else {
+        return Err(Error::InvalidBurst(
+            r#"expected an array of readings or {"readings": [...]}"#.into(),
+        ));
+    };
+    try_array_from(&array)
+        .map_err(whole)?
+        .into_iter()
+        .enumerate()
+        .map(|(i, v)| JsReading::read(&v).map_err(|e| threw_arg(&format!("reading {i}"), &e)))
+        .collect()
+}
+
+/// A plain copy of the object `v` (own enumerable members, read through catching
+/// calls), its nested objects replaced by `{}` (never entered), for serde to read
+/// without running caller code. `Err` is the caller's exception.
+fn flat_copy(v: &JsValue) -> Result<JsValue, JsValue> {
+    if !is_plain_object(v)? {
+        return Ok(v.clone());
+    }
+    let pairs = try_entries(v)?;
+    for pair in pairs.iter() {
+        let pair: js_sys::Array = pair.unchecked_into();
+        let value = pair.get(1);
+        if value.is_object() || value.is_function() {
+            pair.set(1, js_sys::Object::new().into());
+        }
+    }
+    js_sys::Object::from_entries(&pairs).map(Into::into)
 }
 
 /// A time argument (`nowMs`): a JS number, checked by the core. Anything else (a
@@ -228,11 +372,10 @@ fn flag_arg(v: &JsValue, name: &str) -> Result<bool, JsValue> {
 /// (`2**32 + 1`, `1.5`, `"1"`) is no ticket, so `unknown_ticket` rather than a
 /// wrapped or truncated ticket of someone else.
 fn ticket_arg(v: &JsValue) -> Result<u32, JsValue> {
-    let t = v.as_f64().unwrap_or(f64::NAN);
-    if t.fract() == 0.0 && (0.0..=f64::from(u32::MAX)).contains(&t) {
-        Ok(t as u32)
-    } else {
-        Err(to_js(Error::UnknownTicket(t)))
+    match v.as_f64() {
+        Some(t) if t.fract() == 0.0 && (0.0..=f64::from(u32::MAX)).contains(&t) => Ok(t as u32),
+        Some(t) => Err(to_js(Error::NotATicket(t.to_string()))),
+        None => Err(to_js(Error::NotATicket(type_name(v).into()))),
     }
 }
 
@@ -254,18 +397,32 @@ fn keys_arg(v: &JsValue) -> Result<String, JsValue> {
 /// `fromKeys`' admission times: a `Float64Array`, or an array of JS numbers (a
 /// string or `null` in it would be coerced by a typed-array copy: `invalid_time`).
 fn times_arg(v: &JsValue) -> Result<Vec<f64>, JsValue> {
-    if let Some(a) = v.dyn_ref::<js_sys::Float64Array>() {
-        return Ok(a.to_vec());
+    let thrown = |e: JsValue| to_js(threw_arg("the admission times", &e));
+    if v.has_type::<js_sys::Float64Array>() {
+        return CopiedF64::new(v)
+            .map(|a| a.unchecked_into::<js_sys::Float64Array>().to_vec())
+            .map_err(thrown);
     }
-    if !js_sys::Array::is_array(v) {
+    if !try_is_array(v).map_err(thrown)? {
         return Err(to_js(Error::InvalidKey(
             "admission times must be a Float64Array or an array of numbers",
         )));
     }
-    js_sys::Array::from(v)
+    try_array_from(v)
+        .map_err(thrown)?
         .iter()
         .map(|t| time_arg(&t))
         .collect()
+}
+
+/// The bytes of a `Uint8Array` argument, copied through a catching call; `None`
+/// when `v` is no `Uint8Array`, `Err` the caller's exception (a Proxy's trap).
+fn u8_arg(v: &JsValue, what: &str) -> Option<Result<Vec<u8>, JsValue>> {
+    v.has_type::<js_sys::Uint8Array>().then(|| {
+        CopiedU8::new(v)
+            .map(|a| a.unchecked_into::<js_sys::Uint8Array>().to_vec())
+            .map_err(|e| to_js(threw_arg(what, &e)))
+    })
 }
 
 /// `admitKeys`' `refused`: absent (0) or a whole JS number within `0 ..= 2^32 − 1`.
@@ -308,8 +465,8 @@ fn body_bytes(body: JsValue, function: &str) -> Result<Vec<u8>, JsValue> {
                 "the text is not valid Unicode (lone surrogate) at line {line} column {column}"
             )))
         })
-    } else if let Some(a) = body.dyn_ref::<js_sys::Uint8Array>() {
-        Ok(a.to_vec())
+    } else if let Some(bytes) = u8_arg(&body, "the body") {
+        bytes
     } else {
         Err(to_js(Error::InvalidBurst(format!(
             "{function} takes a string or a Uint8Array"
@@ -330,22 +487,15 @@ fn to_value<T: Tsify + Serialize>(v: &T) -> Result<JsValue, JsValue> {
         .map_err(|e| to_js(Error::InvalidBurst(e.to_string())))
 }
 
-/// Reads a JS value into a raw shape; its strings are copied, so `'static`.
-fn from_js<T: Deserialize<'static>>(v: JsValue) -> Result<T, JsValue> {
-    T::deserialize(serde_wasm_bindgen::Deserializer::from(v))
-        .map_err(|e| to_js(Error::InvalidBurst(e.to_string())))
-}
-
 /// The idempotency key of one reading: `device_id:seq:<16 hex of SHA-256>`.
 ///
-/// Throws an `Error` whose `code` names the problem (`invalid_fill_pct`, ...).
+/// Throws an `Error` whose `code` names the problem (`invalid_fill_pct`, ...;
+/// `invalid_burst` when reading the object threw, e.g. a getter).
 #[wasm_bindgen(js_name = idempotencyKey)]
 pub fn idempotency_key_js(
     #[wasm_bindgen(unchecked_param_type = "Reading")] reading: JsValue,
 ) -> Result<String, JsValue> {
-    let raw = read_reading(&reading)?;
-    let reading = validate_js(raw, || reading).map_err(to_js)?;
-    Ok(idempotency_key(&reading))
+    Ok(idempotency_key(&reading_arg(&reading)?))
 }
 
 /// Checks a device id by the rules every reading's `device_id` follows (1–128 UTF-8
@@ -374,31 +524,49 @@ pub struct DeduplicatorOptions {
     max_keys: Option<f64>,
 }
 
-/// Reads `{ ttlMs, maxKeys }` (either may be absent) into whole numbers.
-fn options_from(options: JsValue) -> Result<(Option<u64>, Option<usize>), JsValue> {
-    let opts: DeduplicatorOptions = if options.is_undefined() || options.is_null() {
-        DeduplicatorOptions::default()
-    } else {
-        serde_wasm_bindgen::from_value(options)
-            .map_err(|e| to_js(Error::InvalidConfig(e.to_string())))?
-    };
-    let whole = |v: Option<f64>, name: &str| -> Result<Option<u64>, JsValue> {
-        match v {
-            None => Ok(None),
+/// Reads `{ ttlMs, maxKeys }` (either may be absent, unknown members are ignored)
+/// into whole numbers; `what` names the argument in messages. Throws
+/// `invalid_config` naming the option and what it must be.
+fn options_from(options: &JsValue, what: &str) -> Result<(Option<u64>, Option<usize>), JsValue> {
+    let config = |why: String| to_js(Error::InvalidConfig(why));
+    if options.is_undefined() || options.is_null() {
+        return Ok((None, None));
+    }
+    if !is_plain_object(options).map_err(|e| config(threw(what, &e)))? {
+        return Err(config(format!(
+            "{what} must be an object {{ ttlMs, maxKeys }}, got {}",
+            type_name(options)
+        )));
+    }
+    let (mut ttl, mut max) = (JsValue::UNDEFINED, JsValue::UNDEFINED);
+    for (name, value) in members(options).map_err(|e| config(threw(what, &e)))? {
+        match name.as_str() {
+            "ttlMs" => ttl = value,
+            "maxKeys" => max = value,
+            _ => {}
+        }
+    }
+    let whole = |v: &JsValue, name: &str| -> Result<Option<u64>, JsValue> {
+        if v.is_undefined() || v.is_null() {
+            return Ok(None);
+        }
+        match v.as_f64() {
             Some(x) if x.is_finite() && x.fract() == 0.0 && x >= 0.0 => Ok(Some(x as u64)),
-            Some(x) => Err(to_js(Error::InvalidConfig(format!(
-                "{name} must be a whole number, got {x}"
-            )))),
+            Some(x) => Err(config(format!("{name} must be a whole number, got {x}"))),
+            None => Err(config(format!(
+                "{name} must be a number (a whole number; see limits()), got {}",
+                type_name(v)
+            ))),
         }
     };
-    let ttl = whole(opts.ttl_ms, "ttlMs")?;
-    let max = whole(opts.max_keys, "maxKeys")?.map(|m| usize::try_from(m).unwrap_or(usize::MAX));
+    let ttl = whole(&ttl, "ttlMs")?;
+    let max = whole(&max, "maxKeys")?.map(|m| usize::try_from(m).unwrap_or(usize::MAX));
     Ok((ttl, max))
 }
 
 /// `{ ttlMs, maxKeys }` with the defaults filled in, checked.
-fn config_from(options: JsValue) -> Result<Config, JsValue> {
-    let (ttl, max) = options_from(options)?;
+fn config_from(options: &JsValue, what: &str) -> Result<Config, JsValue> {
+    let (ttl, max) = options_from(options, what)?;
     Config::new(
         ttl.unwrap_or(DEFAULT_TTL_MS),
         max.unwrap_or(DEFAULT_MAX_KEYS),
@@ -410,8 +578,9 @@ fn audit_context(context: JsValue) -> Result<AuditContext, JsValue> {
     if context.is_undefined() || context.is_null() {
         return Ok(AuditContext::default());
     }
+    let context = flat_copy(&context).map_err(|e| to_js(threw_arg("the audit context", &e)))?;
     let c: AuditContext = serde_wasm_bindgen::from_value(context.clone())
-        .map_err(|e| to_js(Error::InvalidBurst(e.to_string())))?;
+        .map_err(|e| to_js(Error::BadArgument(format!("audit context: {e}"))))?;
     for (name, value) in [
         ("device_id", &c.device_id),
         ("route", &c.route),
@@ -489,7 +658,7 @@ impl JsDeduplicator {
         #[wasm_bindgen(unchecked_optional_param_type = "DeduplicatorOptions")] options: JsValue,
     ) -> Result<JsDeduplicator, JsValue> {
         Ok(JsDeduplicator {
-            inner: Deduplicator::new(config_from(options)?),
+            inner: Deduplicator::new(config_from(&options, "the options")?),
         })
     }
 
@@ -504,12 +673,8 @@ impl JsDeduplicator {
     ) -> Result<JsValue, JsValue> {
         let now_ms = time_arg(&now_ms)?;
         let provisional = flag_arg(&provisional, "provisional")?;
-        let burst = read_burst(&readings)?;
-        let checked = burst
-            .0
-            .into_iter()
-            .enumerate()
-            .map(|(i, raw)| validate_js(raw, || burst_element(&readings, i)));
+        let burst = read_burst(&readings).map_err(to_js)?;
+        let checked = burst.into_iter().map(JsReading::validate);
         let out: BurstOutcome = self
             .inner
             .process_readings(checked, now_ms, provisional)
@@ -580,7 +745,7 @@ impl JsDeduplicator {
     ) -> Result<JsDeduplicator, JsValue> {
         let keys = keys_arg(&keys)?;
         let times = times_arg(&admitted_at_ms)?;
-        let config = config_from(options)?;
+        let config = config_from(&options, "fromKeys' third argument (the options)")?;
         Deduplicator::from_keys(config, &keys, &times)
             .map(|inner| JsDeduplicator { inner })
             .map_err(to_js)
@@ -614,8 +779,7 @@ impl JsDeduplicator {
         #[wasm_bindgen(unchecked_param_type = "number")] now_ms: JsValue,
     ) -> Result<bool, JsValue> {
         let now_ms = time_arg(&now_ms)?;
-        let raw = read_reading(&reading)?;
-        let reading = validate_js(raw, || reading).map_err(to_js)?;
+        let reading = reading_arg(&reading)?;
         self.inner.contains(&reading, now_ms).map_err(to_js)
     }
 
@@ -637,11 +801,9 @@ impl JsDeduplicator {
         #[wasm_bindgen(unchecked_param_type = "Uint8Array")] bytes: JsValue,
         #[wasm_bindgen(unchecked_optional_param_type = "DeduplicatorOptions")] options: JsValue,
     ) -> Result<JsDeduplicator, JsValue> {
-        let bytes = bytes
-            .dyn_ref::<js_sys::Uint8Array>()
-            .map(js_sys::Uint8Array::to_vec)
-            .ok_or_else(|| to_js(Error::InvalidSnapshot("a snapshot is a Uint8Array")))?;
-        let (ttl, max) = options_from(options)?;
+        let bytes = u8_arg(&bytes, "the snapshot")
+            .ok_or_else(|| to_js(Error::InvalidSnapshot("a snapshot is a Uint8Array")))??;
+        let (ttl, max) = options_from(&options, "restore's second argument (the options)")?;
         Deduplicator::restore(&bytes, ttl, max)
             .map(|inner| JsDeduplicator { inner })
             .map_err(to_js)
@@ -663,13 +825,20 @@ pub fn audit_line(
     let now_ms = time_arg(&now_ms)?;
     let event: AuditEvent =
         serde_json::from_value(serde_json::Value::from(event)).map_err(|_| {
-            to_js(Error::InvalidBurst(format!(
-                "unknown audit event {event:?}"
+            to_js(Error::BadArgument(format!(
+                "unknown audit event {event:?}; expected burst_deduplicated or burst_not_stored"
             )))
         })?;
+    let counts = flat_copy(&counts).map_err(|e| to_js(threw_arg("the audit counts", &e)))?;
     let counts: AuditCounts = serde_wasm_bindgen::from_value(counts)
-        .map_err(|e| to_js(Error::InvalidBurst(e.to_string())))?;
-    let audit = Audit::new(event, counts, now_ms).map_err(to_js)?;
+        .map_err(|e| to_js(Error::BadArgument(format!("audit counts: {e}"))))?;
+    // The core's text already names the counts ("audit counts do not reconcile").
+    let audit = Audit::new(event, counts, now_ms)
+        .map_err(|e| match e {
+            Error::InvalidBurst(why) => Error::BadArgument(why),
+            e => e,
+        })
+        .map_err(to_js)?;
     Ok(audit.line(&audit_context(context)?))
 }
 
@@ -762,8 +931,10 @@ pub fn parse_uplink(
     let opts: UplinkOptions = if options.is_undefined() || options.is_null() {
         UplinkOptions::default()
     } else {
+        let options = flat_copy(&options)
+            .map_err(|e| to_js(Error::InvalidConfig(threw("the uplink options", &e))))?;
         serde_wasm_bindgen::from_value(options)
-            .map_err(|e| to_js(Error::InvalidConfig(e.to_string())))?
+            .map_err(|e| to_js(Error::InvalidConfig(format!("uplink options: {e}"))))?
     };
     let base = FieldNames::default();
     let names = FieldNames {

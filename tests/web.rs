@@ -470,3 +470,40 @@ fn hostile_strings_numbers_and_tickets_are_refused_before_anything_is_admitted()
     );
     assert_eq!(d.confirm(1.into()).unwrap(), 1);
 }
+
+/// A reading whose `device_id` getter throws `Error: boom` when the facade reads it.
+fn reading_whose_getter_throws() -> JsValue {
+    let obj = js(&reading("bin-g", 2, 5.0, "2026-07-16T09:00:00Z"));
+    let get = wasm_bindgen::closure::Closure::<dyn Fn() -> Result<JsValue, JsValue>>::new(|| {
+        Err(js_sys::Error::new("boom").into())
+    });
+    let descriptor = js_sys::Object::new();
+    Reflect::set(&descriptor, &"get".into(), get.as_ref()).unwrap();
+    Reflect::set(&descriptor, &"enumerable".into(), &true.into()).unwrap();
+    let target: &js_sys::Object = obj.unchecked_ref();
+    Reflect::define_property(target, &"device_id".into(), &descriptor).unwrap();
+    get.forget();
+    obj
+}
+
+#[wasm_bindgen_test]
+fn a_js_exception_while_reading_arguments_is_a_coded_error_that_admits_nothing() {
+    let mut d = dedup();
+    let ok = reading("bin-g", 1, 5.0, "2026-07-16T09:00:00Z");
+    let burst = js_sys::Array::of2(&js(&ok), &reading_whose_getter_throws());
+    let err = d
+        .process_burst(burst.into(), NOW.into(), JsValue::UNDEFINED)
+        .unwrap_err();
+    let message = Reflect::get(&err, &"message".into()).unwrap().as_string();
+    assert_eq!(code_of(err), "invalid_burst");
+    assert_eq!(
+        message.as_deref(),
+        Some("reading 1 could not be read: reading it threw Error: boom")
+    );
+    assert_eq!(rust(&d.stats().unwrap())["keys"], 0, "nothing admitted");
+    let err = idempotency_key_js(reading_whose_getter_throws()).unwrap_err();
+    assert_eq!(code_of(err), "invalid_burst");
+    // The instance keeps working.
+    let out = process(&mut d, &[ok], NOW);
+    assert_eq!(out["unique"].as_array().unwrap().len(), 1);
+}

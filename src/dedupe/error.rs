@@ -36,6 +36,12 @@ pub enum Error {
     InvalidJson(String),
     /// The body is JSON but neither an array nor `{"readings": [...]}`.
     InvalidBurst(String),
+    /// A `device_id` with an invisible or formatting character (Unicode Cf, U+2028,
+    /// U+2029): code `invalid_device_id`.
+    InvisibleCharacter(char),
+    /// A call's argument that is not what the facade takes, or whose reading threw
+    /// (a getter, a Proxy trap); code `invalid_burst`, the text alone as message.
+    BadArgument(String),
     /// A configuration value out of its documented range.
     InvalidConfig(String),
     /// Snapshot bytes that are truncated, corrupt, of another format or version.
@@ -43,6 +49,10 @@ pub enum Error {
     /// `confirm`/`release` of a ticket that is not open, or a value that is no
     /// ticket at all (not a whole number within `1 ..= 2^32 − 1`), as the caller gave it.
     UnknownTicket(f64),
+    /// A value passed as a ticket that is no ticket at all (not a whole JS number
+    /// within `1 ..= 2^32 − 1`), described as given (`4294967297`, `a BigInt`): code
+    /// `unknown_ticket`.
+    NotATicket(String),
     /// `now_ms` is not a finite time within the range of JS dates.
     InvalidTime(f64),
     /// The platform gave no random bytes for the hash seed.
@@ -65,15 +75,17 @@ impl Error {
             Error::Missing(Field::Seq) => "missing_seq",
             Error::Missing(Field::Ts) => "missing_ts",
             Error::Missing(Field::FillPct) => "missing_fill_pct",
-            Error::Invalid(Field::DeviceId, _) => "invalid_device_id",
+            Error::Invalid(Field::DeviceId, _) | Error::InvisibleCharacter(_) => {
+                "invalid_device_id"
+            }
             Error::Invalid(Field::Seq, _) => "invalid_seq",
             Error::Invalid(Field::Ts, _) => "invalid_ts",
             Error::Invalid(Field::FillPct, _) => "invalid_fill_pct",
             Error::InvalidJson(_) => "invalid_json",
-            Error::InvalidBurst(_) => "invalid_burst",
+            Error::InvalidBurst(_) | Error::BadArgument(_) => "invalid_burst",
             Error::InvalidConfig(_) => "invalid_config",
             Error::InvalidSnapshot(_) => "invalid_snapshot",
-            Error::UnknownTicket(_) => "unknown_ticket",
+            Error::UnknownTicket(_) | Error::NotATicket(_) => "unknown_ticket",
             Error::InvalidTime(_) => "invalid_time",
             Error::NoEntropy => "no_entropy",
             Error::UnknownFormat(_) => "unknown_format",
@@ -86,6 +98,7 @@ impl Error {
     pub fn field(&self) -> &'static str {
         match self {
             Error::Missing(f) | Error::Invalid(f, _) => f.name(),
+            Error::InvisibleCharacter(_) => Field::DeviceId.name(),
             _ => "reading",
         }
     }
@@ -99,9 +112,21 @@ impl fmt::Display for Error {
             Error::Invalid(field, why) => write!(f, "{} {why}", field.name()),
             Error::InvalidJson(why) => write!(f, "body is not valid JSON: {why}"),
             Error::InvalidBurst(why) => write!(f, "body is not a burst: {why}"),
+            Error::BadArgument(why) => f.write_str(why),
+            Error::InvisibleCharacter(c) => write!(
+                f,
+                "device_id must not contain invisible or formatting characters (U+{:04X})",
+                u32::from(*c)
+            ),
             Error::InvalidConfig(why) => write!(f, "invalid configuration: {why}"),
             Error::InvalidSnapshot(why) => write!(f, "invalid snapshot: {why}"),
             Error::UnknownTicket(t) => write!(f, "ticket {t} is not open"),
+            Error::NotATicket(given) => {
+                write!(
+                    f,
+                    "a ticket is a whole number 1 ..= 4294967295, got {given}"
+                )
+            }
             Error::InvalidTime(t) => write!(f, "now_ms {t} is not a valid time in ms"),
             Error::NoEntropy => f.write_str("no random bytes available to seed the hash"),
             Error::UnknownFormat(name) => write!(

@@ -71,6 +71,12 @@ pub enum Scalar<'a> {
     Bool,
     Int(i64),
     Float(f64),
+    /// A JSON number whose text has a non-zero fraction although its nearest f64 is
+    /// whole (`0.99999999999999999` is 1.0, `4503599627370496.5` is 4503599627370496.0,
+    /// `1e-400` is 0.0): that f64, which a measurement takes as its value and a `seq`
+    /// refuses (not a whole number). Only the JSON reader, which keeps each number's
+    /// text, makes it; a JS number has been rounded before the library sees it.
+    Fractional(f64),
     Str(Cow<'a, str>),
     /// An array or object where a scalar belongs.
     Nested,
@@ -350,7 +356,8 @@ pub fn lone_surrogate(field: Field) -> Error {
 }
 
 /// The rules of a `device_id` (also applied to the device part of a stored key):
-/// 1–128 UTF-8 bytes, no control characters, not `.` or `..`.
+/// 1–128 UTF-8 bytes, no control characters, no invisible or formatting characters
+/// ([`INVISIBLE`]), not `.` or `..`.
 ///
 /// # Errors
 /// [`Error::Invalid`] for `device_id` naming the broken rule.
@@ -376,7 +383,63 @@ pub fn check_device_id(s: &str) -> Result<(), Error> {
             "must not contain control characters",
         ));
     }
+    // Only non-ASCII text can hold one; ASCII ids (the usual DevEUIs) skip the scan.
+    if !s.is_ascii() {
+        if let Some(c) = s.chars().find(|&c| is_invisible(c)) {
+            return Err(Error::InvisibleCharacter(c));
+        }
+    }
     Ok(())
+}
+
+/// The code points a device id must not contain although they are not controls:
+/// Unicode's format characters (general category Cf: the soft hyphen, zero-width
+/// space and joiners, bidirectional marks, embeddings, overrides and isolates, word
+/// joiner and invisible operators, the byte order mark, interlinear annotation, the
+/// tags) and the line and paragraph separators U+2028/U+2029. Each is invisible or
+/// reorders how the text around it is shown, so `bin\u{200B}1` would be a second
+/// device that prints as `bin1` in logs and dashboards. Sorted, disjoint, inclusive
+/// ranges of Unicode 17.0 (generated with `\p{Cf}` in Node 20's ICU); a static
+/// table and a binary search rather than a crate: 21 ranges, one lookup per
+/// non-ASCII character, nothing else of the Unicode database is needed.
+const INVISIBLE: [(u32, u32); 21] = [
+    (0x00AD, 0x00AD),
+    (0x0600, 0x0605),
+    (0x061C, 0x061C),
+    (0x06DD, 0x06DD),
+    (0x070F, 0x070F),
+    (0x0890, 0x0891),
+    (0x08E2, 0x08E2),
+    (0x180E, 0x180E),
+    (0x200B, 0x200F),
+    (0x2028, 0x202E),
+    (0x2060, 0x2064),
+    (0x2066, 0x206F),
+    (0xFEFF, 0xFEFF),
+    (0xFFF9, 0xFFFB),
+    (0x110BD, 0x110BD),
+    (0x110CD, 0x110CD),
+    (0x13430, 0x1343F),
+    (0x1BCA0, 0x1BCA3),
+    (0x1D173, 0x1D17A),
+    (0xE0001, 0xE0001),
+    (0xE0020, 0xE007F),
+];
+
+/// Whether `c` is in [`INVISIBLE`].
+fn is_invisible(c: char) -> bool {
+    let c = c as u32;
+    INVISIBLE
+        .binary_search_by(|&(lo, hi)| {
+            if hi < c {
+                std::cmp::Ordering::Less
+            } else if lo > c {
+                std::cmp::Ordering::Greater
+            } else {
+                std::cmp::Ordering::Equal
+            }
+        })
+        .is_ok()
 }
 
 fn seq(v: Scalar<'_>) -> Result<i64, Error> {
@@ -386,6 +449,7 @@ fn seq(v: Scalar<'_>) -> Result<i64, Error> {
         Scalar::Float(f) if f.is_finite() && f.fract() != 0.0 => {
             return Err(Error::Invalid(Field::Seq, "must be a whole number"))
         }
+        Scalar::Fractional(_) => return Err(Error::Invalid(Field::Seq, "must be a whole number")),
         Scalar::Float(_) => return Err(Error::Invalid(Field::Seq, "is outside ±(2^53−1)")),
         _ => return Err(Error::Invalid(Field::Seq, "must be a JSON number")),
     };
@@ -406,7 +470,7 @@ fn ts(v: Scalar<'_>) -> Result<Micros, Error> {
 fn fill_pct(v: Scalar<'_>) -> Result<f64, Error> {
     let x = match v {
         Scalar::Int(n) => n as f64,
-        Scalar::Float(f) => f,
+        Scalar::Float(f) | Scalar::Fractional(f) => f,
         _ => return Err(Error::Invalid(Field::FillPct, "must be a JSON number")),
     };
     if !x.is_finite() {
@@ -504,6 +568,82 @@ mod tests {
         }
         for id in ["...", ".a", "a.", "./"] {
             assert_eq!(check_device_id(id), Ok(()), "{id}");
+        }
+    }
+
+    #[test]
+    fn the_invisible_table_is_sorted_and_disjoint() {
+        assert!(INVISIBLE.iter().all(|&(lo, hi)| lo <= hi));
+        assert!(INVISIBLE.windows(2).all(|w| w[0].1 + 1 < w[1].0));
+    }
+
+    #[test]
+    fn device_ids_with_invisible_or_formatting_characters_are_refused() {
+        // Each of these looks like (or reorders the display of) another id: before,
+        // "bin\u{200B}1" was a device of its own beside "bin1".
+        for c in [
+            '\u{00AD}',
+            '\u{0600}',
+            '\u{061C}',
+            '\u{180E}',
+            '\u{200B}',
+            '\u{200C}',
+            '\u{200D}',
+            '\u{200E}',
+            '\u{200F}',
+            '\u{2028}',
+            '\u{2029}',
+            '\u{202A}',
+            '\u{202E}',
+            '\u{2060}',
+            '\u{2064}',
+            '\u{2066}',
+            '\u{206F}',
+            '\u{FEFF}',
+            '\u{FFF9}',
+            '\u{FFFB}',
+            '\u{110BD}',
+            '\u{1343F}',
+            '\u{1D173}',
+            '\u{E0001}',
+            '\u{E0020}',
+            '\u{E007F}',
+        ] {
+            let id = format!("bin{c}1");
+            let e = check_device_id(&id).unwrap_err();
+            assert_eq!(e.code(), "invalid_device_id", "U+{:04X}", c as u32);
+            assert_eq!(
+                e.to_string(),
+                format!(
+                    "device_id must not contain invisible or formatting characters (U+{:04X})",
+                    c as u32
+                )
+            );
+        }
+        // Neighbours of the ranges, and visible non-ASCII text, are ids.
+        for c in [
+            '\u{00AC}',
+            '\u{00AE}',
+            '\u{200A}',
+            '\u{2010}',
+            '\u{2027}',
+            '\u{202F}',
+            '\u{2065}',
+            '\u{2070}',
+            '\u{FEFE}',
+            '\u{FFFC}',
+            '\u{FFFD}',
+            '\u{E0000}',
+            '\u{E0080}',
+            'ü',
+            '🗑',
+        ] {
+            assert_eq!(
+                check_device_id(&format!("bin{c}1")),
+                Ok(()),
+                "U+{:04X}",
+                c as u32
+            );
         }
     }
 

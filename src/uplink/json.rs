@@ -106,14 +106,57 @@ impl<'a> Json<'a> {
 /// serde_json reads numbers: an integer within i64 is `Int`, any other number the
 /// nearest f64, correctly rounded — `-0` is `-0.0`, an integer beyond i64 a float,
 /// `1e-400` (below the smallest double) `0.0` as in `JSON.parse`, and `1e400`
-/// (beyond the largest) infinity, which every field's rule rejects.
+/// (beyond the largest) infinity, which every field's rule rejects. A number whose
+/// text has a non-zero fraction but whose f64 is whole (`0.99999999999999999`,
+/// `1e-400`) is [`Scalar::Fractional`]: integrality is decided by the text, so a
+/// `seq` of it is refused instead of keyed as its rounded neighbour.
 pub(crate) fn number_scalar(text: &str) -> Scalar<'static> {
     // A fraction or an exponent stops the integer parse at once.
     match text.parse::<i64>() {
         Ok(n) if n != 0 || !text.starts_with('-') => Scalar::Int(n),
-        // The grammar was checked, so the text parses; NaN is unreachable.
-        _ => Scalar::Float(text.parse::<f64>().unwrap_or(f64::NAN)),
+        _ => {
+            // The grammar was checked, so the text parses; NaN is unreachable.
+            let f = text.parse::<f64>().unwrap_or(f64::NAN);
+            if f.fract() == 0.0 && !is_whole(text) {
+                Scalar::Fractional(f)
+            } else {
+                Scalar::Float(f)
+            }
+        }
     }
+}
+
+/// Whether a JSON number's text (grammar already checked) is a whole number,
+/// exactly: every non-zero digit of its mantissa stands left of the decimal point
+/// once the exponent has moved it (`1.0`, `1e2`, `10E-1`, `-0` are whole;
+/// `0.99999999999999999`, `1e-400`, `0.5e1` is whole, `0.05e1` is not).
+fn is_whole(text: &str) -> bool {
+    let unsigned = text.strip_prefix('-').unwrap_or(text);
+    let (mantissa, exponent) = match unsigned.find(['e', 'E']) {
+        Some(at) => (&unsigned[..at], &unsigned[at + 1..]),
+        None => (unsigned, ""),
+    };
+    let (int, frac) = mantissa.split_once('.').unwrap_or((mantissa, ""));
+    // The position (digits after the first of `int`) of the last non-zero digit.
+    let nonzero = |digits: &str| digits.bytes().rposition(|b| b != b'0');
+    let Some(last) = nonzero(frac)
+        .map(|at| int.len() + at)
+        .or_else(|| nonzero(int))
+    else {
+        return true; // zero
+    };
+    // Digits left of the point after the shift: int.len() + exponent, saturating
+    // (an exponent of any length is valid JSON).
+    let (negative, digits) = match exponent.as_bytes().first() {
+        Some(b'-') => (true, &exponent[1..]),
+        Some(b'+') => (false, &exponent[1..]),
+        _ => (false, exponent),
+    };
+    let magnitude = digits.bytes().fold(0i64, |acc, d| {
+        acc.saturating_mul(10).saturating_add(i64::from(d - b'0'))
+    });
+    let shift = if negative { -magnitude } else { magnitude };
+    (last as i64) < (int.len() as i64).saturating_add(shift)
 }
 
 /// Why a body is not JSON this service reads, and where. Boxed: every step of the
@@ -236,6 +279,14 @@ pub(crate) fn read<'a, T>(
     body: &'a [u8],
     read: impl FnOnce(&mut Reader<'a>) -> Result<T, Fault>,
 ) -> Result<T, Error> {
+    // RFC 8259 §8.1: senders must not add a byte order mark; a parser may ignore
+    // one. This service refuses it, as `JSON.parse` and serde_json do, but says
+    // what it is instead of "a value is expected at line 1 column 1".
+    if body.starts_with(b"\xEF\xBB\xBF") {
+        return Err(Error::InvalidJson(
+            "the body starts with a UTF-8 byte order mark (EF BB BF); send JSON without it".into(),
+        ));
+    }
     let run = |r: &mut Reader<'a>| {
         let value = read(r)?;
         r.end()?;
@@ -739,7 +790,7 @@ mod tests {
             Scalar::Null => Scalar::Null,
             Scalar::Bool => Scalar::Bool,
             Scalar::Int(n) => Scalar::Int(n),
-            Scalar::Float(x) => Scalar::Float(x),
+            Scalar::Float(x) | Scalar::Fractional(x) => Scalar::Float(x),
             Scalar::Nested => Scalar::Nested,
         }
     }
@@ -767,12 +818,17 @@ mod tests {
             ("\"\\u12\"", "four hex digits are expected after \\u at line 1 column 4"),
             ("\"abc", "the body ends where a string's closing quote is expected at line 1 column 5"),
             ("[1]\n x", "characters follow the JSON value at line 2 column 2"),
-            ("\u{feff}[]", "a value is expected at line 1 column 1"),
+
             ("[\"é\", x]", "a value is expected at line 1 column 7"),
         ] {
             assert_eq!(message(text), format!("body is not valid JSON: {why}"), "{text:?}");
             assert!(serde_json::from_str::<serde_json::Value>(text).is_err(), "{text:?}");
         }
+        assert_eq!(
+            message("\u{feff}[]"),
+            "body is not valid JSON: the body starts with a UTF-8 byte order mark (EF BB BF); \
+             send JSON without it"
+        );
         let e = read(b"[\"\xff\"]", Reader::value).unwrap_err();
         assert_eq!(
             e.to_string(),
@@ -785,7 +841,23 @@ mod tests {
         assert_eq!(parse("1e400"), Ok(Json::Number("1e400")));
         assert_eq!(number_scalar("1e400"), Scalar::Float(f64::INFINITY));
         assert_eq!(number_scalar("-1e400"), Scalar::Float(f64::NEG_INFINITY));
-        assert_eq!(number_scalar("1e-400"), Scalar::Float(0.0));
+        // Below the smallest double it is 0.0, but not a whole number by its text.
+        assert_eq!(number_scalar("1e-400"), Scalar::Fractional(0.0));
+        assert_eq!(
+            number_scalar("0.99999999999999999"),
+            Scalar::Fractional(1.0)
+        );
+        assert_eq!(number_scalar("0.5"), Scalar::Float(0.5));
+        assert_eq!(number_scalar("1.0e-400"), Scalar::Fractional(0.0));
+        assert_eq!(number_scalar("0e-400"), Scalar::Float(0.0));
+        assert_eq!(
+            number_scalar("1e999999999999999999999"),
+            Scalar::Float(f64::INFINITY)
+        );
+        assert_eq!(
+            number_scalar("1e-999999999999999999999"),
+            Scalar::Fractional(0.0)
+        );
         assert_eq!(number_scalar("41"), Scalar::Int(41));
         assert_eq!(number_scalar("41.0"), Scalar::Float(41.0));
         assert_eq!(number_scalar("0"), Scalar::Int(0));

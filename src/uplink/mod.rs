@@ -350,6 +350,7 @@ fn refused(
         Error::InvalidReading(_)
             | Error::Missing(Field::DeviceId)
             | Error::Invalid(Field::DeviceId, _)
+            | Error::InvisibleCharacter(_)
     );
     let mut rejection = Rejection::new(index, e);
     if *e == Error::Missing(Field::FillPct) && format != Format::Readings {
@@ -481,6 +482,7 @@ fn lend<'e>(s: &'e Scalar<'_>) -> Scalar<'e> {
         Scalar::Bool => Scalar::Bool,
         Scalar::Int(n) => Scalar::Int(*n),
         Scalar::Float(x) => Scalar::Float(*x),
+        Scalar::Fractional(x) => Scalar::Fractional(*x),
         Scalar::Nested => Scalar::Nested,
     }
 }

@@ -142,7 +142,7 @@ mod tests {
     use super::parse;
     use crate::dedupe::error::Error;
     use crate::dedupe::key::idempotency_key;
-    use crate::dedupe::reading::{parse_reading, RawReading};
+    use crate::dedupe::reading::{parse_reading, RawReading, Scalar};
     use serde::Deserialize;
     use serde_json::{json, Value};
 
@@ -176,6 +176,21 @@ mod tests {
                     .collect()
             })
             .map_err(|why| Error::InvalidBurst(why.into()));
+        // A number whose text is fractional but whose f64 is whole is `Fractional`
+        // here (the reader keeps the text), `Float` through a `Value`.
+        let as_float = |s: &mut Option<Scalar>| {
+            if let Some(Scalar::Fractional(x)) = *s {
+                *s = Some(Scalar::Float(x));
+            }
+        };
+        let got = got.map(|mut rs: Vec<RawReading>| {
+            for r in &mut rs {
+                [&mut r.device_id, &mut r.seq, &mut r.ts, &mut r.fill_pct]
+                    .into_iter()
+                    .for_each(as_float);
+            }
+            rs
+        });
         assert_eq!(got, want, "{text}");
     }
 

@@ -411,9 +411,10 @@ fn numbers_out_of_range_are_ignored_unless_read() {
     );
     assert_eq!(read("seq", "-0"), None);
     assert_eq!(read("fill_pct", "-0"), None);
-    // 1e-400 is below the smallest double: it reads as 0, as JSON.parse reads it.
+    // 1e-400 is below the smallest double: it reads as 0, as JSON.parse reads it; as
+    // a seq it is refused, since its text is not a whole number.
     assert_eq!(read("fill_pct", "1e-400"), None);
-    assert_eq!(read("seq", "1e-400"), None);
+    assert_eq!(read("seq", "1e-400"), Some("invalid_seq"));
     let zero = |v: &str| {
         let r = edit(R1, r#""fill_pct":10"#, &format!(r#""fill_pct":{v}"#));
         let p = plan_of(Format::Readings, &format!("[{r}]"));
@@ -550,4 +551,63 @@ fn deep_nesting_is_a_clean_error() {
     let ok = format!("{}{}", "[".repeat(126), "]".repeat(126));
     let body = format!(r#"[{{"device_id":"a","x":{ok}}}]"#);
     assert_eq!(plan_of(Format::Readings, &body).received, 1);
+}
+
+#[test]
+fn a_seq_is_whole_by_its_text_not_by_its_rounded_f64() {
+    // Fractional texts whose nearest f64 is whole (or zero by underflow): before,
+    // `0.99999999999999999` keyed as seq 1 and `1e-400` as seq 0.
+    for seq in [
+        "0.99999999999999999",
+        "4503599627370496.5",
+        "9007199254740990.5",
+        "1e-400",
+        "-1e-400",
+        "1.00000000000000000001",
+        "12345678901234567890e-20",
+        "0.05e1",
+    ] {
+        let body = format!("[{}]", edit(R1, r#""seq":1"#, &format!(r#""seq":{seq}"#)));
+        let p = plan_of(Format::Readings, &body);
+        assert_eq!(
+            rejections(&p),
+            [(0, "invalid_seq", "seq must be a whole number")],
+            "{seq}"
+        );
+        assert!(p.devices.is_empty(), "{seq}");
+    }
+    // Whole by their text: a zero fraction, an exponent that moves every digit left
+    // of the point, minus zero.
+    for (seq, want) in [
+        ("1.0", 1_i64),
+        ("1e2", 100),
+        ("-0", 0),
+        ("10E-1", 1),
+        ("1.50e1", 15),
+        ("0.5e1", 5),
+        ("0.0e-5", 0),
+        ("123400000e-5", 1234),
+        ("9007199254740991.000", 9_007_199_254_740_991),
+    ] {
+        let body = format!("[{}]", edit(R1, r#""seq":1"#, &format!(r#""seq":{seq}"#)));
+        let p = plan_of(Format::Readings, &body);
+        assert!(p.rejected.is_empty(), "{seq}: {:?}", rejections(&p));
+        assert!(
+            p.devices[0].readings[0]
+                .key
+                .starts_with(&format!("a:{want}:")),
+            "{seq}"
+        );
+    }
+    // The same rule for a webhook's frame counter.
+    let tts = edit(
+        TTS_WITH_FILL,
+        r#""f_cnt": 1"#,
+        r#""f_cnt": 0.99999999999999999"#,
+    );
+    assert_eq!(rejections(&plan_of(Format::Tts, &tts))[0].1, "invalid_seq");
+    // fill_pct is a measurement: its nearest f64 is its value.
+    let r = edit(R1, r#""fill_pct":10"#, r#""fill_pct":9.99999999999999999"#);
+    let p = plan_of(Format::Readings, &format!("[{r}]"));
+    assert!(p.rejected.is_empty());
 }

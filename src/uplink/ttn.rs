@@ -17,7 +17,7 @@
 //! * Other event types (join accept, downlink ack, ...) have no `uplink_message` and
 //!   are refused (`invalid_burst`); enable only "Uplink message" on the webhook.
 
-use super::json::{Json, Object};
+use super::json::Object;
 use super::{dev_eui, frame_counter, path, scalar, Envelope};
 use crate::dedupe::error::Error;
 
@@ -27,12 +27,19 @@ pub(super) const LABEL: &str = "The Things Stack";
 /// The uplink's device, decoded payload, frame counter and receive time.
 ///
 /// # Errors
-/// [`Error::InvalidBurst`] when there is no `uplink_message` object.
+/// [`Error::InvalidBurst`] when there is no `uplink_message`, or it is not an object.
 pub(super) fn envelope<'a>(root: &'a Object<'a>) -> Result<Envelope<'a>, Error> {
-    let Some(msg) = root.get("uplink_message").and_then(Json::as_object) else {
-        return Err(Error::InvalidBurst(
-            "not a The Things Stack uplink: no \"uplink_message\" object".into(),
-        ));
+    let msg = match root.get("uplink_message") {
+        Some(v) => v.as_object().ok_or_else(|| {
+            Error::InvalidBurst(
+                "not a The Things Stack uplink: \"uplink_message\" is not an object".into(),
+            )
+        })?,
+        None => {
+            return Err(Error::InvalidBurst(
+                "not a The Things Stack uplink: no \"uplink_message\" object".into(),
+            ))
+        }
     };
     let device_id = dev_eui(path(root, &["end_device_ids", "dev_eui"])).or_else(|| {
         path(root, &["end_device_ids", "device_id"])

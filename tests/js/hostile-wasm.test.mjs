@@ -98,6 +98,37 @@ const rows = [
   ['idempotencyKey: a valid pair "\\uD83D\\uDDD1" keys as UTF-8', () => idempotencyKey(r('bin-\uD83D\uDDD1')), { result: (k) => assert.ok(k.startsWith('bin-🗑:1:')) }, S],
   ['idempotencyKey: a real U+FFFD is valid Unicode', () => idempotencyKey(r('dev\uFFFD')), { result: (k) => assert.ok(k.startsWith('dev\uFFFD:1:')) }, S],
 
+  // A JS exception inside a call (a throwing getter, a Proxy whose traps throw) is
+  // caught: invalid_burst naming it, nothing admitted, and the instance keeps working
+  // (before: the exception unwound through Wasm with the instance borrowed, and every
+  // later call threw "recursive use of an object detected").
+  ['processBurst: a getter that throws in reading 1', (d) => d.processBurst([r('bin-g', 1), { get device_id() { throw new Error('boom'); } }], NOW), { code: 'invalid_burst' }, S],
+  ['processBurst: the error names the thrown error and the reading', (d) => { try { d.processBurst([r('bin-g', 1), { get seq() { throw new TypeError('boom'); } }], NOW); } catch (e) { return e.message; } },
+    { result: (m) => assert.equal(m, 'reading 1 could not be read: reading it threw TypeError: boom') }, S],
+  ['processBurst: a Proxy array whose get trap throws', (d) => d.processBurst(new Proxy([r('bin-g', 1)], { get() { throw new Error('trap'); } }), NOW), { code: 'invalid_burst' }, S],
+  ['processBurst: a Proxy reading whose ownKeys trap throws', (d) => d.processBurst([new Proxy(r('bin-g', 1), { ownKeys() { throw new Error('trap'); } })], NOW), { code: 'invalid_burst' }, S],
+  ['processBurst: a revoked Proxy as the burst', (d) => { const p = Proxy.revocable([], {}); p.revoke(); return d.processBurst(p.proxy, NOW); }, { code: 'invalid_burst' }, S],
+  ['processBurst {readings}: a readings getter that throws', (d) => d.processBurst({ get readings() { throw new Error('boom'); } }, NOW), { code: 'invalid_burst' }, S],
+  ['processBurst: a throwing getter in an ignored nested member is never run', (d) => d.processBurst([{ ...HELD[0], extra: { get x() { throw new Error('boom'); } } }], NOW),
+    { result: (o) => assert.deepEqual([o.duplicates, o.rejected], [[0], []]) }, (d) => assert.deepEqual(HELD.map((x) => d.contains(x, NOW)), [true, true])],
+  ['processBurst: a benign Proxy array and reading are read as usual', (d) => d.processBurst(new Proxy([new Proxy(HELD[0], {})], {}), NOW), { result: (o) => assert.deepEqual(o.duplicates, [0]) }, (d) => assert.deepEqual(HELD.map((x) => d.contains(x, NOW)), [true, true])],
+  ['processBurst: a thrown non-Error value', (d) => { try { d.processBurst([{ get ts() { throw 42; } }], NOW); } catch (e) { return [e.code, e.message]; } },
+    { result: (v) => assert.deepEqual(v, ['invalid_burst', 'reading 0 could not be read: reading it threw 42']) }, S],
+  ['contains: a getter that throws', (d) => d.contains({ get device_id() { throw new Error('boom'); } }, NOW), { code: 'invalid_burst' }, S],
+  ['idempotencyKey: a getter that throws', () => idempotencyKey({ get device_id() { throw new Error('boom'); } }), { code: 'invalid_burst' }, S],
+  ['admitKeys: a context getter that throws', (d) => d.admitKeys(HELD_KEYS[0], NOW, 0, { get route() { throw new Error('boom'); } }), { code: 'invalid_burst' }, S],
+  ['new Deduplicator: an options getter that throws', () => new Deduplicator({ get ttlMs() { throw new Error('boom'); } }), { code: 'invalid_config' }, S],
+  ['restore: options getter that throws', () => Deduplicator.restore(base, { get maxKeys() { throw new Error('boom'); } }), { code: 'invalid_config' }, S],
+  ['processBurstJson: a Proxy of bytes whose get trap throws', (d) => d.processBurstJson(new Proxy(new TextEncoder().encode('[]'), { get() { throw new Error('trap'); } }), NOW), { code: 'invalid_burst' }, S],
+  // A Proxy of a Uint8Array cannot be read as one even without traps (its `length`
+  // getter refuses a Proxy as `this`): a coded error, never an uncaught one.
+  ['processBurstJson: a trapless Proxy of bytes', (d) => d.processBurstJson(new Proxy(new TextEncoder().encode(JSON.stringify([HELD[0]])), {}), NOW), { code: 'invalid_burst' }, S],
+  ['parseUplink: a Proxy of bytes whose get trap throws', () => pkg.parseUplink('readings', new Proxy(new Uint8Array(2), { get() { throw new Error('trap'); } })), { code: 'invalid_burst' }, S],
+  ['restore: a Proxy of bytes whose get trap throws', () => Deduplicator.restore(new Proxy(base, { get() { throw new Error('trap'); } })), { code: 'invalid_burst' }, S],
+  ['fromKeys: admission times as a Proxy whose get trap throws', () => Deduplicator.fromKeys(HELD_KEYS[0], new Proxy([NOW], { get() { throw new Error('trap'); } })), { code: 'invalid_burst' }, S],
+  ['fromKeys: a Float64Array Proxy whose get trap throws', () => Deduplicator.fromKeys(HELD_KEYS[0], new Proxy(Float64Array.of(NOW), { get() { throw new Error('trap'); } })), { code: 'invalid_burst' }, S],
+  ['auditLine: a counts getter that throws', () => auditLine('burst_deduplicated', { get received() { throw new Error('boom'); } }, NOW), { code: 'invalid_burst' }, S],
+
   // One seq range everywhere: ±(2^53−1).
   ['processBurst: seq -(2n**63n) beside a valid reading', (d) => d.processBurst([r('bin-s1', 5), r('bin-s1', -(2n ** 63n))], NOW),
     { result: (o) => assert.deepEqual([o.unique.map((u) => u.index), o.rejected.map((x) => [x.index, x.code])], [[0], [[1, 'invalid_seq']]]) },
@@ -143,6 +174,44 @@ const rows = [
   ['checkDeviceId: a number', () => checkDeviceId(5), { code: 'invalid_device_id' }, S],
   ['admitKeys: key of device ".."', (d) => d.admitKeys('..:1:0123456789abcdef', NOW), { code: 'invalid_key' }, S],
   ['processBurst: 129-byte device_id', (d) => d.processBurst([r('ü'.repeat(64) + 'x')], NOW), { result: rejectedAs('invalid_device_id') }, S],
+
+  // Invisible or formatting characters (Unicode Cf, U+2028/U+2029): an id that
+  // prints as another, or reorders the text around it, is refused.
+  ['checkDeviceId: "bin\\u200B1" (zero-width space)', () => { try { checkDeviceId('bin\u200B1'); } catch (e) { return [e.code, e.message]; } },
+    { result: (v) => assert.deepEqual(v, ['invalid_device_id', 'device_id must not contain invisible or formatting characters (U+200B)']) }, S],
+  ['checkDeviceId: "bin\\u202E1" (right-to-left override)', () => checkDeviceId('bin\u202E1'), { code: 'invalid_device_id' }, S],
+  ['checkDeviceId: "\\uFEFFbin" (BOM)', () => checkDeviceId('\uFEFFbin'), { code: 'invalid_device_id' }, S],
+  ['checkDeviceId: "bin\\u{E0041}" (tag)', () => checkDeviceId('bin\u{E0041}'), { code: 'invalid_device_id' }, S],
+  ['checkDeviceId: "bin\\u2028" (line separator)', () => checkDeviceId('bin\u2028'), { code: 'invalid_device_id' }, S],
+  ['processBurst: "bin-held\\u00AD" beside "bin-held" (soft hyphen)', (d) => d.processBurst([{ ...HELD[0], device_id: 'bin-held\u00AD' }], NOW), { result: rejectedAs('invalid_device_id', /invisible or formatting characters \(U\+00AD\)/) }, S],
+  ['processBurstJson: "bin\\u2066x" escaped', (d) => JSON.parse(d.processBurstJson('[{"device_id":"bin\\u2066x","seq":1,"ts":"2026-07-16T09:00:00Z","fill_pct":5}]', NOW)), { result: rejectedAs('invalid_device_id') }, S],
+  ['admitKeys: key of "bin\\u200D1"', (d) => d.admitKeys('bin\u200D1:1:0123456789abcdef', NOW), { code: 'invalid_key' }, S],
+  ['checkDeviceId: "bin\\u00AE" (a visible sign) is an id', () => checkDeviceId('bin\u00AE'), { result: (v) => assert.equal(v, undefined) }, S],
+
+  // A seq is whole by its JSON text, not by its rounded f64.
+  ...['0.99999999999999999', '4503599627370496.5', '9007199254740990.5', '1e-400'].map((seq) =>
+    [`processBurstJson: seq ${seq}`, (d) => JSON.parse(d.processBurstJson(`[{"device_id":"bin-held","seq":${seq},"ts":"2026-07-16T09:00:00Z","fill_pct":50}]`, NOW)),
+      { result: rejectedAs('invalid_seq', /^seq must be a whole number$/) }, S]),
+  ...[['1.0', 1], ['10E-1', 1], ['2e0', 2], ['0.2e1', 2]].map(([seq, n]) =>
+    [`processBurstJson: seq ${seq} is whole (${n})`, (d) => JSON.parse(d.processBurstJson(`[{"device_id":"bin-held","seq":${seq},"ts":"2026-07-16T09:00:00Z","fill_pct":50}]`, NOW)),
+      { result: (o) => assert.deepEqual([o.duplicates, o.rejected], [[0], []]) }, (d) => assert.deepEqual(HELD.map((x) => d.contains(x, NOW)), [true, true])]),
+
+  // Error messages name what was given.
+  ['confirm(1n): says a BigInt is no ticket', (d) => { try { d.confirm(1n); } catch (e) { return [e.code, e.message]; } },
+    { result: (v) => assert.deepEqual(v, ['unknown_ticket', 'a ticket is a whole number 1 ..= 4294967295, got a BigInt']) }, S],
+  ['release(2**32 + 1): says what was given', (d) => { try { d.release(2 ** 32 + 1); } catch (e) { return e.message; } },
+    { result: (m) => assert.equal(m, 'a ticket is a whole number 1 ..= 4294967295, got 4294967297') }, S],
+  ['confirm(2): a ticket never issued', (d) => { try { d.confirm(2); } catch (e) { return e.message; } }, { result: (m) => assert.equal(m, 'ticket 2 is not open') }, S],
+  ['new Deduplicator({ ttlMs: "1000" }): names the option', () => { try { new Deduplicator({ ttlMs: '1000' }); } catch (e) { return [e.code, e.message]; } },
+    { result: (v) => assert.deepEqual(v, ['invalid_config', 'invalid configuration: ttlMs must be a number (a whole number; see limits()), got a string']) }, S],
+  ['restore(bytes, 60000, 0): says what the second argument is', () => { try { Deduplicator.restore(base, 60000, 0); } catch (e) { return [e.code, e.message]; } },
+    { result: (v) => assert.deepEqual(v, ['invalid_config', "invalid configuration: restore's second argument (the options) must be an object { ttlMs, maxKeys }, got a number"]) }, S],
+  ['auditLine: counts that do not reconcile say so, not "body is not a burst"', () => { try { auditLine('burst_deduplicated', { received: 1, unique: 0, duplicates_suppressed: 0, rejected: 0, seq_reuses: 0, evicted_before_ttl: 0 }, NOW); } catch (e) { return [e.code, e.message]; } },
+    { result: ([code, m]) => { assert.equal(code, 'invalid_burst'); assert.doesNotMatch(m, /body is not a burst/); assert.match(m, /^audit counts/); } }, S],
+  ['auditLine: counts that are not an object', () => { try { auditLine('burst_deduplicated', 5, NOW); } catch (e) { return [e.code, e.message]; } },
+    { result: ([code, m]) => { assert.equal(code, 'invalid_burst'); assert.match(m, /^audit counts/); } }, S],
+  ['auditLine: an unknown event', () => { try { auditLine('burst_lost', {}, NOW); } catch (e) { return [e.code, e.message]; } },
+    { result: ([code, m]) => { assert.equal(code, 'invalid_burst'); assert.match(m, /^unknown audit event "burst_lost"; expected burst_deduplicated or burst_not_stored$/); } }, S],
 
   // nowMs must be a JS number within 0 ..= 8.64e15.
   ['processBurst: nowMs "123"', (d) => d.processBurst([r('bin-t')], '123'), { code: 'invalid_time' }, S],
@@ -258,6 +327,15 @@ test('after the table the same instance decides a valid burst correctly', () => 
   const again = Deduplicator.restore(dedup.snapshot());
   assert.deepEqual([...again.admitKeys(idempotencyKey(fresh[1]), NOW + 3).verdicts], [2]);
   assert.equal(again.processBurst([fresh[0]], NOW + 60_001).unique.length, 1, 'expired after the TTL');
+});
+
+test('an instance whose call met a JS exception still works, and free() frees it', () => {
+  const d = new Deduplicator();
+  assert.throws(() => d.processBurst([r('g', 1), { get device_id() { throw new Error('boom'); } }], NOW), { code: 'invalid_burst' });
+  assert.throws(() => d.processBurst(new Proxy([], { get() { throw new Error('trap'); } }), NOW), { code: 'invalid_burst' });
+  assert.equal(d.stats().keys, 0, 'nothing admitted');
+  assert.equal(d.processBurst([r('g', 1)], NOW).unique.length, 1);
+  d.free();
 });
 
 // Property over the Wasm API: seeded random calls of every method that changes the

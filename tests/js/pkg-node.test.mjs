@@ -132,8 +132,13 @@ test('the core writes every time and audit line: isoTime, auditLine, limits', ()
 test('an audit line is one JSON line whatever the device id or error text (no log injection)', () => {
   const counts = { received: 1, unique: 1, duplicates_suppressed: 0, rejected: 0, seq_reuses: 0, evicted_before_ttl: 0 };
   // Ids a device may legally have (no control characters) that would break a naive
-  // line format: quotes, backslashes, a forged member, the JS line separators.
-  const ids = ['a","level":"INFO', 'back\\slash', 'line\u2028sep', 'para\u2029sep', '{"event":"x"}', '</script>'];
+  // line format: quotes, backslashes, a forged member. The JS line separators are not
+  // ids (U+2028/U+2029 are refused as invisible characters); they are tried in the
+  // error text below.
+  for (const device_id of ['line\u2028sep', 'para\u2029sep']) {
+    assert.throws(() => idempotencyKey({ device_id, seq: 1, ts: '2026-07-16T09:00:00Z', fill_pct: 1 }), { code: 'invalid_device_id' });
+  }
+  const ids = ['a","level":"INFO', 'back\\slash', '{"event":"x"}', '</script>'];
   for (const device_id of ids) {
     const dedup = new Deduplicator();
     const key = idempotencyKey({ device_id, seq: 1, ts: '2026-07-16T09:00:00Z', fill_pct: 1 });
@@ -144,7 +149,7 @@ test('an audit line is one JSON line whatever the device id or error text (no lo
     assert.equal(line.level, 'INFO');
     assert.deepEqual(Object.keys(line), ['logged_at', 'level', 'event', 'payload', 'device_id', 'burst_id']);
   }
-  const error = 'origin said "ok"\n{"level":"INFO"}';
+  const error = 'origin said "ok"\n{"level":"INFO"}\u2028\u2029';
   const text = auditLine('burst_not_stored', { ...counts, unique: 0, not_stored: 1 }, NOW, { device_id: 'd', error });
   assert.ok(!/[\n\r]/.test(text));
   assert.equal(JSON.parse(text).error, error);

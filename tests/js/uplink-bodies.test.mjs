@@ -95,3 +95,24 @@ test('deep nesting is a clean invalid_json, and the instance keeps working', () 
   throwsJson(() => new Deduplicator().processBurstJson(enc.encode(`[${deep}]`), NOW), /nested deeper than 128 levels/);
   assert.equal(plan('readings', `[${reading()}]`).devices[0].readings[0].key, 'bin-A17:41:76c73ee2946cc70e');
 });
+
+test('a body that starts with a UTF-8 byte order mark is invalid_json saying so (every route)', () => {
+  const bom = (body) => Uint8Array.from([0xef, 0xbb, 0xbf, ...enc.encode(body)]);
+  const why = /^body is not valid JSON: the body starts with a UTF-8 byte order mark \(EF BB BF\); send JSON without it$/;
+  throwsJson(() => parseUplink('readings', bom(`[${reading()}]`)), why);
+  throwsJson(() => parseUplink('ttn', bom(TTS)), why);
+  throwsJson(() => new Deduplicator().processBurstJson(bom(`[${reading()}]`), NOW), why);
+  // As a string (U+FEFF first) too.
+  throwsJson(() => parseUplink('readings', `\uFEFF[${reading()}]`), why);
+});
+
+test('TTN: an uplink_message that is not an object says so', () => {
+  for (const v of ['1e400', '1', '"x"', '[]', 'null']) {
+    const body = edit(TTS, TTS.slice(TTS.indexOf('"uplink_message"'), TTS.lastIndexOf('}')), `"uplink_message": ${v}`);
+    assert.throws(() => parseUplink('ttn', enc.encode(body)), (e) => e.code === 'invalid_burst'
+      && e.message === 'body is not a burst: not a The Things Stack uplink: "uplink_message" is not an object', v);
+  }
+  const none = edit(TTS, TTS.slice(TTS.indexOf('"uplink_message"'), TTS.lastIndexOf('}')), '"other": 1');
+  assert.throws(() => parseUplink('ttn', enc.encode(none)), (e) => e.code === 'invalid_burst'
+    && e.message === 'body is not a burst: not a The Things Stack uplink: no "uplink_message" object');
+});
