@@ -25,14 +25,18 @@
 //      GET /v1/stats answers 200 throughout (on its own connection);
 //   5. /v1/stats at the end equals the sum of what the ingest replies counted, with
 //      every registered device;
-//   6. workerd's resident memory is flat after the TTL window (see FLAT below).
+//   6. workerd's resident memory is flat after the TTL window, measured on a steady
+//      phase before the main load (the same devices at the same rate throughout; see
+//      STEADY_DEVICES below); on the main load (every device new) it is reported only.
 // Hostile requests answered otherwise than the contract says are listed as contract
 // deviations; they fail the run only if they are a 5xx or lose a reading.
 //
 //   SOAK_SECONDS=60 SOAK_DEVICES=10000 [SOAK_CONCURRENCY=16] [SOAK_SEED=N] node tests/bench/soak.mjs
 // Also: SOAK_TTL_MS (10000), SOAK_HOSTILE_SHARE (0.08), SOAK_STORAGE=memory (default:
 // persisted in a temporary directory, as `npm start` does), SOAK_ORIGIN_KEEPALIVE_MS
-// (the origin stub's keep-alive timeout, 0 = none), SOAK_LOG=1 (workerd's output).
+// (the origin stub's keep-alive timeout, 0 = none), SOAK_LOG=1 (workerd's output),
+// SOAK_STEADY_DEVICES (50; 0 = no steady phase, no memory check), SOAK_STEADY_EVERY_MS
+// (5000), SOAK_STEADY_MS (4 TTL + 10 s), SOAK_IDLE_MS (30000).
 import { createHash } from "node:crypto";
 import fs from "node:fs";
 import http from "node:http";
@@ -63,15 +67,24 @@ const DRAIN_MS = 300_000;
 /** /v1/health "answers throughout": never longer than this without a 200 {"ok":true}. */
 const HEALTH_LIMIT_MS = 5_000;
 /**
- * Memory is "flat" when the median RSS of the last TTL window of the load is at most
+ * Memory is "flat" when the median RSS of the last TTL window of the steady phase is at most
  * FLAT_RATIO times the median of the first full window after the first TTL window
  * (and the eviction delay of idle objects, 10 s, after it).
  */
 const FLAT_RATIO = 1.15;
 const HEALTH_EVERY_MS = 100;
 /** After the drain, how long the run stays idle before the last memory sample. */
-const IDLE_MS = 30_000;
+const IDLE_MS = env("SOAK_IDLE_MS", 30_000);
 const STATS_EVERY_MS = 2_000;
+/**
+ * The steady phase, before the main load: the memory check's workload. The same
+ * SOAK_STEADY_DEVICES devices, each sending a burst every SOAK_STEADY_EVERY_MS (a new
+ * reading and the previous one again, a duplicate), for SOAK_STEADY_MS (4 TTL + 10 s): a constant
+ * population of open objects at a constant rate, before and after the TTL window.
+ */
+const STEADY_DEVICES = env("SOAK_STEADY_DEVICES", 50);
+const STEADY_EVERY_MS = env("SOAK_STEADY_EVERY_MS", 5_000);
+const STEADY_MS = env("SOAK_STEADY_MS", 4 * TTL_MS + 10_000);
 
 if (!(SECONDS >= 1 && DEVICES >= 10 && CONCURRENCY >= 1)) throw new Error("SOAK_SECONDS >= 1, SOAK_DEVICES >= 10, SOAK_CONCURRENCY >= 1");
 const sleep = (ms) => new Promise((r) => setTimeout(r, ms));
@@ -300,16 +313,40 @@ for (let i = 0; i < hostileCount; i++) requests.push({ ...HOSTILE[i % HOSTILE.le
 hostileIds.add("00000000000000AA");
 requests.sort((a, b) => a.at - b.at);
 
+// The steady phase (own random stream, so the main plan is the same with or without it).
+const steady = [];
+{
+  const rs = rng32(SEED + 1);
+  for (let i = 0; i < STEADY_DEVICES; i++) {
+    const id = `steady-${pad(i, 5)}`;
+    let seq = 1 + Math.floor(rs() * 5000);
+    let tsMs = T0_MS + Math.floor(rs() * 3600) * 1000;
+    let previous = null;
+    for (let at = (i / STEADY_DEVICES) * STEADY_EVERY_MS; at < STEADY_MS - 500; at += STEADY_EVERY_MS) {
+      seq += 1;
+      tsMs += 60_000;
+      const x = { device: id, seq, tsMs, fill: Math.round(rs() * 1000) / 10, invalid: false, style: i % 4 };
+      const readings = previous ? [x, previous] : [x];
+      previous = x;
+      const body = JSON.stringify(readings.map((y) => nativeReading(y, y.style)));
+      steady.push({ at: at / 1000, kind: "steady", format: "readings", method: "POST", path: "/v1/readings", headers: auth, body, readings, devices: [id] });
+    }
+  }
+  steady.sort((a, b) => a.at - b.at);
+}
+
 // --- the origin stub ---------------------------------------------------------------------
 
 const delivered = new Map(); // key -> times received
 const deliveryErrors = [];
 let originPosts = 0;
+const originTimes = []; // performance.now() of each POST the stub received
 const originServer = http.createServer((req, res) => {
   const chunks = [];
   req.on("data", (c) => chunks.push(c));
   req.on("end", () => {
     originPosts++;
+    originTimes.push(performance.now());
     try {
       const body = JSON.parse(Buffer.concat(chunks).toString("utf8"));
       for (const x of body.readings) {
@@ -385,6 +422,28 @@ const openFiles = () => {
     return null;
   }
 };
+/**
+ * workerd's main thread (the one that runs every isolate, object and alarm here):
+ * [ns on a CPU, ns runnable but waiting for a CPU, state letter], from /proc schedstat.
+ */
+const mainThread = () => {
+  try {
+    const [cpu, runq] = fs.readFileSync(`/proc/${workerdPid}/task/${workerdPid}/schedstat`, "utf8").split(" ").map(Number);
+    const stat = fs.readFileSync(`/proc/${workerdPid}/task/${workerdPid}/stat`, "utf8");
+    return [cpu, runq, stat.slice(stat.lastIndexOf(")") + 2, stat.lastIndexOf(")") + 3)];
+  } catch {
+    return null;
+  }
+};
+/** workerd's resident memory split as the kernel accounts it: [anonymous, file-backed, shared memory] bytes. */
+const rssParts = () => {
+  try {
+    const st = fs.readFileSync(`/proc/${workerdPid}/status`, "utf8");
+    return ["RssAnon", "RssFile", "RssShmem"].map((k) => 1024 * Number(new RegExp(`${k}:\\s+(\\d+)`).exec(st)[1]));
+  } catch {
+    return [NaN, NaN, NaN];
+  }
+};
 const rss = () => {
   try {
     return 1024 * Number(/VmRSS:\s+(\d+)/.exec(fs.readFileSync(`/proc/${workerdPid}/status`, "utf8"))[1]);
@@ -395,6 +454,13 @@ const rss = () => {
 
 // --- HTTP client (loopback); three separate connection pools ------------------------------
 
+/**
+ * Node's http.Agent with a finite maxSockets sends `Connection: keep-alive` and would hand
+ * a freed socket to a queued request even with keepAlive: false; here at most
+ * CONCURRENCY (= maxSockets) requests are in flight, so none queues: counted to show it.
+ */
+let requestsSent = 0;
+let reusedSent = 0;
 const agents = {
   // A connection per request, as webhook senders make them: reused keep-alive
   // connections to workerd were seen closed under load without an answer.
@@ -410,13 +476,13 @@ function send(agent, method, path, headers, body, timeoutMs = REQUEST_TIMEOUT_MS
     const req = http.request({ host: base.hostname, port: base.port, method, path, agent, headers: body === null ? headers : { ...headers, "content-length": Buffer.byteLength(body) } }, (res) => {
       const chunks = [];
       res.on("data", (c) => chunks.push(c));
-      res.on("end", () => resolve({ status: res.statusCode, headers: res.headers, text: Buffer.concat(chunks).toString("utf8"), ms: performance.now() - t }));
-      res.on("error", (e) => resolve({ status: 0, error: e.message, ms: performance.now() - t }));
+      res.on("end", () => resolve({ status: res.statusCode, headers: res.headers, text: Buffer.concat(chunks).toString("utf8"), ms: performance.now() - t, reused: req.reusedSocket }));
+      res.on("error", (e) => resolve({ status: 0, error: e.message, ms: performance.now() - t, reused: req.reusedSocket }));
     });
     req.setTimeout(timeoutMs, () => req.destroy(new Error(`no answer within ${timeoutMs} ms`)));
     req.on("error", (e) => {
       if (process.env.SOAK_LOG === "1") console.error(`soak: ${method} ${path} connection error after ${(performance.now() - t).toFixed(0)} ms: ${e.message}`);
-      resolve({ status: 0, error: e.message, ms: performance.now() - t });
+      resolve({ status: 0, error: e.message, ms: performance.now() - t, reused: req.reusedSocket });
     });
     req.end(body ?? undefined);
   });
@@ -443,6 +509,8 @@ let retries = 0;
 let resets = 0;
 const retryCauses = new Map();
 const resetCauses = new Map();
+/** Connections closed without an answer: [ms from sending to the close, performance.now() of the close, on a reused socket]. */
+const resetTimes = [];
 const note = (map, what) => map.set(what, (map.get(what) ?? 0) + 1);
 let admittedUnanswered = 0;
 let unansweredAttempts = 0;
@@ -543,6 +611,8 @@ async function run(q) {
   let res;
   for (let attempt = 0; ; attempt++) {
     res = await send(q.body?.length > 1_000_000 ? agents.big : agents.ingest, q.method, q.path, q.headers, q.body);
+    requestsSent++;
+    if (res.reused) reusedSent++;
     statuses[res.status] = (statuses[res.status] ?? 0) + 1;
     let body = null;
     try {
@@ -565,6 +635,7 @@ async function run(q) {
       resets++;
       noAnswer++;
       note(resetCauses, `${q.method} ${q.path.split("?")[0]}: ${res.error}`);
+      resetTimes.push([res.ms, performance.now(), res.reused]);
       if (q.method === "POST") {
         unansweredReadings += q.hostile ? 1200 : q.readings.length;
         unansweredDevices += q.hostile ? 101 : q.devices.length;
@@ -578,15 +649,25 @@ async function run(q) {
     break;
   }
   answered++;
+  q.answeredAt = performance.now();
   if (!q.hostile && res.status === 200) checkValid(q, sentAt, Date.now(), admittedKeys, duplicateIdx, rejectedIdx, noAnswer > 0);
 }
 
 // --- pollers: health and stats on their own connections, RSS from /proc -------------------
 
 let stop = false;
-const health = { latencies: [], bad: [], resets: 0, lastOk: 0, maxGap: 0 };
+const health = { latencies: [], bad: [], resets: 0, lastOk: 0, maxGap: 0, gapAt: [0, 0] };
+/** Records the longest span without a good health answer (performance.now() times). */
+function healthGap(now) {
+  if (now - health.lastOk > health.maxGap) {
+    health.maxGap = now - health.lastOk;
+    health.gapAt = [health.lastOk, now];
+  }
+}
 const statsPoll = { latencies: [], bad: [], resets: 0, maxDevices: 0 };
 const memory = []; // [ms since load start, rss]
+/** Every 0.5 s: {t (performance.now()), rss, parts, files, thread (mainThread()), lines (worker log lines so far)}. */
+const samples = [];
 async function pollHealth() {
   health.lastOk = performance.now();
   while (!stop) {
@@ -594,13 +675,13 @@ async function pollHealth() {
     health.latencies.push(res.ms);
     const now = performance.now();
     if (res.status === 200 && res.text === '{"ok":true}') {
-      health.maxGap = Math.max(health.maxGap, now - health.lastOk);
+      healthGap(now);
       health.lastOk = now;
     } else if (res.status === 0) health.resets++; // asked again at once, on a new connection
     else health.bad.push(`${res.status} in ${res.ms.toFixed(0)} ms ${res.text?.slice(0, 100)}`);
     if (res.status !== 0) await sleep(HEALTH_EVERY_MS);
   }
-  health.maxGap = Math.max(health.maxGap, performance.now() - health.lastOk);
+  healthGap(performance.now());
 }
 async function pollStats() {
   while (!stop) {
@@ -619,11 +700,12 @@ async function sampleMemory(t0) {
     const planned = performance.now() + 500;
     const b = rss();
     if (b !== null) memory.push([performance.now() - t0, b]);
+    samples.push({ t: performance.now(), rss: b, parts: rssParts(), files: openFiles(), thread: mainThread(), lines: w.lines.length });
     await sleep(500);
     lag.max = Math.max(lag.max, performance.now() - planned); // this process's event-loop delay
     if (performance.now() - lastProgress >= 30_000) {
       lastProgress = performance.now();
-      console.log(`  ... ${((lastProgress - t0) / 1000).toFixed(0)} s: ${fmt(answered)} of ${fmt(requests.length)} requests answered, workerd RSS ${b === null ? "-" : MiB(b)}, ${openFiles()} open files`);
+      console.log(`  ... ${((lastProgress - t0) / 1000).toFixed(0)} s: ${fmt(answered)} of ${fmt(steady.length + requests.length)} requests answered, workerd RSS ${b === null ? "-" : MiB(b)}, ${openFiles()} open files`);
     }
   }
 }
@@ -638,33 +720,41 @@ let slots = CONCURRENCY;
 const waiting = [];
 const acquire = () => (slots > 0 ? (slots--, Promise.resolve()) : new Promise((ok) => waiting.push(ok)));
 const release = () => (waiting.length ? waiting.shift()() : slots++);
-const all = [];
-const HARD_STOP_S = Math.max(SECONDS * 15, 600);
+const HARD_STOP_S = Math.max(SECONDS * 15, 600) + STEADY_MS / 1000;
 const hardStop = loadStart + HARD_STOP_S * 1000;
-for (const q of requests) {
-  const wait = loadStart + q.at * 1000 - performance.now();
-  if (wait > 0) await sleep(wait);
-  if (performance.now() > hardStop) {
-    fail(`the load was not sent within ${HARD_STOP_S} s; the rest of the plan was dropped`);
-    break;
-  }
-  // A device's requests run in plan order (a network server sends one uplink after another).
-  const deps = q.devices.map((d) => deviceDone.get(d)).filter(Boolean);
-  const p = (async () => {
-    await Promise.all(deps);
-    await acquire();
-    try {
-      await run(q);
-    } finally {
-      release();
-    }
-  })();
-  for (const d of q.devices) deviceDone.set(d, p);
-  all.push(p);
-}
-await Promise.all(all);
+// The steady phase, then (once it is answered) the main load.
+await dispatch(steady, loadStart);
+const steadyMs = performance.now() - loadStart;
+const mainStart = performance.now();
+await dispatch(requests, mainStart);
 const loadMs = performance.now() - loadStart;
 const loadMemory = memory.slice();
+
+async function dispatch(list, start) {
+  const all = [];
+  for (const q of list) {
+    const wait = start + q.at * 1000 - performance.now();
+    if (wait > 0) await sleep(wait);
+    if (performance.now() > hardStop) {
+      fail(`the load was not sent within ${HARD_STOP_S} s; the rest of the plan was dropped`);
+      break;
+    }
+    // A device's requests run in plan order (a network server sends one uplink after another).
+    const deps = q.devices.map((d) => deviceDone.get(d)).filter(Boolean);
+    const p = (async () => {
+      await Promise.all(deps);
+      await acquire();
+      try {
+        await run(q);
+      } finally {
+        release();
+      }
+    })();
+    for (const d of q.devices) deviceDone.set(d, p);
+    all.push(p);
+  }
+  await Promise.all(all);
+}
 
 // --- drain: every acknowledged and every ground-truth key at the origin, then the roll-up --
 
@@ -700,9 +790,10 @@ for (;;) {
 }
 const statsMs = performance.now() - statsStart;
 // Idle: nothing sent for IDLE_MS (past the TTL and workerd's 10 s eviction of idle objects).
-const beforeIdle = { rss: rss(), files: openFiles() };
+const beforeIdle = { rss: rss(), parts: rssParts(), files: openFiles() };
+console.log(`  ... drained; idle for ${IDLE_MS / 1000} s (workerd pid ${workerdPid})`);
 await sleep(IDLE_MS);
-const afterIdle = { rss: rss(), files: openFiles() };
+const afterIdle = { rss: rss(), parts: rssParts(), files: openFiles() };
 stop = true;
 await Promise.all(pollers);
 
@@ -729,15 +820,22 @@ const pct = (xs, p) => {
   return s.length ? s[Math.min(s.length - 1, Math.floor((p / 100) * s.length))] : NaN;
 };
 const median = (xs) => pct(xs, 50);
-const ttlS = TTL_MS / 1000;
-// First window: one TTL long, after the first TTL window and the 10 s idle eviction.
+// The memory check, on the steady phase: first window one TTL long after the first TTL
+// window and the 10 s idle eviction; last window the steady phase's last TTL.
 const firstFrom = TTL_MS + 10_000;
-const first = loadMemory.filter(([t]) => t >= firstFrom && t < firstFrom + TTL_MS).map(([, b]) => b);
-const last = loadMemory.filter(([t]) => t >= loadMs - TTL_MS).map(([, b]) => b);
+const windowOf = (from, to) => loadMemory.filter(([t]) => t >= from && t < to).map(([, b]) => b);
+const rateOf = (from, to) => steady.filter((q) => q.answeredAt - loadStart >= from && q.answeredAt - loadStart < to).length / ((to - from) / 1000);
+const first = windowOf(firstFrom, firstFrom + TTL_MS);
+const last = windowOf(steadyMs - TTL_MS, steadyMs);
 const flat = first.length && last.length ? median(last) / median(first) : NaN;
-const memoryChecked = loadMs >= firstFrom + 2 * TTL_MS && first.length > 0 && last.length > 0;
-if (memoryChecked && !(flat <= FLAT_RATIO)) fail(`memory not flat: last-window median ${MiB(median(last))} is ${flat.toFixed(2)}x the first window's ${MiB(median(first))} (limit ${FLAT_RATIO}x)`);
-if (!memoryChecked) console.log(`memory check skipped: the load (${(loadMs / 1000).toFixed(0)} s) is shorter than two TTL windows after ${(firstFrom / 1000).toFixed(0)} s`);
+const memoryChecked = STEADY_DEVICES > 0 && steadyMs >= firstFrom + 2 * TTL_MS && first.length > 0 && last.length > 0;
+if (memoryChecked && !(flat <= FLAT_RATIO)) fail(`memory not flat on the steady phase: last-window median ${MiB(median(last))} is ${flat.toFixed(2)}x the first window's ${MiB(median(first))} (limit ${FLAT_RATIO}x)`);
+if (!memoryChecked) console.log(`memory check skipped: no steady phase of two TTL windows after ${(firstFrom / 1000).toFixed(0)} s`);
+// The main load (a growing population: every device new): reported, not a check.
+const mainFrom = steadyMs + firstFrom;
+const mainFirst = windowOf(mainFrom, mainFrom + TTL_MS);
+const mainLast = windowOf(loadMs - TTL_MS, loadMs);
+const filesMax = (from, to) => Math.max(0, ...samples.filter((x) => x.t - loadStart >= from && x.t - loadStart < to && x.files !== null).map((x) => x.files));
 
 console.log(
   `cpu: workerd ${(cpuSeconds(workerdPid) - cpuAtStart.workerd).toFixed(1)} s, this process (client, model, origin stub) ${(cpuSeconds(process.pid) - cpuAtStart.soak).toFixed(1)} s; ` +
@@ -761,18 +859,56 @@ console.log(
 console.log(
   `/v1/stats during the load: ${fmt(statsPoll.latencies.length)} calls, ${statsPoll.bad.length} bad, ${statsPoll.resets} connections closed without an answer, up to ${fmt(statsPoll.maxDevices)} devices; p50 ${pct(statsPoll.latencies, 50).toFixed(1)} ms, max ${Math.max(...statsPoll.latencies).toFixed(1)} ms`,
 );
+// What workerd's main thread did: over the whole load, and during the longest health gap.
+function threadBetween(a, b) {
+  const inside = samples.filter((x) => x.t >= a && x.t <= b && x.thread);
+  const before = samples.filter((x) => x.t <= a && x.thread).at(-1) ?? inside[0];
+  const after = samples.filter((x) => x.t >= b && x.thread)[0] ?? inside.at(-1);
+  if (!before || !after || after.t <= before.t) return null;
+  const wall = after.t - before.t;
+  const cpu = (after.thread[0] - before.thread[0]) / 1e6;
+  const runq = (after.thread[1] - before.thread[1]) / 1e6;
+  const states = {};
+  for (const x of inside) states[x.thread[2]] = (states[x.thread[2]] ?? 0) + 1;
+  const pc = (v) => `${(v / 1000).toFixed(1)} s (${((100 * v) / wall).toFixed(0)} %)`;
+  return { text: `over ${(wall / 1000).toFixed(1)} s: on a CPU ${pc(cpu)}, runnable but waiting for a CPU ${pc(runq)}, neither (waiting for I/O or events) ${pc(Math.max(0, wall - cpu - runq))}; states sampled ${JSON.stringify(states)}`, before, after };
+}
+const whole = threadBetween(loadStart, loadStart + loadMs);
+if (whole) console.log(`workerd main thread during the load ${whole.text}`);
+if (health.maxGap > 1000) {
+  const [a, b] = health.gapAt;
+  const g = threadBetween(a, b);
+  const inGap = (t) => t >= a && t <= b;
+  const events = new Map();
+  if (g) for (const l of w.lines.slice(g.before.lines, g.after.lines)) {
+    const m = /"level":"(WARN|ERROR)","event":"([a-z_]+)"/.exec(l);
+    if (m) note(events, m[2]);
+  }
+  console.log(
+    `longest /v1/health gap ${((a - loadStart) / 1000).toFixed(1)}-${((b - loadStart) / 1000).toFixed(1)} s into the load: workerd main thread ${g ? g.text : "not sampled"}; ` +
+      `origin POSTs received ${originTimes.filter(inGap).length}; worker WARN/ERROR lines ${events.size ? JSON.stringify(Object.fromEntries(events)) : "none"}; ` +
+      `workerd RSS ${g ? `${MiB(g.before.rss)} -> ${MiB(g.after.rss)}, open files ${g.before.files} -> ${g.after.files}` : "-"}`,
+  );
+}
 const series = [];
 for (let s = 0; s * 5000 < loadMs; s++) {
-  const xs = loadMemory.filter(([t]) => t >= s * 5000 && t < (s + 1) * 5000).map(([, b]) => b);
-  if (xs.length) series.push(`${s * 5}s ${(median(xs) / 1048576).toFixed(0)}`);
+  const xs = samples.filter((x) => x.t - loadStart >= s * 5000 && x.t - loadStart < (s + 1) * 5000 && x.rss !== null);
+  const answeredIn = [...steady, ...requests].filter((q) => q.answeredAt - loadStart >= s * 5000 && q.answeredAt - loadStart < (s + 1) * 5000).length;
+  if (xs.length) series.push(`${s * 5}s ${(median(xs.map((x) => x.rss)) / 1048576).toFixed(0)}/${(median(xs.map((x) => x.parts[0])) / 1048576).toFixed(0)}/${Math.max(...xs.map((x) => x.files ?? 0))}/${(answeredIn / 5).toFixed(0)}`);
 }
-console.log(`workerd RSS (MiB, median per 5 s): ${series.join(", ")}`);
-console.log(
-  `memory: first window ${(firstFrom / 1000).toFixed(0)}-${(firstFrom / 1000 + ttlS).toFixed(0)} s median ${first.length ? MiB(median(first)) : "-"}, ` +
-    `last window ${((loadMs - TTL_MS) / 1000).toFixed(0)}-${(loadMs / 1000).toFixed(0)} s median ${last.length ? MiB(median(last)) : "-"}: ratio ${flat.toFixed(2)} (flat: <= ${FLAT_RATIO}); peak ${MiB(Math.max(...loadMemory.map(([, b]) => b)))}`,
+console.log(`workerd per 5 s (RSS MiB / of it anonymous MiB / open files max / requests answered per s; steady phase to ${(steadyMs / 1000).toFixed(0)} s): ${series.join(", ")}`);
+const mib = (xs) => (xs.length ? MiB(median(xs)) : "-");
+if (STEADY_DEVICES > 0) console.log(
+  `memory (the check, steady phase: ${STEADY_DEVICES} devices, a burst each every ${STEADY_EVERY_MS / 1000} s, ${(steadyMs / 1000).toFixed(0)} s): first window ${(firstFrom / 1000).toFixed(0)}-${((firstFrom + TTL_MS) / 1000).toFixed(0)} s median ${mib(first)} at ${rateOf(firstFrom, firstFrom + TTL_MS).toFixed(1)} requests/s, ` +
+    `last window ${((steadyMs - TTL_MS) / 1000).toFixed(0)}-${(steadyMs / 1000).toFixed(0)} s median ${mib(last)} at ${rateOf(steadyMs - TTL_MS, steadyMs).toFixed(1)} requests/s: ratio ${flat.toFixed(2)} (flat: <= ${FLAT_RATIO})`,
 );
 console.log(
-  `idle: after the drain workerd RSS ${MiB(beforeIdle.rss)} with ${beforeIdle.files} open files; after ${IDLE_MS / 1000} s without requests ${MiB(afterIdle.rss)} with ${afterIdle.files} open files`,
+  `memory (main load, every device new, reported only): window ${(mainFrom / 1000).toFixed(0)}-${((mainFrom + TTL_MS) / 1000).toFixed(0)} s median ${mib(mainFirst)} (open files up to ${filesMax(mainFrom, mainFrom + TTL_MS)}), ` +
+    `last window ${((loadMs - TTL_MS) / 1000).toFixed(0)}-${(loadMs / 1000).toFixed(0)} s median ${mib(mainLast)} (open files up to ${filesMax(loadMs - TTL_MS, loadMs)}); peak ${MiB(Math.max(...loadMemory.map(([, b]) => b)))} (anonymous ${MiB(Math.max(...samples.map((x) => x.parts[0]).filter((x) => x >= 0)))}), open files up to ${filesMax(0, loadMs)}`,
+);
+console.log(
+  `idle: after the drain workerd RSS ${MiB(beforeIdle.rss)} (anonymous ${MiB(beforeIdle.parts[0])}, file ${MiB(beforeIdle.parts[1])}, shmem ${MiB(beforeIdle.parts[2])}) with ${beforeIdle.files} open files; ` +
+    `after ${IDLE_MS / 1000} s without requests ${MiB(afterIdle.rss)} (anonymous ${MiB(afterIdle.parts[0])}, file ${MiB(afterIdle.parts[1])}, shmem ${MiB(afterIdle.parts[2])}) with ${afterIdle.files} open files`,
 );
 if (deviations.size) {
   console.log("contract deviations (hostile requests answered otherwise than contract-9 says; reported, not failures unless 5xx or loss):");
@@ -780,6 +916,14 @@ if (deviations.size) {
 } else console.log("contract deviations: none");
 for (const [what, n] of retryCauses) console.log(`503 retry_later cause: ${n}x ${what}`);
 for (const [what, n] of resetCauses) console.log(`connection closed without an answer: ${n}x ${what}`);
+if (resetTimes.length) {
+  const ms = resetTimes.map(([x]) => x);
+  const at = resetTimes.map(([, t]) => (t - loadStart) / 1000);
+  console.log(
+    `connections closed without an answer, time from sending to the close: min ${(Math.min(...ms) / 1000).toFixed(1)} s, p50 ${(pct(ms, 50) / 1000).toFixed(1)} s, max ${(Math.max(...ms) / 1000).toFixed(1)} s ` +
+      `(${ms.filter((x) => x >= 14_500).length} after >= 14.5 s); ${resetTimes.filter(([, , reused]) => reused).length} of them on a reused connection (of all ingest attempts ${fmt(reusedSent)} of ${fmt(requestsSent)} were); at ${[...new Set(at.map((x) => Math.floor(x)))].slice(0, 30).join(", ")} s into the load`,
+  );
+}
 // The worker's own WARN/ERROR lines, by event, with one example each.
 const events = new Map();
 for (const l of w.lines) {
