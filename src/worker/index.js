@@ -253,7 +253,17 @@ function tooLarge(limit) {
 
 /** Fleet-wide figures from the roll-up shards (src/worker/fleet.js), never from devices. */
 async function stats(env) {
-  return json(200, await fleetStats(env, config(env)));
+  let figures;
+  try {
+    figures = await fleetStats(env, config(env));
+  } catch (e) {
+    // A shard could not answer (under load, local workerd's SQLite can run out of
+    // memory: SQLITE_NOMEM). Nothing is lost: the figures are in the shards and the
+    // device objects; the next call may well succeed.
+    console.log(JSON.stringify({ level: "WARN", event: "stats_unavailable", error: String(e?.message ?? e) }));
+    throw new HttpError(503, "stats_unavailable", `a roll-up shard could not be read (${e?.message ?? e}); retry`, { "retry-after": "1" });
+  }
+  return json(200, figures);
 }
 
 async function ledger(env, deviceId, params) {

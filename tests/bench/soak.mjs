@@ -22,7 +22,7 @@
 //      keys, at least once each, plus every key a reply said was admitted;
 //      deliveries beyond one per admission are counted and reported;
 //   4. /v1/health answers 200 throughout (polled on its own connection);
-//      GET /v1/stats answers 200 throughout (on its own connection);
+//      GET /v1/stats answers 200 (or a coded 503 stats_unavailable, retried) throughout;
 //   5. /v1/stats at the end equals the sum of what the ingest replies counted, with
 //      every registered device;
 //   6. workerd's resident memory is flat after the TTL window, measured on a steady
@@ -664,7 +664,9 @@ function healthGap(now) {
     health.gapAt = [health.lastOk, now];
   }
 }
-const statsPoll = { latencies: [], bad: [], resets: 0, maxDevices: 0 };
+const statsPoll = { latencies: [], bad: [], resets: 0, unavailable: 0, maxDevices: 0 };
+/** A 503 stats_unavailable (a shard could not answer; Retry-After) is to be retried, not a failure. */
+const statsUnavailable = (res) => res.status === 503 && /"stats_unavailable"/.test(res.text ?? "");
 const memory = []; // [ms since load start, rss]
 /** Every 0.5 s: {t (performance.now()), rss, parts, files, thread (mainThread()), lines (worker log lines so far)}. */
 const samples = [];
@@ -688,6 +690,7 @@ async function pollStats() {
     const res = await send(agents.stats, "GET", "/v1/stats", { authorization: `Bearer ${TOKEN}` }, null);
     statsPoll.latencies.push(res.ms);
     if (res.status === 0) statsPoll.resets++;
+    else if (statsUnavailable(res)) statsPoll.unavailable++;
     else if (res.status !== 200) statsPoll.bad.push(`${res.status} ${res.text?.slice(0, 200)}`);
     else statsPoll.maxDevices = Math.max(statsPoll.maxDevices, JSON.parse(res.text).devices);
     await sleep(STATS_EVERY_MS);
@@ -783,6 +786,7 @@ for (;;) {
   const res = await send(agents.stats, "GET", "/v1/stats", { authorization: `Bearer ${TOKEN}` }, null);
   if (res.status === 200) stats = JSON.parse(res.text);
   else if (res.status === 0) statsPoll.resets++;
+  else if (statsUnavailable(res)) statsPoll.unavailable++;
   else statsPoll.bad.push(`${res.status} ${res.text?.slice(0, 200)}`);
   if (stats && Object.entries(want).every(([k, v]) => statsAgree(k, v))) break;
   if (performance.now() - statsStart > DRAIN_MS) break;
@@ -857,7 +861,7 @@ console.log(
   `/v1/health: ${fmt(health.latencies.length)} polls, ${health.bad.length} bad, ${health.resets} connections closed without an answer; longest without an answer ${(health.maxGap / 1000).toFixed(1)} s (limit ${HEALTH_LIMIT_MS / 1000}); latency p50 ${pct(health.latencies, 50).toFixed(1)} ms, p99 ${pct(health.latencies, 99).toFixed(1)} ms, max ${Math.max(...health.latencies).toFixed(1)} ms`,
 );
 console.log(
-  `/v1/stats during the load: ${fmt(statsPoll.latencies.length)} calls, ${statsPoll.bad.length} bad, ${statsPoll.resets} connections closed without an answer, up to ${fmt(statsPoll.maxDevices)} devices; p50 ${pct(statsPoll.latencies, 50).toFixed(1)} ms, max ${Math.max(...statsPoll.latencies).toFixed(1)} ms`,
+  `/v1/stats during the load: ${fmt(statsPoll.latencies.length)} calls, ${statsPoll.bad.length} bad, ${statsPoll.unavailable} 503 stats_unavailable (retried), ${statsPoll.resets} connections closed without an answer, up to ${fmt(statsPoll.maxDevices)} devices; p50 ${pct(statsPoll.latencies, 50).toFixed(1)} ms, max ${Math.max(...statsPoll.latencies).toFixed(1)} ms`,
 );
 // What workerd's main thread did: over the whole load, and during the longest health gap.
 function threadBetween(a, b) {

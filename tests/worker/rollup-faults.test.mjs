@@ -180,3 +180,35 @@ test("a burst whose device object could not store its counts is not answered 200
     fs.rmSync(dir, { recursive: true, force: true });
   }
 });
+
+test("a roll-up shard that cannot be read makes /v1/stats a coded 503 to retry, never a 500", async () => {
+  const dir = tempDir();
+  let w = await start({ persist: dir, vars: VARS });
+  try {
+    await ingest(w.call, [reading("bin-S1", 1, 10)]);
+    await settles(w.call, (s) => s.received, 1, "the reading counted");
+  } finally {
+    await w.mf.dispose();
+  }
+  // Every shard's `counters` becomes a view whose reading fails (abs of the least
+  // integer is an "integer overflow" error in SQLite): the shard call throws, as it
+  // does when workerd's SQLite runs out of memory (SQLITE_NOMEM) under load.
+  sqlite(
+    databases(dir, "FleetObject"),
+    `DROP TABLE counters;
+     CREATE VIEW counters AS SELECT 'received' AS name, abs(-9223372036854775807 - 1) AS value;`,
+  );
+  w = await start({ persist: dir, vars: VARS });
+  try {
+    const res = await w.call("/v1/stats", { headers: { authorization: "Bearer test-token" } });
+    const body = await res.json();
+    assert.equal(res.status, 503);
+    assert.equal(res.headers.get("retry-after"), "1");
+    assert.equal(body.error.code, "stats_unavailable");
+    assert.match(body.error.message, /roll-up/);
+    assert.equal((await w.call("/v1/health")).status, 200, "health does not depend on the roll-up");
+  } finally {
+    await w.mf.dispose();
+    fs.rmSync(dir, { recursive: true, force: true });
+  }
+});
