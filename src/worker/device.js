@@ -142,7 +142,7 @@ export class DeviceObject extends DurableObject {
    * request can see a key admitted but not stored. Returns `{ok: true, verdicts}`
    * (a byte per reading: 0 admitted, 1 admitted with a seq reuse, 2 duplicate; 3,
    * pending, needs a provisional admission, which the worker never makes),
-   * or `{ok: false, status, code, message, verdicts?}` when nothing was stored.
+   * or `{ok: false, status, code, message}` when nothing was stored.
    */
   async ingest({ device_id, readings, refused = 0, route, burst_id }) {
     this.prepare();
@@ -173,10 +173,11 @@ export class DeviceObject extends DurableObject {
       // The admitted keys are not stored: forget the seen-set, whose rebuild from
       // the rows will not hold them, so the sender's retry is admitted.
       this.drop();
-      const notStored = counts.unique;
-      const lost = { ...counts, unique: 0, not_stored: notStored, seq_reuses: 0, evicted_before_ttl: 0 };
+      // Nothing of the burst is stored or counted, replays included: as the reply says.
+      const notStored = counts.unique + counts.duplicates_suppressed;
+      const lost = { ...counts, unique: 0, duplicates_suppressed: 0, not_stored: notStored, seq_reuses: 0, evicted_before_ttl: 0 };
       console.log(guarded(() => auditLine("burst_not_stored", lost, now, { ...context, error: "storage_unavailable" })));
-      return { ok: false, status: 503, code: "storage_unavailable", message: `could not store the burst: ${e.message}`, verdicts: out.verdicts };
+      return { ok: false, status: 503, code: "storage_unavailable", message: `could not store the burst: ${e.message}` };
     }
     console.log(out.line);
     // Delivers the new rows right away (unless a batch is open: they wait for it);

@@ -187,9 +187,11 @@ function merge(plan, groups, replies, burst_id) {
     const r = replies[g];
     if (!r.ok) errors.push({ device_id, code: r.code, message: r.message });
     readings.forEach(({ index, key }, i) => {
-      const verdict = r.verdicts?.[i];
+      // A device that failed stored nothing of this burst, its counts included: all
+      // of its readings are not stored, replays too (a reply counts what /v1/stats holds).
+      const verdict = r.ok ? r.verdicts[i] : undefined;
       if (verdict === DUPLICATE) out.duplicates.push(index);
-      else if (r.ok && ADMITTED.has(verdict)) out.admitted.push({ index, key });
+      else if (ADMITTED.has(verdict)) out.admitted.push({ index, key });
       else notStored.push(index);
     });
   });

@@ -181,6 +181,43 @@ test("a burst whose device object could not store its counts is not answered 200
   }
 });
 
+test("a replay whose device object could not store its counts is reported not stored, not as a duplicate counted nowhere", async () => {
+  const dir = tempDir();
+  const first = await start({ persist: dir, vars: VARS });
+  try {
+    await ingest(first.call, [reading("bin-RD", 1, 10)]);
+    await settles(first.call, counters, { devices: 1, received: 1, unique: 1, duplicates_suppressed: 0, rejected: 0 }, "setup");
+  } finally {
+    await first.mf.dispose();
+  }
+  const files = databases(dir, "DeviceObject");
+  sqlite(files, "CREATE TRIGGER fail_count BEFORE UPDATE OF version ON stats_flush BEGIN SELECT RAISE(ABORT, 'injected'); END;");
+  const second = await start({ persist: dir, vars: VARS });
+  let res;
+  let body;
+  try {
+    // A replay: the seen-set says duplicate, but the burst's counts cannot be stored.
+    res = await post(second.call, "/v1/readings", [reading("bin-RD", 1, 10)]);
+    body = await res.json();
+  } finally {
+    await second.mf.dispose();
+  }
+  sqlite(files, "DROP TRIGGER fail_count;");
+  const third = await start({ persist: dir, vars: VARS });
+  try {
+    assert.equal(res.status, 503);
+    // What a reply counts is what /v1/stats will hold: nothing of this device's burst.
+    assert.deepEqual([body.duplicates_suppressed, body.duplicates, body.not_stored], [0, [], [0]]);
+    const retry = await ingest(third.call, [reading("bin-RD", 1, 10)]);
+    assert.deepEqual(retry.duplicates, [0]);
+    // Summing the replies (200s, and the 503's counted part) gives /v1/stats exactly.
+    await settles(third.call, counters, { devices: 1, received: 2, unique: 1, duplicates_suppressed: 1, rejected: 0 }, "the replies add up to /v1/stats");
+  } finally {
+    await third.mf.dispose();
+    fs.rmSync(dir, { recursive: true, force: true });
+  }
+});
+
 test("a roll-up shard that cannot be read makes /v1/stats a coded 503 to retry, never a 500", async () => {
   const dir = tempDir();
   let w = await start({ persist: dir, vars: VARS });
