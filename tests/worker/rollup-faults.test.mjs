@@ -143,34 +143,41 @@ test("upgraded from 0.1.0 storage: received = unique + duplicates_suppressed + r
   }
 });
 
-test("a burst whose device object could not store its counts is not answered 200 and forgotten", async () => {
+/**
+ * Stores `setup` (one device's readings, all admitted), then sends `burst` while that
+ * device object's writes fail (as in worker.test.mjs's failed-write test: a trigger,
+ * dropped afterwards). Returns the persist dir, for the next run, and that reply.
+ */
+async function duringAFailedWrite(setup, burst) {
   const dir = tempDir();
   const first = await start({ persist: dir, vars: VARS });
   try {
-    await ingest(first.call, [reading("bin-RJ", 1, 10)]);
-    await settles(first.call, counters, { devices: 1, received: 1, unique: 1, duplicates_suppressed: 0, rejected: 0 }, "setup");
+    await ingest(first.call, setup);
+    const n = setup.length;
+    await settles(first.call, counters, { devices: 1, received: n, unique: n, duplicates_suppressed: 0, rejected: 0 }, "setup");
   } finally {
     await first.mf.dispose();
   }
-  // The device object's writes fail (as in worker.test.mjs's failed-write test).
   const files = databases(dir, "DeviceObject");
   sqlite(files, "CREATE TRIGGER fail_count BEFORE UPDATE OF version ON stats_flush BEGIN SELECT RAISE(ABORT, 'injected'); END;");
   const second = await start({ persist: dir, vars: VARS });
-  let res;
-  let body;
   try {
-    // One reading, rejected (fill_pct 101) but routable to bin-RJ: its device object
-    // must count it, and that write fails (the audit line says burst_not_stored).
-    res = await post(second.call, "/v1/readings", [reading("bin-RJ", 2, 101)]);
-    body = await res.json();
+    const res = await post(second.call, "/v1/readings", burst);
+    return { dir, status: res.status, body: await res.json() };
   } finally {
     await second.mf.dispose();
+    sqlite(files, "DROP TRIGGER fail_count;");
   }
-  sqlite(files, "DROP TRIGGER fail_count;");
+}
+
+test("a burst whose device object could not store its counts is not answered 200 and forgotten", async () => {
+  // One reading, rejected (fill_pct 101) but routable to bin-RJ: its device object
+  // must count it, and that write fails (the audit line says burst_not_stored).
+  const { dir, status, body } = await duringAFailedWrite([reading("bin-RJ", 1, 10)], [reading("bin-RJ", 2, 101)]);
   const third = await start({ persist: dir, vars: VARS });
   try {
     // Its counts were not stored, so the sender is told to retry, not "processed".
-    assert.equal(res.status, 503);
+    assert.equal(status, 503);
     assert.equal(body.errors[0].code, "storage_unavailable");
     // The retry, with the fault gone, is counted once.
     assert.equal((await post(third.call, "/v1/readings", [reading("bin-RJ", 2, 101)])).status, 200);
@@ -182,30 +189,11 @@ test("a burst whose device object could not store its counts is not answered 200
 });
 
 test("a replay whose device object could not store its counts is reported not stored, not as a duplicate counted nowhere", async () => {
-  const dir = tempDir();
-  const first = await start({ persist: dir, vars: VARS });
-  try {
-    await ingest(first.call, [reading("bin-RD", 1, 10)]);
-    await settles(first.call, counters, { devices: 1, received: 1, unique: 1, duplicates_suppressed: 0, rejected: 0 }, "setup");
-  } finally {
-    await first.mf.dispose();
-  }
-  const files = databases(dir, "DeviceObject");
-  sqlite(files, "CREATE TRIGGER fail_count BEFORE UPDATE OF version ON stats_flush BEGIN SELECT RAISE(ABORT, 'injected'); END;");
-  const second = await start({ persist: dir, vars: VARS });
-  let res;
-  let body;
-  try {
-    // A replay: the seen-set says duplicate, but the burst's counts cannot be stored.
-    res = await post(second.call, "/v1/readings", [reading("bin-RD", 1, 10)]);
-    body = await res.json();
-  } finally {
-    await second.mf.dispose();
-  }
-  sqlite(files, "DROP TRIGGER fail_count;");
+  // A replay: the seen-set says duplicate, but the burst's counts cannot be stored.
+  const { dir, status, body } = await duringAFailedWrite([reading("bin-RD", 1, 10)], [reading("bin-RD", 1, 10)]);
   const third = await start({ persist: dir, vars: VARS });
   try {
-    assert.equal(res.status, 503);
+    assert.equal(status, 503);
     // What a reply counts is what /v1/stats will hold: nothing of this device's burst.
     assert.deepEqual([body.duplicates_suppressed, body.duplicates, body.not_stored], [0, [], [0]]);
     const retry = await ingest(third.call, [reading("bin-RD", 1, 10)]);
