@@ -14,6 +14,14 @@ const ADMITTED: usize = 0;
 const DUPLICATES: usize = 1;
 const EXPIRED: usize = 4;
 
+/// Recomputes a snapshot's checksum (the last 8 bytes: SHA-256 of the rest), as a
+/// forger who knows the format would.
+fn reseal(bytes: &mut [u8]) {
+    let body = bytes.len() - 8;
+    let sum = Sha256::digest(&bytes[..body]);
+    bytes[body..].copy_from_slice(&sum[..8]);
+}
+
 /// A snapshot of a set holding two keys, with counter `i` set to `value` and the
 /// checksum made right again (what a crafted snapshot does).
 fn snapshot_with_counter(i: usize, value: u64) -> Vec<u8> {
@@ -27,9 +35,7 @@ fn snapshot_with_counter(i: usize, value: u64) -> Vec<u8> {
     let mut bytes = d.snapshot();
     let at = COUNTERS_AT + 8 * i;
     bytes[at..at + 8].copy_from_slice(&value.to_le_bytes());
-    let body = bytes.len() - 8;
-    let sum = Sha256::digest(&bytes[..body]);
-    bytes[body..].copy_from_slice(&sum[..8]);
+    reseal(&mut bytes);
     bytes
 }
 
@@ -130,9 +136,7 @@ fn restore_refuses_a_repeated_entry_whatever_the_cap_override() {
     let (first, second) = (HEADER_LEN, HEADER_LEN + ENTRY_LEN);
     let copy: Vec<u8> = bytes[first..first + 16].to_vec();
     bytes[second..second + 16].copy_from_slice(&copy);
-    let body = bytes.len() - 8;
-    let sum = Sha256::digest(&bytes[..body]);
-    bytes[body..].copy_from_slice(&sum[..8]);
+    reseal(&mut bytes);
     // No override, a cap that keeps one copy, a cap that drops both.
     for cap in [None, Some(2), Some(1)] {
         let e = Deduplicator::restore(&bytes, None, cap).err();
