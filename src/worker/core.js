@@ -45,6 +45,16 @@ export class HttpError extends Error {
 export const { auditLine, checkDeviceId, Deduplicator, isoTime, limits, parseUplink } = core;
 
 /**
+ * Logs the audit line of one device's burst of which nothing was stored or counted
+ * (the device object was unreachable, or could not register): `readings` keyed ones
+ * not stored, `refused` rejected while routing.
+ */
+export function logNothingStored(context, readings, refused, error) {
+  const counts = { received: readings + refused, unique: 0, duplicates_suppressed: 0, rejected: refused, not_stored: readings, seq_reuses: 0, evicted_before_ttl: 0 };
+  console.log(guarded(() => auditLine("burst_not_stored", counts, Date.now(), { ...context, error })));
+}
+
+/**
  * The verdict bytes of `admitKeys` (src/wasm.rs, `KeyAdmission`): 0 admitted, 1
  * admitted with a seq reuse, 2 duplicate, 3 pending (a provisional key of another
  * call; the worker makes none).

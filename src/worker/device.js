@@ -3,7 +3,7 @@
 // to ORIGIN_URL and the record from which the in-memory seen-set is rebuilt.
 import { DurableObject } from "cloudflare:workers";
 import { config } from "./config.js";
-import { ADMITTED, auditLine, Deduplicator, guarded, HttpError, isoTime, wasmGeneration } from "./core.js";
+import { ADMITTED, auditLine, Deduplicator, guarded, HttpError, isoTime, logNothingStored, wasmGeneration } from "./core.js";
 import { deliver, nextDelivery, prepareOutbox } from "./delivery.js";
 import { countBurst, flush, flushDue, noteChange, prepareDevice, register } from "./fleet.js";
 
@@ -89,8 +89,7 @@ export class DeviceObject extends DurableObject {
     try {
       await register(this.sql, this.env, context.device_id);
     } catch (e) {
-      const counts = { received: readings + refused, unique: 0, duplicates_suppressed: 0, rejected: refused, not_stored: readings, seq_reuses: 0, evicted_before_ttl: 0 };
-      console.log(guarded(() => auditLine("burst_not_stored", counts, Date.now(), { ...context, error: "device_unavailable" })));
+      logNothingStored(context, readings, refused, "device_unavailable");
       return { ok: false, status: 503, code: "device_unavailable", message: `could not register the device with its roll-up shard: ${e?.message ?? e}` };
     }
     this.registered = true;

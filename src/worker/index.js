@@ -3,7 +3,7 @@
 // core (parseUplink); deduplication, storage and delivery in src/worker/device.js.
 import { authenticate, requireConfiguredToken } from "./auth.js";
 import { config } from "./config.js";
-import { ADMITTED, auditLine, checkDeviceId, DUPLICATE, guarded, HttpError, limits, parseUplink } from "./core.js";
+import { ADMITTED, auditLine, checkDeviceId, DUPLICATE, guarded, HttpError, limits, logNothingStored, parseUplink } from "./core.js";
 import { mapAtMost } from "./fanout.js";
 import { countUnroutable, fleetStats, knows } from "./fleet.js";
 
@@ -160,8 +160,7 @@ async function ingest(request, env, cfg, format, routeName) {
         return await stub.ingest({ device_id, readings, refused, ...context });
       } catch (e) {
         // No outcome at all: nothing of this device's readings was stored.
-        const counts = { received: readings.length + refused, unique: 0, duplicates_suppressed: 0, rejected: refused, not_stored: readings.length, seq_reuses: 0, evicted_before_ttl: 0 };
-        console.log(auditLine("burst_not_stored", counts, Date.now(), { device_id, ...context, error: "device_unavailable" }));
+        logNothingStored({ device_id, ...context }, readings.length, refused, "device_unavailable");
         return { ok: false, status: 503, code: "device_unavailable", message: String(e?.message ?? e) };
       }
     },
