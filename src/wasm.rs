@@ -22,7 +22,8 @@ use crate::dedupe::dedup::{
 use crate::dedupe::error::{Error, Field};
 use crate::dedupe::key::idempotency_key;
 use crate::dedupe::reading::{
-    check_device_id, lone_surrogate, validate, RawReading, Reading as CoreReading, Scalar,
+    canonical_device_id, check_device_id, lone_surrogate, validate, RawReading,
+    Reading as CoreReading, Scalar,
 };
 use crate::dedupe::seen::{
     Config, SeenSet, Stats, DEFAULT_MAX_KEYS, DEFAULT_TTL_MS, MAX_COUNTER, MAX_MAX_KEYS, MAX_TTL_MS,
@@ -499,16 +500,17 @@ pub fn idempotency_key_js(
 }
 
 /// Checks a device id by the rules every reading's `device_id` follows (1–128 UTF-8
-/// bytes, no control characters, not `.` or `..`, valid Unicode). Returns nothing;
-/// throws an `Error` with code `invalid_device_id` naming the broken rule.
+/// bytes, no control characters, not `.` or `..`, valid Unicode) and returns it as
+/// readings name their device: 16 hex digits (a DevEUI) in upper case, any other id
+/// as given. Throws an `Error` with code `invalid_device_id` naming the broken rule.
 #[wasm_bindgen(js_name = checkDeviceId)]
 pub fn check_device_id_js(
     #[wasm_bindgen(unchecked_param_type = "string")] id: JsValue,
-) -> Result<(), JsValue> {
+) -> Result<String, JsValue> {
     match exact_string(&id) {
         None => Err(Error::Invalid(Field::DeviceId, "must be a string")),
         Some(Err(())) => Err(lone_surrogate(Field::DeviceId)),
-        Some(Ok(s)) => check_device_id(&s),
+        Some(Ok(s)) => check_device_id(&s).map(|()| canonical_device_id(s.into()).into_owned()),
     }
     .map_err(to_js)
 }
@@ -903,11 +905,14 @@ pub fn limits() -> Result<JsValue, JsValue> {
 #[derive(Deserialize, Default, Tsify)]
 #[serde(default, rename_all = "camelCase")]
 pub struct UplinkOptions {
-    /// The decoded payload's member for `seq` (default `seq`).
+    /// Where the decoded payload holds `seq`: a member name, or a JSON Pointer
+    /// such as `/counter/value` (default `seq`).
     seq_field: Option<String>,
-    /// The decoded payload's member for `ts` (default `ts`).
+    /// Where the decoded payload holds `ts`: a member name or a JSON Pointer
+    /// (default `ts`).
     ts_field: Option<String>,
-    /// The decoded payload's member for `fill_pct` (default `fill_pct`).
+    /// Where the decoded payload holds `fill_pct`: a member name or a JSON Pointer
+    /// such as `/level/fill_pct` (default `fill_pct`).
     fill_field: Option<String>,
     /// Readings accepted in one request, a whole number; range and default:
     /// `limits().maxReadings`.
@@ -918,8 +923,11 @@ pub struct UplinkOptions {
 /// validates and keys each once, and splits them per device. Returns the JSON text
 /// of an {@link UplinkPlan}: `index` is the reading's index in the request, `ts`
 /// the UTC instant as the key hashed it, `device_id` of a rejection `null` when the
-/// device id itself is bad. Throws `unknown_format`, `invalid_json`,
-/// `invalid_burst`, `too_many_readings` (beyond `maxReadings`) or `invalid_config`.
+/// device id itself is bad; `ignored` for a message that is not an uplink,
+/// `simulated` for The Things Stack's "Simulate uplink", `frame` when a reading's
+/// `ts` is the receive time. Throws `unknown_format`, `invalid_json`,
+/// `invalid_burst`, `field_mask_incomplete`, `too_many_readings` (beyond
+/// `maxReadings`) or `invalid_config`.
 #[wasm_bindgen(js_name = parseUplink)]
 pub fn parse_uplink(
     format: &str,
@@ -928,32 +936,47 @@ pub fn parse_uplink(
     #[wasm_bindgen(unchecked_optional_param_type = "UplinkOptions")] options: JsValue,
 ) -> Result<String, JsValue> {
     let format = Format::from_name(format).map_err(to_js)?;
+    let (names, max) = uplink_options(&options).map_err(to_js)?;
+    let bytes = body_bytes(body, "parseUplink")?;
+    let out = plan(format, &bytes, &names, max).map_err(to_js)?;
+    serde_json::to_string(&out).map_err(|e| to_js(Error::InvalidBurst(e.to_string())))
+}
+
+/// Checks `parseUplink`'s options without a body, so that a bad field path is found
+/// when the worker starts rather than with the first uplink. Throws `invalid_config`
+/// naming the option (`seqField`, `tsField`, `fillField`, `maxReadings`).
+#[wasm_bindgen(js_name = checkUplinkOptions)]
+pub fn check_uplink_options(
+    #[wasm_bindgen(unchecked_param_type = "UplinkOptions")] options: JsValue,
+) -> Result<(), JsValue> {
+    uplink_options(&options).map(|_| ()).map_err(to_js)
+}
+
+/// The field paths and readings cap of `parseUplink`'s options (absent: defaults).
+fn uplink_options(options: &JsValue) -> Result<(FieldNames, usize), Error> {
     let opts: UplinkOptions = if options.is_undefined() || options.is_null() {
         UplinkOptions::default()
     } else {
-        let options = flat_copy(&options)
-            .map_err(|e| to_js(Error::InvalidConfig(threw("the uplink options", &e))))?;
+        let options = flat_copy(options)
+            .map_err(|e| Error::InvalidConfig(threw("the uplink options", &e)))?;
         serde_wasm_bindgen::from_value(options)
-            .map_err(|e| to_js(Error::InvalidConfig(format!("uplink options: {e}"))))?
+            .map_err(|e| Error::InvalidConfig(format!("uplink options: {e}")))?
     };
-    let base = FieldNames::default();
-    let names = FieldNames {
-        seq: opts.seq_field.unwrap_or(base.seq),
-        ts: opts.ts_field.unwrap_or(base.ts),
-        fill_pct: opts.fill_field.unwrap_or(base.fill_pct),
-    };
+    let names = FieldNames::new(
+        opts.seq_field.as_deref(),
+        opts.ts_field.as_deref(),
+        opts.fill_field.as_deref(),
+    )?;
     let max = match opts.max_readings {
         None => DEFAULT_MAX_READINGS,
         Some(x) if x.is_finite() && x.fract() == 0.0 && x >= 0.0 => x as usize,
         Some(x) => {
-            return Err(to_js(Error::InvalidConfig(format!(
+            return Err(Error::InvalidConfig(format!(
                 "maxReadings must be a whole number, got {x}"
-            ))))
+            )))
         }
     };
-    let bytes = body_bytes(body, "parseUplink")?;
-    let out = plan(format, &bytes, &names, max).map_err(to_js)?;
-    serde_json::to_string(&out).map_err(|e| to_js(Error::InvalidBurst(e.to_string())))
+    Ok((names, max))
 }
 
 /// The floor of `npm run bench` (cargo feature `bench` only, never in `pkg/`): SHA-256

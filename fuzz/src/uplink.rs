@@ -9,10 +9,14 @@
 //! planned reading is valid by the core's rules and its key re-derives from its
 //! `(device_id, seq, ts, fill_pct)`, also through the core's validation again; each
 //! device's keys are taken by `admit_keys` (the device object's call), whose audit
-//! counts reconcile. A native burst (`readings`) gives the same readings keyed and
+//! counts reconcile; an ignored message is read no further, a frame identity is 16
+//! hex digits and only where a network server's receive time keys the reading;
+//! planned device ids are canonical (a DevEUI upper-cased). A native burst (`readings`) gives the same readings keyed and
 //! the same rejections (codes included) through `Deduplicator::process_json`.
 
-use reconnect_dedupe::dedupe::reading::{check_device_id, Scalar, MAX_SAFE_SEQ};
+use reconnect_dedupe::dedupe::reading::{
+    canonical_device_id, check_device_id, Scalar, MAX_SAFE_SEQ,
+};
 use reconnect_dedupe::timestamp::{isoformat, MAX_MICROS, MIN_MICROS};
 use reconnect_dedupe::uplink::{plan, FieldNames, Format, Plan, DEFAULT_MAX_READINGS};
 use reconnect_dedupe::{
@@ -37,7 +41,10 @@ pub fn check(data: &[u8]) {
     assert_eq!(format.name(), name, "name round trip");
     let planned = plan(format, body, &FieldNames::default(), limit);
     match &planned {
-        Ok(p) => check_plan(p, limit),
+        Ok(p) => {
+            check_plan(p, limit);
+            check_message(format, p);
+        }
         Err(Error::TooManyReadings(found, max)) => {
             assert!(
                 *max == limit && found > max,
@@ -45,7 +52,8 @@ pub fn check(data: &[u8]) {
             );
         }
         Err(e) => assert!(
-            matches!(e.code(), "invalid_json" | "invalid_burst"),
+            matches!(e.code(), "invalid_json" | "invalid_burst")
+                || (format == Format::Tts && e.code() == "field_mask_incomplete"),
             "unexpected body error {e:?}"
         ),
     }
@@ -112,6 +120,31 @@ fn same_as_process_json(body: &[u8], planned: &Result<Plan, Error>) {
     assert_eq!(rejected, planned, "the same rejections");
 }
 
+/// A message that is not an uplink is read no further; only The Things Stack marks
+/// a simulated uplink; only a reading keyed at the receive time has a frame identity.
+fn check_message(format: Format, p: &Plan) {
+    if p.ignored {
+        assert!(p.received == 0 && p.devices.is_empty() && p.rejected.is_empty());
+        assert!(format != Format::Readings && format != Format::ChirpStack);
+    }
+    assert!(
+        !p.simulated || format == Format::Tts,
+        "simulated {format:?}"
+    );
+    for r in p.devices.iter().flat_map(|g| &g.readings) {
+        if let Some(frame) = &r.frame {
+            assert!(format != Format::Readings, "a native reading with a frame");
+            assert!(
+                frame.len() == 16
+                    && frame
+                        .bytes()
+                        .all(|b| b.is_ascii_hexdigit() && !b.is_ascii_uppercase()),
+                "frame {frame:?}"
+            );
+        }
+    }
+}
+
 fn check_plan(p: &Plan, limit: usize) {
     assert!(
         p.received <= limit,
@@ -138,6 +171,11 @@ fn check_plan(p: &Plan, limit: usize) {
         );
         assert!(!group.readings.is_empty(), "an empty group");
         check_device_id(&group.device_id).expect("a planned device id is valid");
+        assert_eq!(
+            canonical_device_id(Cow::Borrowed(&group.device_id)),
+            group.device_id,
+            "a planned device id is canonical"
+        );
         assert!(
             group.readings.windows(2).all(|w| w[0].index < w[1].index),
             "group out of request order"

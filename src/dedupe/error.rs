@@ -59,6 +59,9 @@ pub enum Error {
     NoEntropy,
     /// A webhook format name the worker does not know.
     UnknownFormat(String),
+    /// A The Things Stack uplink without the device identifiers: the webhook's field
+    /// mask ("Filter event data") removed them. The text names the paths to keep.
+    FieldMaskIncomplete(&'static str),
     /// More readings in one request than allowed: (found, limit).
     TooManyReadings(usize, usize),
     /// A stored or forwarded key that is not `device_id:seq:<16 hex>` in canonical
@@ -89,6 +92,7 @@ impl Error {
             Error::InvalidTime(_) => "invalid_time",
             Error::NoEntropy => "no_entropy",
             Error::UnknownFormat(_) => "unknown_format",
+            Error::FieldMaskIncomplete(_) => "field_mask_incomplete",
             Error::TooManyReadings(..) => "too_many_readings",
             Error::InvalidKey(_) => "invalid_key",
         }
@@ -137,6 +141,7 @@ impl fmt::Display for Error {
                 write!(f, "{n} readings in one request; at most {max} are accepted")
             }
             Error::InvalidKey(why) => write!(f, "invalid key: {why}"),
+            Error::FieldMaskIncomplete(why) => f.write_str(why),
         }
     }
 }

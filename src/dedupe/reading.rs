@@ -345,7 +345,27 @@ fn device_id(v: Scalar<'_>) -> Result<Cow<'_, str>, Error> {
         return Err(Error::Invalid(Field::DeviceId, "must be a string"));
     };
     check_device_id(&s)?;
-    Ok(s)
+    Ok(canonical_device_id(s))
+}
+
+/// A device id as every layer names its device: one of exactly 16 ASCII hex digits is
+/// a DevEUI and is written in upper case (ChirpStack sends and shows DevEUIs in lower
+/// case, The Things Stack in upper case: one sensor, one device); any other id is kept
+/// as given. Call it on an id that passed [`check_device_id`].
+///
+/// ```
+/// use reconnect_dedupe::dedupe::reading::canonical_device_id;
+/// assert_eq!(canonical_device_id("70b3d52dd600035a".into()), "70B3D52DD600035A");
+/// assert_eq!(canonical_device_id("bin-a17".into()), "bin-a17");
+/// assert_eq!(canonical_device_id("70b3d52dd600035".into()), "70b3d52dd600035");
+/// ```
+pub fn canonical_device_id(id: Cow<'_, str>) -> Cow<'_, str> {
+    let eui = id.len() == 16 && id.bytes().all(|b| b.is_ascii_hexdigit());
+    if eui && id.bytes().any(|b| b.is_ascii_lowercase()) {
+        Cow::Owned(id.to_ascii_uppercase())
+    } else {
+        id
+    }
 }
 
 /// The error for a string member that is not valid Unicode: a JS string with a lone

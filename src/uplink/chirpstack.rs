@@ -14,18 +14,27 @@
 //!   receive time (RFC 3339 with nanoseconds and an offset).
 
 use super::json::Object;
-use super::{dev_eui, frame_counter, path, scalar, Envelope};
+use super::{atom, dev_eui, frame_counter, path, scalar, Envelope, Frame};
 
 /// The server's name in messages.
 pub(super) const LABEL: &str = "ChirpStack";
 
-/// The event's device, decoded payload, frame counter and time.
+/// The event's device, decoded payload, frame counter and time; the frame's
+/// identity is `devAddr` (a new one with every join), `fCnt`, `fPort` and `data`.
 pub(super) fn envelope<'a>(root: &'a Object<'a>) -> Envelope<'a> {
     Envelope {
+        event: "up",
+        simulated: false,
         device_id: dev_eui(path(root, &["deviceInfo", "devEui"])),
         decoded: root.get("object"),
         frame_counter: frame_counter(root.get("fCnt")),
         received_at: root.get("time").map(scalar),
+        frame: Frame {
+            session: atom(root.get("devAddr")),
+            counter: atom(root.get("fCnt")),
+            port: atom(root.get("fPort")),
+            payload: atom(root.get("data")),
+        },
     }
 }
 
@@ -33,6 +42,7 @@ pub(super) fn envelope<'a>(root: &'a Object<'a>) -> Envelope<'a> {
 mod tests {
     use super::super::tests::{assert_maps, plan_of, with, CHIRPSTACK, CHIRPSTACK_WITH_FILL};
     use super::super::{plan, FieldNames, Format};
+    use crate::dedupe::reading::canonical_device_id;
     use serde_json::{json, Value};
 
     #[test]
@@ -89,11 +99,7 @@ mod tests {
 
     #[test]
     fn field_names_can_be_overridden() {
-        let names = FieldNames {
-            fill_pct: "fillLevel".into(),
-            seq: "counter".into(),
-            ts: "time".into(),
-        };
+        let names = FieldNames::new(Some("counter"), Some("time"), Some("fillLevel")).unwrap();
         let body = with(
             CHIRPSTACK,
             &["object"],
@@ -122,9 +128,9 @@ mod tests {
             );
             let p = plan_of(Format::ChirpStack, &body);
             let mut expected = v["key"].as_str().unwrap().to_owned();
-            // DevEUIs are upper-cased; the key's device part follows.
+            // A DevEUI is upper-cased; the key's device part follows.
             let id = r["device_id"].as_str().unwrap();
-            expected.replace_range(..id.len(), &id.to_ascii_uppercase());
+            expected.replace_range(..id.len(), &canonical_device_id(id.into()));
             assert_eq!(p.devices[0].readings[0].key, expected, "{}", v["name"]);
         }
     }

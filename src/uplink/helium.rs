@@ -11,20 +11,45 @@
 //!   (`15868685461234`, year 2472); it is still a valid instant and converted as
 //!   given.
 
-use super::json::Object;
-use super::{dev_eui, frame_counter, ms_to_rfc3339, path, Envelope};
+use super::json::{Json, Object};
+use super::{atom, dev_eui, frame_counter, ms_to_rfc3339, path, Envelope, Frame, Message};
+use crate::dedupe::error::Error;
 
 /// The server's name in messages.
 pub(super) const LABEL: &str = "Helium";
 
-/// The uplink's device, decoded payload, frame counter and report time.
-pub(super) fn envelope<'a>(root: &'a Object<'a>) -> Envelope<'a> {
-    Envelope {
+/// The uplink's device, decoded payload, frame counter and report time; a message
+/// whose `type` is not `uplink` (a `join`) is acknowledged, not read. The frame's
+/// identity is `devaddr`, `fcnt`, `port` and `payload`.
+///
+/// # Errors
+/// [`Error::InvalidBurst`] for a `type` that is not a string.
+pub(super) fn message<'a>(root: &'a Object<'a>) -> Result<Message<'a>, Error> {
+    match root.get("type") {
+        None => {}
+        Some(Json::Str(t)) if t == "uplink" => {}
+        Some(Json::Str(t)) if t == "join" => return Ok(Message::Ignored("join")),
+        Some(Json::Str(_)) => return Ok(Message::Ignored("other")),
+        Some(_) => {
+            return Err(Error::InvalidBurst(
+                "Helium message \"type\" must be a string".into(),
+            ))
+        }
+    }
+    Ok(Message::Uplink(Envelope {
+        event: "uplink",
+        simulated: false,
         device_id: dev_eui(root.get("dev_eui")),
         decoded: path(root, &["decoded", "payload"]),
         frame_counter: frame_counter(root.get("fcnt")),
         received_at: root.get("reported_at").map(ms_to_rfc3339),
-    }
+        frame: Frame {
+            session: atom(root.get("devaddr")),
+            counter: atom(root.get("fcnt")),
+            port: atom(root.get("port")),
+            payload: atom(root.get("payload")),
+        },
+    }))
 }
 
 #[cfg(test)]

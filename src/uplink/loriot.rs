@@ -13,30 +13,53 @@
 //!   a decoder's output is read from `decoded`.
 
 use super::json::{Json, Object};
-use super::{dev_eui, frame_counter, ms_to_rfc3339, Envelope};
+use super::{atom, dev_eui, frame_counter, ms_to_rfc3339, Envelope, Frame, Message};
 use crate::dedupe::error::Error;
+use std::borrow::Cow;
 
 /// The server's name in messages.
 pub(super) const LABEL: &str = "LORIOT";
 
-/// The message's device, decoded payload, frame counter and receive time.
+/// The `cmd`s of LORIOT's application output other than the uplinks (`rx`, `gw`),
+/// acknowledged by name; any other is acknowledged as `other`.
+const OTHER_COMMANDS: [&str; 0] = [];
+
+/// The message's device, decoded payload, frame counter and receive time, for an
+/// `rx` or a `gw` (the same frame with gateway details: one reading); any other
+/// `cmd` is acknowledged, not read. The frame's identity is `fcnt`, `port` and
+/// `data` (hex, in either case).
 ///
 /// # Errors
-/// [`Error::InvalidBurst`] for a message whose `cmd` is not `rx`.
-pub(super) fn envelope<'a>(root: &'a Object<'a>) -> Result<Envelope<'a>, Error> {
-    if let Some(cmd) = root.get("cmd").and_then(Json::as_str) {
-        if cmd != "rx" {
-            return Err(Error::InvalidBurst(format!(
-                "LORIOT message \"{cmd}\" is not an uplink (\"rx\")"
-            )));
+/// [`Error::InvalidBurst`] for a `cmd` that is not a string.
+pub(super) fn message<'a>(root: &'a Object<'a>) -> Result<Message<'a>, Error> {
+    let event = match root.get("cmd") {
+        None => "rx",
+        Some(Json::Str(c)) if c == "rx" => "rx",
+        Some(Json::Str(c)) if c == "gw" => "gw",
+        Some(Json::Str(c)) => {
+            let known = OTHER_COMMANDS.iter().find(|k| **k == &**c);
+            return Ok(Message::Ignored(known.copied().unwrap_or("other")));
         }
-    }
-    Ok(Envelope {
+        Some(_) => {
+            return Err(Error::InvalidBurst(
+                "LORIOT message \"cmd\" must be a string".into(),
+            ))
+        }
+    };
+    Ok(Message::Uplink(Envelope {
+        event,
+        simulated: false,
         device_id: dev_eui(root.get("EUI")),
         decoded: root.get("decoded"),
         frame_counter: frame_counter(root.get("fcnt")),
         received_at: root.get("ts").map(ms_to_rfc3339),
-    })
+        frame: Frame {
+            session: Cow::Borrowed(""),
+            counter: atom(root.get("fcnt")),
+            port: atom(root.get("port")),
+            payload: Cow::Owned(atom(root.get("data")).to_ascii_lowercase()),
+        },
+    }))
 }
 
 #[cfg(test)]
@@ -57,18 +80,27 @@ mod tests {
     }
 
     #[test]
-    fn the_decoded_object_gives_the_fill_level_and_other_commands_are_refused() {
-        let l = with(LORIOT, &["decoded"], json!({"fill_pct": 12}));
-        let p = plan_of(Format::Loriot, &l);
+    fn gw_is_the_same_uplink_and_other_commands_are_acknowledged() {
+        let rx = with(LORIOT, &["decoded"], json!({"fill_pct": 12}));
+        let p = plan_of(Format::Loriot, &rx);
+        assert_eq!((p.event, p.ignored), ("rx", false));
         assert_eq!(p.devices[0].device_id, "0102030405060708");
         assert_eq!(p.devices[0].readings[0].fill_pct, 12.0);
+        let gw = with(&rx, &[], json!({"cmd": "gw", "ts": 1470850676000_i64}));
+        let g = plan_of(Format::Loriot, &gw);
+        assert_eq!(g.event, "gw");
+        let (r, s) = (&p.devices[0].readings[0], &g.devices[0].readings[0]);
+        assert_eq!(r.frame, s.frame, "one frame");
+        assert_ne!(r.ts, s.ts);
+        let other = plan(
+            Format::Loriot,
+            br#"{"cmd":"txd","EUI":"01"}"#,
+            &FieldNames::default(),
+            10,
+        );
+        assert_eq!(other.map(|p| (p.event, p.ignored)), Ok(("other", true)));
         assert!(matches!(
-            plan(
-                Format::Loriot,
-                br#"{"cmd":"gw","EUI":"01"}"#,
-                &FieldNames::default(),
-                10
-            ),
+            plan(Format::Loriot, br#"{"cmd":7}"#, &FieldNames::default(), 10),
             Err(Error::InvalidBurst(_))
         ));
     }

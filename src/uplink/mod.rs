@@ -52,6 +52,7 @@
 //! surrogate escape is `invalid_json`.
 
 mod chirpstack;
+mod field;
 mod helium;
 mod json;
 mod loriot;
@@ -59,13 +60,17 @@ mod native;
 mod ttn;
 
 use crate::dedupe::error::{Error, Field, Rejection};
-use crate::dedupe::key::{content_digest, format_key};
-use crate::dedupe::reading::{validate, RawBurst, RawReading, Reading, Scalar};
+use crate::dedupe::key::{content_digest, digest_of, format_key};
+use crate::dedupe::reading::{
+    canonical_device_id, validate, RawBurst, RawReading, Reading, Scalar,
+};
 use crate::dedupe::timestamp::{isoformat, IsoBuf, Micros, MAX_MICROS, MIN_MICROS};
 use json::{number_scalar, Json, Object, Reader};
 use serde::{Serialize, Serializer};
 use std::borrow::Cow;
 use std::collections::HashMap;
+
+pub use field::{FieldNames, FieldPath};
 
 /// Default cap on readings per request, in line with the worker's documented limit.
 pub const DEFAULT_MAX_READINGS: usize = 10_000;
@@ -141,31 +146,25 @@ impl Format {
     }
 }
 
-/// Names of the members read from a decoded payload (and its `readings` elements).
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub struct FieldNames {
-    pub seq: String,
-    pub ts: String,
-    pub fill_pct: String,
-}
-
-impl Default for FieldNames {
-    fn default() -> Self {
-        FieldNames {
-            seq: "seq".into(),
-            ts: "ts".into(),
-            fill_pct: "fill_pct".into(),
-        }
-    }
-}
-
 /// One request, validated, keyed and split per device. Serialises as
-/// `{received, devices: [{device_id, readings: [{index, key, seq, ts, fill_pct}]}],
-/// rejected: [{index, field, code, message, device_id}]}`.
+/// `{event, ignored, simulated, received, devices: [{device_id, readings: [{index,
+/// key, seq, ts, fill_pct, frame}]}], rejected: [{index, field, code, message,
+/// device_id}]}`.
 #[derive(Debug, Clone, PartialEq, Serialize)]
 #[cfg_attr(feature = "typescript", derive(tsify::Tsify))]
 #[cfg_attr(feature = "typescript", tsify(rename = "UplinkPlan"))]
 pub struct Plan {
+    /// The message's type as its network server names it: The Things Stack's
+    /// message member (`uplink_message`, `join_accept`, ..., `unknown`), ChirpStack's
+    /// `up`, Helium's `type` (`uplink`, `join`, `other`), LORIOT's `cmd` (`rx`,
+    /// `gw`, ..., `other`); `readings` for a native burst.
+    pub event: &'static str,
+    /// Not an uplink (a join, a downlink acknowledgement, ...): nothing was read, and
+    /// `received` is 0. The worker acknowledges it and stores nothing.
+    pub ignored: bool,
+    /// The Things Stack's "Simulate uplink" (`"simulated": true`): the readings are
+    /// planned as usual, and the worker shows their outcome without storing them.
+    pub simulated: bool,
     /// Readings in the request, valid or not.
     pub received: usize,
     /// Devices in order of their first valid reading in the request.
@@ -197,6 +196,13 @@ pub struct KeyedReading {
     pub ts: Micros,
     /// Percent, 0.0 ..= 100.0, never `-0.0`.
     pub fill_pct: f64,
+    /// When `ts` is the network server's receive time (the decoded payload gave
+    /// none): the radio frame's identity, 16 hex digits of SHA-256 over the network
+    /// server, session, frame counter, port, raw payload and the reading's place in
+    /// the uplink. A copy of the frame received later has the same `frame` and a
+    /// later `ts`; the worker keys it with the first copy's `ts` (README "The same
+    /// frame twice"). `None` when the reading carries its own `ts`.
+    pub frame: Option<String>,
 }
 
 /// A reading refused before it reached a deduplicator.
@@ -246,12 +252,23 @@ pub fn plan(
     if format == Format::Readings {
         let readings = native::parse(body)?;
         within(readings.len(), max_readings)?;
-        return Ok(route(format, names, readings.into_iter()));
+        let each = readings.into_iter().map(|r| (r, None));
+        return Ok(route(format, names, "readings", false, each));
     }
     let root = json::read(body, Reader::value)?;
-    let envelope = envelope(format, &root)?;
+    let envelope = match message(format, &root)? {
+        Message::Uplink(envelope) => envelope,
+        Message::Ignored(event) => return Ok(Plan::ignored(event)),
+    };
     within(envelope.burst().map_or(1, <[Json]>::len), max_readings)?;
-    Ok(route(format, names, uplink_readings(&envelope, names)))
+    let readings = uplink_readings(format, &envelope, names);
+    Ok(route(
+        format,
+        names,
+        envelope.event,
+        envelope.simulated,
+        readings.into_iter(),
+    ))
 }
 
 /// Reads a native burst body (`[reading, ...]` or `{"readings": [...]}`) into the
@@ -281,22 +298,39 @@ fn within(count: usize, max_readings: usize) -> Result<(), Error> {
     Ok(())
 }
 
-/// Validates and keys each raw reading once, grouping the valid ones by device.
+impl Plan {
+    /// The plan of a message that is not an uplink.
+    fn ignored(event: &'static str) -> Plan {
+        Plan {
+            event,
+            ignored: true,
+            simulated: false,
+            received: 0,
+            devices: Vec::new(),
+            rejected: Vec::new(),
+        }
+    }
+}
+
+/// Validates and keys each raw reading (with its frame identity, when its `ts` is
+/// the receive time) once, grouping the valid ones by device.
 fn route<'a>(
     format: Format,
     names: &FieldNames,
-    readings: impl Iterator<Item = RawReading<'a>>,
+    event: &'static str,
+    simulated: bool,
+    readings: impl Iterator<Item = (RawReading<'a>, Option<u64>)>,
 ) -> Plan {
     let mut devices: Vec<DeviceReadings> = Vec::new();
     let mut slot: HashMap<Cow<'a, str>, usize> = HashMap::new();
     let mut rejected = Vec::new();
     let mut scratch = String::with_capacity(64);
     let mut received = 0;
-    for (index, raw) in readings.enumerate() {
+    for (index, (raw, frame)) in readings.enumerate() {
         received += 1;
         // Kept for a rejection that still names its device; a borrowed id costs nothing.
         let named = match &raw.device_id {
-            Some(Scalar::Str(id)) => Some(id.clone()),
+            Some(Scalar::Str(id)) => Some(canonical_device_id(id.clone())),
             _ => None,
         };
         match validate(raw) {
@@ -312,7 +346,7 @@ fn route<'a>(
                         devices.len() - 1
                     }
                 };
-                let keyed = keyed(index, &reading, &mut scratch);
+                let keyed = keyed(index, &reading, frame, &mut scratch);
                 if let Some(group) = devices.get_mut(at) {
                     group.readings.push(keyed);
                 }
@@ -321,13 +355,21 @@ fn route<'a>(
         }
     }
     Plan {
+        event,
+        ignored: false,
+        simulated,
         received,
         devices,
         rejected,
     }
 }
 
-fn keyed(index: usize, reading: &Reading<'_>, scratch: &mut String) -> KeyedReading {
+fn keyed(
+    index: usize,
+    reading: &Reading<'_>,
+    frame: Option<u64>,
+    scratch: &mut String,
+) -> KeyedReading {
     let digest = content_digest(reading, scratch);
     KeyedReading {
         index,
@@ -335,6 +377,7 @@ fn keyed(index: usize, reading: &Reading<'_>, scratch: &mut String) -> KeyedRead
         seq: reading.seq,
         ts: reading.ts,
         fill_pct: reading.fill_pct,
+        frame: frame.map(|f| format!("{f:016x}")),
     }
 }
 
@@ -377,9 +420,20 @@ fn label(format: Format) -> &'static str {
     }
 }
 
+/// What a network server posted: an uplink, or another event, acknowledged unread.
+enum Message<'a> {
+    Uplink(Envelope<'a>),
+    /// Not an uplink; its event name, as [`Plan::event`] gives it.
+    Ignored(&'static str),
+}
+
 /// What an uplink contributes besides its decoded payload, as the core's scalars.
 struct Envelope<'a> {
-    /// The DevEUI (upper case) or the server's fallback; `None` when absent.
+    /// The message's event name ([`Plan::event`]).
+    event: &'static str,
+    /// The Things Stack's "Simulate uplink".
+    simulated: bool,
+    /// The DevEUI or the server's fallback; `None` when absent.
     device_id: Option<Scalar<'a>>,
     /// The decoded payload as the server delivered it (any JSON, or absent).
     decoded: Option<&'a Json<'a>>,
@@ -387,6 +441,50 @@ struct Envelope<'a> {
     frame_counter: Scalar<'a>,
     /// The receive time, an RFC 3339 string when the server sends milliseconds.
     received_at: Option<Scalar<'a>>,
+    /// What identifies the radio frame besides the device and its counter.
+    frame: Frame<'a>,
+}
+
+/// The parts of an uplink that identify its radio frame, as text: the session
+/// (when the server names it), the frame counter, the port and the raw payload.
+/// Absent parts are empty.
+#[derive(Default)]
+struct Frame<'a> {
+    session: Cow<'a, str>,
+    counter: Cow<'a, str>,
+    port: Cow<'a, str>,
+    payload: Cow<'a, str>,
+}
+
+impl Frame<'_> {
+    /// The identity of reading `index` of this frame, from a network server's
+    /// `format`: each part length-prefixed, so no two frames share the hashed text.
+    fn digest(&self, format: Format, index: usize) -> u64 {
+        let mut text = String::with_capacity(96 + self.payload.len());
+        let index = index.to_string();
+        for part in [
+            format.name(),
+            &self.session,
+            &self.counter,
+            &self.port,
+            &self.payload,
+            &index,
+        ] {
+            text.push_str(&part.len().to_string());
+            text.push(':');
+            text.push_str(part);
+        }
+        digest_of(text.as_bytes())
+    }
+}
+
+/// A scalar member as frame text: a string as it is, a number as written.
+fn atom<'a>(v: Option<&'a Json<'a>>) -> Cow<'a, str> {
+    match v {
+        Some(Json::Str(s)) => Cow::Borrowed(s),
+        Some(Json::Number(text)) => Cow::Borrowed(text),
+        _ => Cow::Borrowed(""),
+    }
 }
 
 impl<'a> Envelope<'a> {
@@ -402,64 +500,78 @@ impl<'a> Envelope<'a> {
     }
 }
 
-/// The envelope of an uplink body in `format`.
+/// What a body in `format` is: an uplink's envelope, or an event to acknowledge.
 ///
 /// # Errors
-/// [`Error::InvalidBurst`] when the body is not a JSON object or not an uplink
-/// of the format.
-fn envelope<'a>(format: Format, root: &'a Json<'a>) -> Result<Envelope<'a>, Error> {
+/// [`Error::InvalidBurst`] when the body is not a JSON object or not a message of
+/// the format; [`Error::FieldMaskIncomplete`] for a The Things Stack uplink whose
+/// device identifiers were filtered out.
+fn message<'a>(format: Format, root: &'a Json<'a>) -> Result<Message<'a>, Error> {
     let Json::Object(root) = root else {
         return Err(Error::InvalidBurst(format!(
-            "a {} uplink must be a JSON object",
+            "a {} message must be a JSON object",
             label(format)
         )));
     };
     match format {
-        Format::Tts => ttn::envelope(root),
-        Format::ChirpStack => Ok(chirpstack::envelope(root)),
-        Format::Helium => Ok(helium::envelope(root)),
-        Format::Loriot => loriot::envelope(root),
+        Format::Tts => ttn::message(root),
+        Format::ChirpStack => Ok(Message::Uplink(chirpstack::envelope(root))),
+        Format::Helium => helium::message(root),
+        Format::Loriot => loriot::message(root),
         Format::Readings => Err(Error::InvalidBurst(
             "a native burst has no uplink envelope".into(),
         )),
     }
 }
 
-/// The readings of an uplink: one per element of the decoded payload's `readings`
-/// array (an element that is not an object is rejected as `invalid_reading`), else
-/// the one the decoded payload describes.
+/// The readings of an uplink, each with its frame identity when its `ts` falls back
+/// to the receive time: one per element of the decoded payload's `readings` array
+/// (an element that is not an object is rejected as `invalid_reading`), else the
+/// one the decoded payload describes.
 fn uplink_readings<'e>(
+    format: Format,
     envelope: &'e Envelope<'_>,
     names: &'e FieldNames,
-) -> impl Iterator<Item = RawReading<'e>> + 'e {
-    let burst = envelope.burst();
-    let single = burst
-        .is_none()
-        .then(|| decoded_reading(envelope, envelope.decoded_object(), names));
-    let each = burst.into_iter().flatten().map(|item| match item {
-        Json::Object(m) => decoded_reading(envelope, Some(m), names),
-        _ => RawReading::default(),
-    });
-    each.chain(single)
+) -> Vec<(RawReading<'e>, Option<u64>)> {
+    let framed = |index: usize, (raw, received): (RawReading<'e>, bool)| {
+        (raw, received.then(|| envelope.frame.digest(format, index)))
+    };
+    match envelope.burst() {
+        None => vec![framed(
+            0,
+            decoded_reading(envelope, envelope.decoded_object(), names),
+        )],
+        Some(items) => items
+            .iter()
+            .enumerate()
+            .map(|(i, item)| match item {
+                Json::Object(m) => framed(i, decoded_reading(envelope, Some(m), names)),
+                _ => (RawReading::default(), None),
+            })
+            .collect(),
+    }
 }
 
 /// One reading from a decoded payload object (or one of its `readings`; `None`:
-/// no decoded object), completed from the envelope. The envelope's scalars are
-/// lent, not copied.
+/// no decoded object), completed from the envelope, and whether its `ts` is the
+/// envelope's receive time. The envelope's scalars are lent, not copied.
 fn decoded_reading<'e>(
     envelope: &'e Envelope<'_>,
     src: Option<&'e Object<'e>>,
     names: &FieldNames,
-) -> RawReading<'e> {
-    let field = |name: &String| src.and_then(|m| m.get(name)).map(scalar);
-    RawReading {
+) -> (RawReading<'e>, bool) {
+    let field = |path: &FieldPath| src.and_then(|m| path.find(m)).map(scalar);
+    let ts = field(&names.ts);
+    let received = ts.is_none() && envelope.received_at.is_some();
+    let raw = RawReading {
         is_object: true,
         repeated: None,
         device_id: envelope.device_id.as_ref().map(lend),
         seq: Some(field(&names.seq).unwrap_or_else(|| lend(&envelope.frame_counter))),
-        ts: field(&names.ts).or_else(|| envelope.received_at.as_ref().map(lend)),
+        ts: ts.or_else(|| envelope.received_at.as_ref().map(lend)),
         fill_pct: field(&names.fill_pct),
-    }
+    };
+    (raw, received)
 }
 
 /// A JSON value as the core's raw scalar: what `Scalar::deserialize` makes of it
@@ -494,14 +606,11 @@ fn path<'a>(root: &'a Object<'a>, keys: &[&str]) -> Option<&'a Json<'a>> {
         .try_fold(root.get(first)?, |v, k| v.as_object()?.get(k))
 }
 
-/// A DevEUI in upper case; absent or empty → `None`, a non-string kept as is so
-/// the core rejects it as `invalid_device_id`.
+/// A DevEUI (the core writes one of 16 hex digits in upper case); absent or empty
+/// → `None`, a non-string kept as is so the core rejects it as `invalid_device_id`.
 fn dev_eui<'a>(v: Option<&'a Json<'_>>) -> Option<Scalar<'a>> {
     match v? {
         Json::Str(s) if s.is_empty() => None,
-        Json::Str(s) if s.bytes().any(|b| b.is_ascii_lowercase()) => {
-            Some(Scalar::Str(Cow::Owned(s.to_ascii_uppercase())))
-        }
         other => Some(scalar(other)),
     }
 }

@@ -1,7 +1,9 @@
 //! What the per-server tests share, and the tests of the shared parts: the
 //! format table, whole-body errors, the plan's JSON shape.
 
-use super::{envelope, json, native, plan, scalar, uplink_readings, FieldNames, Format, Plan};
+use super::{
+    json, message, native, plan, scalar, uplink_readings, FieldNames, Format, Message, Plan,
+};
 use crate::dedupe::key::idempotency_key;
 use crate::dedupe::reading::{parse_reading, RawReading, Scalar};
 use serde::Deserialize;
@@ -53,8 +55,13 @@ pub(super) fn assert_maps(format: Format, body: &str, expected: &[Value]) {
     } else {
         let names = FieldNames::default();
         let root = json::read(body.as_bytes(), json::Reader::value).unwrap();
-        let env = envelope(format, &root).unwrap();
-        let got: Vec<RawReading> = uplink_readings(&env, &names).collect();
+        let Ok(Message::Uplink(env)) = message(format, &root) else {
+            panic!("not an uplink")
+        };
+        let got: Vec<RawReading> = uplink_readings(format, &env, &names)
+            .into_iter()
+            .map(|(raw, _)| raw)
+            .collect();
         assert_eq!(got, want);
     }
 }
@@ -117,7 +124,8 @@ fn whole_body_errors_have_codes() {
         assert_eq!(err(format, b"{} x").code(), "invalid_json");
         assert_eq!(err(format, b"\"\xff\"").code(), "invalid_json");
         assert_eq!(err(format, b"[]").code(), "invalid_burst");
-        let too_many = json!({"uplink_message": {"decoded_payload": {"readings": [1, 2, 3]}},
+        let too_many = json!({"end_device_ids": {"device_id": "d"},
+            "uplink_message": {"decoded_payload": {"readings": [1, 2, 3]}},
             "object": {"readings": [1, 2, 3]}, "decoded": {"readings": [1, 2, 3],
             "payload": {"readings": [1, 2, 3]}}});
         assert_eq!(
@@ -127,7 +135,7 @@ fn whole_body_errors_have_codes() {
     }
     assert_eq!(
         err(Format::ChirpStack, b"7").to_string(),
-        "body is not a burst: a ChirpStack uplink must be a JSON object"
+        "body is not a burst: a ChirpStack message must be a JSON object"
     );
     assert_eq!(err(Format::Tts, b"{}").code(), "invalid_burst");
 }
@@ -163,7 +171,7 @@ fn the_plan_json_is_the_documented_shape() {
     let one = r#"[{"device_id":"bin-A17","seq":41,"ts":"2026-07-16T09:00:00Z","fill_pct":62.5}]"#;
     assert_eq!(
         plan_of(Format::Readings, one).to_json(),
-        r#"{"received":1,"devices":[{"device_id":"bin-A17","readings":[{"index":0,"key":"bin-A17:41:76c73ee2946cc70e","seq":41,"ts":"2026-07-16T09:00:00+00:00","fill_pct":62.5}]}],"rejected":[]}"#
+        r#"{"event":"readings","ignored":false,"simulated":false,"received":1,"devices":[{"device_id":"bin-A17","readings":[{"index":0,"key":"bin-A17:41:76c73ee2946cc70e","seq":41,"ts":"2026-07-16T09:00:00+00:00","fill_pct":62.5,"frame":null}]}],"rejected":[]}"#
     );
     let readings = [
         json!({"device_id": "b", "seq": 2, "ts": "2026-07-16T11:00:00.5+02:00", "fill_pct": -0.0}),
@@ -186,16 +194,17 @@ fn the_plan_json_is_the_documented_shape() {
     assert_eq!(
         parsed,
         json!({
+            "event": "readings", "ignored": false, "simulated": false,
             "received": 6,
             "devices": [
                 {"device_id": "b", "readings": [
                     {"index": 0, "key": key(0), "seq": 2,
-                     "ts": "2026-07-16T09:00:00.500000+00:00", "fill_pct": 0.0},
+                     "ts": "2026-07-16T09:00:00.500000+00:00", "fill_pct": 0.0, "frame": null},
                     {"index": 5, "key": key(2), "seq": -4,
-                     "ts": "2026-07-16T09:00:00.000001+00:00", "fill_pct": 1e-5}]},
+                     "ts": "2026-07-16T09:00:00.000001+00:00", "fill_pct": 1e-5, "frame": null}]},
                 {"device_id": "a", "readings": [
                     {"index": 1, "key": key(1), "seq": 1,
-                     "ts": "2026-07-16T09:00:00+00:00", "fill_pct": 100.0}]}
+                     "ts": "2026-07-16T09:00:00+00:00", "fill_pct": 100.0, "frame": null}]}
             ],
             "rejected": [
                 {"index": 2, "field": "fill_pct", "code": "invalid_fill_pct",
@@ -208,7 +217,7 @@ fn the_plan_json_is_the_documented_shape() {
         })
     );
     // Integral fill levels keep their `.0`, as serde_json writes an f64.
-    assert!(text.contains(r#""fill_pct":0.0}"#) && text.contains(r#""fill_pct":100.0}"#));
+    assert!(text.contains(r#""fill_pct":0.0,"#) && text.contains(r#""fill_pct":100.0,"#));
 }
 
 // ---- Bodies: a member given twice, numbers out of range, lone surrogates, depth ----
@@ -222,7 +231,7 @@ fn edit(body: &str, from: &str, to: &str) -> String {
     body.replacen(from, to, 1)
 }
 
-fn plan_err(format: Format, body: &str) -> crate::dedupe::error::Error {
+pub(super) fn plan_err(format: Format, body: &str) -> crate::dedupe::error::Error {
     plan(format, body.as_bytes(), &FieldNames::default(), 10).unwrap_err()
 }
 
@@ -610,4 +619,171 @@ fn a_seq_is_whole_by_its_text_not_by_its_rounded_f64() {
     let r = edit(R1, r#""fill_pct":10"#, r#""fill_pct":9.99999999999999999"#);
     let p = plan_of(Format::Readings, &format!("[{r}]"));
     assert!(p.rejected.is_empty());
+}
+
+// ---- The same frame twice (issue 10) ----
+
+/// Members merged into a body at a place (`with`).
+type Change = (Vec<&'static str>, Value);
+
+/// Per network server: a body with a fill level and no `ts`, a later receive time,
+/// and the members that make another frame.
+fn frame_cases() -> Vec<(Format, String, Change, Vec<Change>)> {
+    let fill = json!({"fill_pct": 40});
+    vec![
+        (
+            Format::Tts,
+            with(TTS, &["uplink_message", "decoded_payload"], fill.clone()),
+            (
+                vec!["uplink_message"],
+                json!({"received_at": "2020-02-12T15:16:45.1Z"}),
+            ),
+            vec![
+                (vec!["uplink_message"], json!({"f_cnt": 2})),
+                (vec!["uplink_message"], json!({"frm_payload": "AAE="})),
+                (vec!["uplink_message"], json!({"f_port": 2})),
+                (
+                    vec!["uplink_message"],
+                    json!({"session_key_id": "AXBSAAAAAAAAAAAAAAAAAA=="}),
+                ),
+            ],
+        ),
+        (
+            Format::ChirpStack,
+            with(CHIRPSTACK, &["object"], fill.clone()),
+            (
+                vec![],
+                json!({"time": "2022-07-18T09:35:15.775023242+00:00"}),
+            ),
+            vec![
+                (vec![], json!({"fCnt": 9})),
+                (vec![], json!({"data": "AAE="})),
+                (vec![], json!({"fPort": 2})),
+                (vec![], json!({"devAddr": "00000001"})),
+            ],
+        ),
+        (
+            Format::Helium,
+            with(HELIUM, &["decoded", "payload"], fill.clone()),
+            (vec![], json!({"reported_at": 15868685462234_i64})),
+            vec![
+                (vec![], json!({"fcnt": 20})),
+                (vec![], json!({"payload": "AAE="})),
+                (vec![], json!({"port": 2})),
+                (vec![], json!({"devaddr": "00000001"})),
+            ],
+        ),
+        (
+            Format::Loriot,
+            with(LORIOT, &["decoded"], fill),
+            (vec![], json!({"ts": 1470850676433_i64})),
+            vec![
+                (vec![], json!({"fcnt": 2})),
+                (vec![], json!({"data": "0001"})),
+                (vec![], json!({"port": 2})),
+            ],
+        ),
+    ]
+}
+
+#[test]
+fn a_frame_received_again_later_has_the_same_frame_and_a_later_ts() {
+    for (format, body, (at, later), others) in frame_cases() {
+        let first = plan_of(format, &body);
+        let again = plan_of(format, &with(&body, &at, later));
+        let (a, b) = (&first.devices[0].readings[0], &again.devices[0].readings[0]);
+        assert!(
+            a.frame.as_ref().is_some_and(|f| f.len() == 16),
+            "{format:?}"
+        );
+        assert_eq!(a.frame, b.frame, "{format:?}");
+        assert!(b.ts > a.ts, "{format:?}");
+        assert_ne!(
+            a.key, b.key,
+            "keyed apart here: the worker re-keys the copy"
+        );
+        for (at, change) in others {
+            let other = plan_of(format, &with(&body, &at, change.clone()));
+            assert_ne!(
+                other.devices[0].readings[0].frame, a.frame,
+                "{format:?} {change}"
+            );
+        }
+        // A reading that carries its own ts needs no frame.
+        let own = plan_of(
+            format,
+            &body.replace(
+                r#""fill_pct":40"#,
+                r#""fill_pct":40,"ts":"2026-07-16T09:00:00Z""#,
+            ),
+        );
+        assert_eq!(own.devices[0].readings[0].frame, None, "{format:?}");
+    }
+}
+
+#[test]
+fn readings_of_one_uplink_have_frames_of_their_own() {
+    let body = with(
+        CHIRPSTACK,
+        &["object"],
+        json!({"readings": [{"seq": 1, "fill_pct": 5}, {"seq": 2, "fill_pct": 5},
+                            {"seq": 3, "fill_pct": 5, "ts": "2026-07-16T09:00:00Z"}]}),
+    );
+    let p = plan_of(Format::ChirpStack, &body);
+    let frames: Vec<_> = p.devices[0]
+        .readings
+        .iter()
+        .map(|r| r.frame.clone())
+        .collect();
+    assert!(frames[0].is_some() && frames[1].is_some() && frames[0] != frames[1]);
+    assert_eq!(frames[2], None);
+}
+
+#[test]
+fn a_dev_eui_in_any_case_is_one_device() {
+    for (format, body) in [
+        (Format::ChirpStack, with(CHIRPSTACK_WITH_FILL, &["deviceInfo"], json!({"devEui": "70b3d52dd600035a"}))),
+        (Format::Readings, r#"[{"device_id":"70b3D52dd600035A","seq":1,"ts":"2026-07-16T09:00:00Z","fill_pct":1}]"#.to_owned()),
+    ] {
+        let p = plan_of(format, &body);
+        assert_eq!(p.devices[0].device_id, "70B3D52DD600035A", "{format:?}");
+        assert!(p.devices[0].readings[0].key.starts_with("70B3D52DD600035A:"));
+    }
+    // A rejection names the device as its readings do.
+    let bad =
+        r#"[{"device_id":"70b3d52dd600035a","seq":1.5,"ts":"2026-07-16T09:00:00Z","fill_pct":1}]"#;
+    assert_eq!(
+        plan_of(Format::Readings, bad).rejected[0]
+            .device_id
+            .as_deref(),
+        Some("70B3D52DD600035A")
+    );
+}
+
+#[test]
+fn json_pointers_read_nested_decoder_output() {
+    let names = FieldNames::new(
+        Some("/counter/value"),
+        Some("/time"),
+        Some("/level/fill_pct"),
+    )
+    .unwrap();
+    let body = with(
+        CHIRPSTACK,
+        &["object"],
+        json!({"level": {"fill_pct": 62}, "counter": {"value": 7}, "time": "2026-07-16T09:00:00Z"}),
+    );
+    let p = plan(Format::ChirpStack, body.as_bytes(), &names, 10).unwrap();
+    let r = &p.devices[0].readings[0];
+    assert_eq!((r.seq, r.fill_pct, r.frame.clone()), (7, 62.0, None));
+    // The hint names the configured path.
+    let p = plan(Format::ChirpStack, CHIRPSTACK.as_bytes(), &names, 10).unwrap();
+    assert!(
+        p.rejected[0]
+            .rejection
+            .message
+            .contains("no \"/level/fill_pct\""),
+        "{}",
+        p.rejected[0].rejection.message
+    );
 }

@@ -14,39 +14,94 @@
 //!   is frame 0.
 //! * Times carry nanoseconds (`2020-02-12T15:15:45.789585559Z`); the core truncates
 //!   them to microseconds.
-//! * Other event types (join accept, downlink ack, ...) have no `uplink_message` and
-//!   are refused (`invalid_burst`); enable only "Uplink message" on the webhook.
+//! * Every message type ticked on the webhook may be posted to the same URL (when
+//!   the per-message paths are left empty). A message is the `ApplicationUp` of
+//!   `messages.proto`: its type is the one member of [`EVENTS`] it has. Every type
+//!   but `uplink_message` is acknowledged and not read (`uplink_normalized` is the
+//!   same frame again, normalized); a message with `end_device_ids` but none of
+//!   these members (a type newer than this list) is acknowledged as `unknown`.
+//! * `"simulated": true` marks the console's "Simulate uplink".
+//! * The webhook's field mask ("Filter event data") may remove members: an uplink
+//!   without `end_device_ids` is refused as a whole (`field_mask_incomplete`,
+//!   [`MASK_HINT`] names the paths to keep), since none of its readings has a device.
+//! * The frame's identity: `uplink_message.session_key_id` (a new one with every
+//!   join), `f_cnt`, `f_port`, `frm_payload`.
 
-use super::json::Object;
-use super::{dev_eui, frame_counter, path, scalar, Envelope};
+use super::json::{Json, Object};
+use super::{atom, dev_eui, frame_counter, path, scalar, Envelope, Frame, Message};
 use crate::dedupe::error::Error;
 
 /// The server's name in messages.
 pub(super) const LABEL: &str = "The Things Stack";
 
-/// The uplink's device, decoded payload, frame counter and receive time.
+/// The message members of `ApplicationUp`, one per message type; the first is the
+/// uplink.
+const EVENTS: [&str; 11] = [
+    "uplink_message",
+    "uplink_normalized",
+    "join_accept",
+    "downlink_ack",
+    "downlink_nack",
+    "downlink_sent",
+    "downlink_failed",
+    "downlink_queued",
+    "downlink_queue_invalidated",
+    "location_solved",
+    "service_data",
+];
+
+/// What `field_mask_incomplete` says: the paths a webhook's field mask must keep.
+pub(super) const MASK_HINT: &str = "The Things Stack uplink has no \"end_device_ids\" \
+    (dev_eui or device_id): the webhook's \"Filter event data\" field mask removed them. \
+    Keep at least up.uplink_message.decoded_payload, up.uplink_message.f_cnt, \
+    up.uplink_message.f_port, up.uplink_message.frm_payload, \
+    up.uplink_message.received_at and up.uplink_message.session_key_id in the mask \
+    (end_device_ids must reach the worker), or clear the filter";
+
+/// The message's envelope when it is an uplink, else its type.
 ///
 /// # Errors
-/// [`Error::InvalidBurst`] when there is no `uplink_message`, or it is not an object.
-pub(super) fn envelope<'a>(root: &'a Object<'a>) -> Result<Envelope<'a>, Error> {
-    let msg = match root.get("uplink_message") {
-        Some(v) => v.as_object().ok_or_else(|| {
-            Error::InvalidBurst(
-                "not a The Things Stack uplink: \"uplink_message\" is not an object".into(),
-            )
-        })?,
-        None => {
-            return Err(Error::InvalidBurst(
-                "not a The Things Stack uplink: no \"uplink_message\" object".into(),
-            ))
-        }
+/// [`Error::InvalidBurst`] when the body is no `ApplicationUp` message (none of
+/// [`EVENTS`], no `end_device_ids`) or its `uplink_message` is not an object;
+/// [`Error::FieldMaskIncomplete`] for an uplink without its device identifiers.
+pub(super) fn message<'a>(root: &'a Object<'a>) -> Result<Message<'a>, Error> {
+    let Some(msg) = root.get(EVENTS[0]) else {
+        let event = EVENTS.iter().find(|e| root.get(e).is_some());
+        return match event {
+            Some(event) => Ok(Message::Ignored(event)),
+            None if root.get("end_device_ids").is_some() => Ok(Message::Ignored("unknown")),
+            None => Err(Error::InvalidBurst(
+                "not a The Things Stack message: no \"end_device_ids\" and none of \
+                 uplink_message, join_accept, downlink_*, location_solved, service_data"
+                    .into(),
+            )),
+        };
     };
+    let msg = msg.as_object().ok_or_else(|| {
+        Error::InvalidBurst(
+            "not a The Things Stack uplink: \"uplink_message\" is not an object".into(),
+        )
+    })?;
+    let ids = root.get("end_device_ids");
+    let named = |name| {
+        ids.and_then(Json::as_object)
+            .is_some_and(|o| o.get(name).is_some())
+    };
+    if ids.is_none()
+        || (ids.is_some_and(|v| v.as_object().is_some())
+            && !named("dev_eui")
+            && !named("device_id"))
+    {
+        return Err(Error::FieldMaskIncomplete(MASK_HINT));
+    }
     let device_id = dev_eui(path(root, &["end_device_ids", "dev_eui"])).or_else(|| {
         path(root, &["end_device_ids", "device_id"])
             .filter(|v| v.as_str() != Some(""))
             .map(scalar)
     });
-    Ok(Envelope {
+    Ok(Message::Uplink(Envelope {
+        event: EVENTS[0],
+        simulated: matches!(root.get("simulated"), Some(Json::Bool(true))),
         device_id,
         decoded: msg.get("decoded_payload"),
         frame_counter: frame_counter(msg.get("f_cnt")),
@@ -54,12 +109,18 @@ pub(super) fn envelope<'a>(root: &'a Object<'a>) -> Result<Envelope<'a>, Error> 
             .get("received_at")
             .or_else(|| root.get("received_at"))
             .map(scalar),
-    })
+        frame: Frame {
+            session: atom(msg.get("session_key_id")),
+            counter: atom(msg.get("f_cnt")),
+            port: atom(msg.get("f_port")),
+            payload: atom(msg.get("frm_payload")),
+        },
+    }))
 }
 
 #[cfg(test)]
 mod tests {
-    use super::super::tests::{assert_maps, plan_of, with, TTS, TTS_WITH_FILL};
+    use super::super::tests::{assert_maps, plan_err, plan_of, with, TTS, TTS_WITH_FILL};
     use super::super::Format;
     use crate::dedupe::timestamp::isoformat;
     use serde_json::{json, Value};
@@ -155,17 +216,65 @@ mod tests {
     }
 
     #[test]
-    fn other_events_and_shapes_are_not_uplinks() {
-        let code = |b: &str| {
-            super::super::plan(Format::Tts, b.as_bytes(), &Default::default(), 10)
-                .unwrap_err()
-                .code()
-        };
+    fn every_other_message_type_is_acknowledged_unread() {
+        let p = |b: &str| super::super::plan(Format::Tts, b.as_bytes(), &Default::default(), 10);
+        for event in super::EVENTS.iter().skip(1) {
+            let body = format!(r#"{{"end_device_ids":{{"device_id":"d"}},"{event}":{{}}}}"#);
+            let plan = p(&body).unwrap();
+            assert_eq!((plan.event, plan.ignored, plan.received), (*event, true, 0));
+            assert!(plan.devices.is_empty() && plan.rejected.is_empty());
+        }
+        // A type newer than the list: still a The Things Stack message.
+        let plan = p(r#"{"end_device_ids":{"device_id":"d"},"relay_notice":{}}"#).unwrap();
+        assert_eq!((plan.event, plan.ignored), ("unknown", true));
+        let code = |b: &str| p(b).unwrap_err().code();
+        assert_eq!(code(r#"{"join_acept":{}}"#), "invalid_burst");
         assert_eq!(
-            code(r#"{"end_device_ids":{},"join_accept":{}}"#),
+            code(r#"{"end_device_ids":{},"uplink_message":[]}"#),
             "invalid_burst"
         );
-        assert_eq!(code(r#"{"uplink_message":[]}"#), "invalid_burst");
         assert_eq!(code("[]"), "invalid_burst");
+    }
+
+    #[test]
+    fn an_uplink_whose_ids_were_masked_names_the_paths_to_keep() {
+        let mut v: Value = serde_json::from_str(TTS_WITH_FILL).unwrap();
+        v.as_object_mut().unwrap().remove("end_device_ids");
+        let e = plan_err(Format::Tts, &v.to_string());
+        assert_eq!(e.code(), "field_mask_incomplete");
+        for path in [
+            "end_device_ids",
+            "up.uplink_message.decoded_payload",
+            "up.uplink_message.f_cnt",
+        ] {
+            assert!(e.to_string().contains(path), "{path}: {e}");
+        }
+        // An object without either identifier is a mask too; empty ones are not.
+        v["end_device_ids"] = json!({"application_ids": {"application_id": "app"}});
+        let e = plan_err(Format::Tts, &v.to_string());
+        assert_eq!(e.code(), "field_mask_incomplete");
+        v["end_device_ids"] = json!({"device_id": "dev1"});
+        assert_eq!(
+            plan_of(Format::Tts, &v.to_string()).devices[0].device_id,
+            "dev1"
+        );
+    }
+
+    #[test]
+    fn a_simulated_uplink_is_planned_and_marked() {
+        let real = plan_of(Format::Tts, TTS_WITH_FILL);
+        assert!(!real.simulated);
+        let sim = plan_of(
+            Format::Tts,
+            &with(TTS_WITH_FILL, &[], json!({"simulated": true})),
+        );
+        assert!(sim.simulated);
+        assert_eq!(sim.devices, real.devices, "the outcome it would have had");
+        // Only `true` marks it.
+        let not = plan_of(
+            Format::Tts,
+            &with(TTS_WITH_FILL, &[], json!({"simulated": "true"})),
+        );
+        assert!(!not.simulated);
     }
 }

@@ -165,9 +165,11 @@ const rows = [
   ['processBurst: device_id "."', (d) => d.processBurst([r('.')], NOW), { result: rejectedAs('invalid_device_id', /must not be "\." or "\.\."/) }, S],
   ['processBurst: device_id ".."', (d) => d.processBurst([r('..')], NOW), { result: rejectedAs('invalid_device_id', /must not be "\." or "\.\."/) }, S],
   ['checkDeviceId: ".."', () => checkDeviceId('..'), { code: 'invalid_device_id' }, S],
-  ['checkDeviceId: "..." is an ordinary id', () => checkDeviceId('...'), { result: (v) => assert.equal(v, undefined) }, S],
+  ['checkDeviceId: "..." is an ordinary id', () => checkDeviceId('...'), { result: (v) => assert.equal(v, '...') }, S],
   ['checkDeviceId: 129 bytes', () => checkDeviceId('a'.repeat(129)), { code: 'invalid_device_id' }, S],
-  ['checkDeviceId: 128 bytes', () => checkDeviceId('a'.repeat(128)), { result: (v) => assert.equal(v, undefined) }, S],
+  ['checkDeviceId: 128 bytes', () => checkDeviceId('a'.repeat(128)), { result: (v) => assert.equal(v, 'a'.repeat(128)) }, S],
+  ['checkDeviceId: a lower-case DevEUI is the upper-case one', () => checkDeviceId('70b3d52dd600035a'), { result: (v) => assert.equal(v, '70B3D52DD600035A') }, S],
+  ['checkDeviceId: 15 hex digits are kept as given', () => checkDeviceId('70b3d52dd600035'), { result: (v) => assert.equal(v, '70b3d52dd600035') }, S],
   ['checkDeviceId: 10 kB', () => checkDeviceId('x'.repeat(10_000)), { code: 'invalid_device_id' }, S],
   ['checkDeviceId: NUL inside', () => checkDeviceId('a\0b'), { code: 'invalid_device_id' }, S],
   ['checkDeviceId: empty', () => checkDeviceId(''), { code: 'invalid_device_id' }, S],
@@ -186,7 +188,7 @@ const rows = [
   ['processBurst: "bin-held\\u00AD" beside "bin-held" (soft hyphen)', (d) => d.processBurst([{ ...HELD[0], device_id: 'bin-held\u00AD' }], NOW), { result: rejectedAs('invalid_device_id', /invisible or formatting characters \(U\+00AD\)/) }, S],
   ['processBurstJson: "bin\\u2066x" escaped', (d) => JSON.parse(d.processBurstJson('[{"device_id":"bin\\u2066x","seq":1,"ts":"2026-07-16T09:00:00Z","fill_pct":5}]', NOW)), { result: rejectedAs('invalid_device_id') }, S],
   ['admitKeys: key of "bin\\u200D1"', (d) => d.admitKeys('bin\u200D1:1:0123456789abcdef', NOW), { code: 'invalid_key' }, S],
-  ['checkDeviceId: "bin\\u00AE" (a visible sign) is an id', () => checkDeviceId('bin\u00AE'), { result: (v) => assert.equal(v, undefined) }, S],
+  ['checkDeviceId: "bin\\u00AE" (a visible sign) is an id', () => checkDeviceId('bin\u00AE'), { result: (v) => assert.equal(v, 'bin\u00AE') }, S],
 
   // A seq is whole by its JSON text, not by its rounded f64.
   ...['0.99999999999999999', '4503599627370496.5', '9007199254740990.5', '1e-400'].map((seq) =>

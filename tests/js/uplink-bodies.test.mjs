@@ -112,7 +112,11 @@ test('TTN: an uplink_message that is not an object says so', () => {
     assert.throws(() => parseUplink('ttn', enc.encode(body)), (e) => e.code === 'invalid_burst'
       && e.message === 'body is not a burst: not a The Things Stack uplink: "uplink_message" is not an object', v);
   }
-  const none = edit(TTS, TTS.slice(TTS.indexOf('"uplink_message"'), TTS.lastIndexOf('}')), '"other": 1');
-  assert.throws(() => parseUplink('ttn', enc.encode(none)), (e) => e.code === 'invalid_burst'
-    && e.message === 'body is not a burst: not a The Things Stack uplink: no "uplink_message" object');
+  // Another message type of the device (newer than the worker knows): acknowledged, not read.
+  const other = edit(TTS, TTS.slice(TTS.indexOf('"uplink_message"'), TTS.lastIndexOf('}')), '"other": 1');
+  const plan = JSON.parse(parseUplink('ttn', enc.encode(other)));
+  assert.deepEqual([plan.event, plan.ignored, plan.received], ['unknown', true, 0]);
+  // Not a The Things Stack message at all.
+  assert.throws(() => parseUplink('ttn', enc.encode('{"other": 1}')), (e) => e.code === 'invalid_burst'
+    && e.message.startsWith('body is not a burst: not a The Things Stack message: no "end_device_ids"'));
 });
