@@ -65,6 +65,11 @@ impl<'a> Object<'a> {
     pub(crate) fn get(&self, name: &str) -> Option<&Json<'a>> {
         self.0.iter().find(|(n, _)| n == name).map(|(_, v)| v)
     }
+
+    /// Whether the object has no members.
+    pub(crate) fn is_empty(&self) -> bool {
+        self.0.is_empty()
+    }
 }
 
 impl<'a> Json<'a> {

@@ -1,16 +1,19 @@
-//! LORIOT application output, `rx` (uplink) message (route `loriot`).
+//! LORIOT application output, `rx` and `gw` messages (route `loriot`).
 //!
-//! Notes from the docs' sample (`tests/fixtures/webhooks/loriot-rx-docs-example.json`):
+//! Notes from LORIOT's docs (`tests/fixtures/webhooks/loriot/`, sources in its
+//! README):
 //!
-//! * Every message has `cmd`; only `rx` is an uplink to read. Others are refused
-//!   (`invalid_burst`), among them `gw` ("gateway information"), the same frame
-//!   again with per-gateway radio details, sent later than its `rx`. A message
+//! * Every message has `cmd`. `rx` is an uplink; `gw` ("gateway information") is
+//!   the same frame again (same `EUI`, `ts`, `fcnt`, `port`, `data`) with
+//!   per-gateway radio details, sent after all gateways reported: both are read, and
+//!   are one reading. Other commands are acknowledged and not read. A message
 //!   without `cmd` is read as an uplink.
 //! * The device is `EUI` (upper-case hex), the frame counter `fcnt`, and `ts` the
 //!   receive time in milliseconds since the epoch, written here as an RFC 3339 UTC
 //!   string.
-//! * `data` is the payload in hex (`encdata` when LORIOT does not hold the AppSKey);
-//!   a decoder's output is read from `decoded`.
+//! * `data` is the payload in hex (`encdata` when LORIOT does not hold the AppSKey).
+//!   LORIOT documents no decoded payload: until the worker decodes raw payloads
+//!   itself, every LORIOT reading is rejected with `missing_fill_pct`, saying so.
 
 use super::json::{Json, Object};
 use super::{atom, dev_eui, frame_counter, ms_to_rfc3339, Envelope, Frame, Message};
@@ -20,14 +23,20 @@ use std::borrow::Cow;
 /// The server's name in messages.
 pub(super) const LABEL: &str = "LORIOT";
 
+/// Appended to a LORIOT reading's `missing_fill_pct`.
+pub(super) const NO_DECODER: &str = ": LORIOT sends the raw payload (\"data\") and no \
+    decoded one, and this version does not decode raw payloads yet";
+
 /// The `cmd`s of LORIOT's application output other than the uplinks (`rx`, `gw`),
 /// acknowledged by name; any other is acknowledged as `other`.
-const OTHER_COMMANDS: [&str; 0] = [];
+/// (`tx` is a downlink request and `cq` a cache query, both sent by the application;
+/// `txd` confirms a downlink.)
+const OTHER_COMMANDS: [&str; 3] = ["tx", "txd", "cq"];
 
-/// The message's device, decoded payload, frame counter and receive time, for an
-/// `rx` or a `gw` (the same frame with gateway details: one reading); any other
-/// `cmd` is acknowledged, not read. The frame's identity is `fcnt`, `port` and
-/// `data` (hex, in either case).
+/// The message's device, frame counter and receive time, for an `rx` or a `gw` (the
+/// same frame with gateway details: one reading); any other `cmd` is acknowledged,
+/// not read. LORIOT documents no decoded payload, so the envelope has none. The
+/// frame's identity is `fcnt`, `port` and `data` (or `encdata`; hex, either case).
 ///
 /// # Errors
 /// [`Error::InvalidBurst`] for a `cmd` that is not a string.
@@ -50,14 +59,16 @@ pub(super) fn message<'a>(root: &'a Object<'a>) -> Result<Message<'a>, Error> {
         event,
         simulated: false,
         device_id: dev_eui(root.get("EUI")),
-        decoded: root.get("decoded"),
+        decoded: None,
         frame_counter: frame_counter(root.get("fcnt")),
         received_at: root.get("ts").map(ms_to_rfc3339),
         frame: Frame {
             session: Cow::Borrowed(""),
             counter: atom(root.get("fcnt")),
             port: atom(root.get("port")),
-            payload: Cow::Owned(atom(root.get("data")).to_ascii_lowercase()),
+            payload: Cow::Owned(
+                atom(root.get("data").or_else(|| root.get("encdata"))).to_ascii_lowercase(),
+            ),
         },
     }))
 }
@@ -65,6 +76,11 @@ pub(super) fn message<'a>(root: &'a Object<'a>) -> Result<Message<'a>, Error> {
 #[cfg(test)]
 mod tests {
     use super::super::tests::{assert_maps, plan_of, with, LORIOT};
+    use super::super::{json, Envelope};
+    use super::message;
+    use crate::uplink::Message;
+
+    const GW: &str = include_str!("../../tests/fixtures/webhooks/loriot/gw.json");
     use super::super::{plan, FieldNames, Format};
     use crate::dedupe::error::Error;
     use serde_json::json;
@@ -79,26 +95,52 @@ mod tests {
         );
     }
 
+    /// The envelope of a LORIOT body that is an uplink.
+    fn uplink_of(body: &str, check: impl FnOnce(&Envelope<'_>)) {
+        let root = json::read(body.as_bytes(), json::Reader::value).unwrap();
+        match message(root.as_object().unwrap()) {
+            Ok(Message::Uplink(env)) => check(&env),
+            _ => panic!("not an uplink: {body}"),
+        }
+    }
+
     #[test]
-    fn gw_is_the_same_uplink_and_other_commands_are_acknowledged() {
-        let rx = with(LORIOT, &["decoded"], json!({"fill_pct": 12}));
-        let p = plan_of(Format::Loriot, &rx);
+    fn gw_is_the_same_frame_and_other_commands_are_acknowledged() {
+        let p = plan_of(Format::Loriot, LORIOT);
         assert_eq!((p.event, p.ignored), ("rx", false));
-        assert_eq!(p.devices[0].device_id, "0102030405060708");
-        assert_eq!(p.devices[0].readings[0].fill_pct, 12.0);
-        let gw = with(&rx, &[], json!({"cmd": "gw", "ts": 1470850676000_i64}));
-        let g = plan_of(Format::Loriot, &gw);
-        assert_eq!(g.event, "gw");
-        let (r, s) = (&p.devices[0].readings[0], &g.devices[0].readings[0]);
-        assert_eq!(r.frame, s.frame, "one frame");
-        assert_ne!(r.ts, s.ts);
-        let other = plan(
-            Format::Loriot,
-            br#"{"cmd":"txd","EUI":"01"}"#,
-            &FieldNames::default(),
-            10,
+        let g = plan_of(Format::Loriot, GW);
+        assert_eq!((g.event, g.ignored), ("gw", false));
+        // As the docs sample has them: the same reading, refused alike.
+        assert_eq!(p.rejected, g.rejected);
+        let mut frames = Vec::new();
+        for body in [
+            LORIOT,
+            GW,
+            &with(
+                GW,
+                &[],
+                json!({"ts": 1470850676000_i64, "data": "0102aabb"}),
+            ),
+        ] {
+            uplink_of(body, |env| frames.push(env.frame.digest(Format::Loriot, 0)));
+        }
+        assert!(
+            frames.iter().all(|f| *f == frames[0]),
+            "one frame: {frames:?}"
         );
-        assert_eq!(other.map(|p| (p.event, p.ignored)), Ok(("other", true)));
+        uplink_of(&with(GW, &[], json!({"data": "0102AABC"})), |env| {
+            assert_ne!(env.frame.digest(Format::Loriot, 0), frames[0]);
+        });
+        for (cmd, event) in [
+            ("txd", "txd"),
+            ("tx", "tx"),
+            ("cq", "cq"),
+            ("mcast", "other"),
+        ] {
+            let body = format!(r#"{{"cmd":"{cmd}","EUI":"01"}}"#);
+            let other = plan(Format::Loriot, body.as_bytes(), &FieldNames::default(), 10);
+            assert_eq!(other.map(|p| (p.event, p.ignored)), Ok((event, true)));
+        }
         assert!(matches!(
             plan(Format::Loriot, br#"{"cmd":7}"#, &FieldNames::default(), 10),
             Err(Error::InvalidBurst(_))
@@ -106,22 +148,28 @@ mod tests {
     }
 
     #[test]
-    fn lower_case_dev_euis_are_upper_cased_and_bad_ones_rejected() {
-        let l = with(
-            LORIOT,
-            &[],
-            json!({"EUI": "abcdef0102030405", "decoded": {"fill_pct": 1}}),
+    fn every_reading_says_loriot_sends_no_decoded_payload() {
+        // A `decoded` member is not LORIOT's: it is not read.
+        let l = with(LORIOT, &[], json!({"decoded": {"fill_pct": 12}}));
+        let r = &plan_of(Format::Loriot, &l).rejected[0].rejection;
+        assert_eq!(r.code, "missing_fill_pct");
+        assert!(
+            r.message.contains("LORIOT sends the raw payload"),
+            "{}",
+            r.message
         );
+    }
+
+    #[test]
+    fn lower_case_dev_euis_are_upper_cased_and_bad_ones_rejected() {
+        let l = with(LORIOT, &[], json!({"EUI": "abcdef0102030405"}));
         let p = plan_of(Format::Loriot, &l);
-        assert_eq!(p.devices[0].device_id, "ABCDEF0102030405");
-        assert!(p.devices[0].readings[0]
-            .key
-            .starts_with("ABCDEF0102030405:1:"));
-        let l = with(LORIOT, &[], json!({"EUI": 7, "decoded": {"fill_pct": 1}}));
+        assert_eq!(p.rejected[0].device_id.as_deref(), Some("ABCDEF0102030405"));
+        let l = with(LORIOT, &[], json!({"EUI": 7}));
         let p = plan_of(Format::Loriot, &l);
         assert_eq!(p.rejected[0].rejection.code, "invalid_device_id");
         assert_eq!(p.rejected[0].device_id, None);
-        let l = with(LORIOT, &[], json!({"EUI": "", "decoded": {"fill_pct": 1}}));
+        let l = with(LORIOT, &[], json!({"EUI": ""}));
         assert_eq!(
             plan_of(Format::Loriot, &l).rejected[0].rejection.code,
             "missing_device_id"
@@ -136,7 +184,7 @@ mod tests {
             json!(1470850675433.0),
             json!("1470850675433"),
         ] {
-            let l = with(LORIOT, &[], json!({"ts": ts, "decoded": {"fill_pct": 1}}));
+            let l = with(LORIOT, &[], json!({ "ts": ts }));
             assert_eq!(
                 plan_of(Format::Loriot, &l).rejected[0].rejection.code,
                 "invalid_ts",

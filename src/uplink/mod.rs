@@ -396,12 +396,16 @@ fn refused(
             | Error::InvisibleCharacter(_)
     );
     let mut rejection = Rejection::new(index, e);
-    if *e == Error::Missing(Field::FillPct) && format != Format::Readings {
-        rejection.message.push_str(&format!(
-            ": the decoded payload has no \"{}\"; compute it in the network \
-             server's payload formatter",
-            names.fill_pct
-        ));
+    if *e == Error::Missing(Field::FillPct) {
+        match format {
+            Format::Readings => {}
+            Format::Loriot => rejection.message.push_str(loriot::NO_DECODER),
+            _ => rejection.message.push_str(&format!(
+                ": the decoded payload has no \"{}\"; compute it in the network \
+                 server's payload formatter",
+                names.fill_pct
+            )),
+        }
     }
     Refused {
         rejection,

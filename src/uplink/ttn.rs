@@ -21,9 +21,13 @@
 //!   same frame again, normalized); a message with `end_device_ids` but none of
 //!   these members (a type newer than this list) is acknowledged as `unknown`.
 //! * `"simulated": true` marks the console's "Simulate uplink".
-//! * The webhook's field mask ("Filter event data") may remove members: an uplink
-//!   without `end_device_ids` is refused as a whole (`field_mask_incomplete`,
-//!   [`MASK_HINT`] names the paths to keep), since none of its readings has a device.
+//! * The webhook's field mask ("Filter event data", paths such as `end_device_ids`,
+//!   `up.uplink_message.f_cnt`) keeps only what it lists, nothing implicitly: an
+//!   uplink without `end_device_ids` is refused as a whole (`field_mask_incomplete`,
+//!   [`MASK_HINT`] names the paths to keep), since none of its readings has a device;
+//!   another message type whose member the mask removed arrives as the common
+//!   members alone (or `{}`), and is acknowledged as `unknown`. Without `simulated`
+//!   in the mask, a simulated uplink cannot be told from a real one.
 //! * The frame's identity: `uplink_message.session_key_id` (a new one with every
 //!   join), `f_cnt`, `f_port`, `frm_payload`.
 
@@ -50,13 +54,23 @@ const EVENTS: [&str; 11] = [
     "service_data",
 ];
 
+/// The members every `ApplicationUp` may have besides its message: a body with one
+/// of them (or none at all) is a The Things Stack message even when a field mask
+/// removed its message member.
+const COMMON: [&str; 4] = [
+    "end_device_ids",
+    "correlation_ids",
+    "received_at",
+    "simulated",
+];
+
 /// What `field_mask_incomplete` says: the paths a webhook's field mask must keep.
 pub(super) const MASK_HINT: &str = "The Things Stack uplink has no \"end_device_ids\" \
     (dev_eui or device_id): the webhook's \"Filter event data\" field mask removed them. \
-    Keep at least up.uplink_message.decoded_payload, up.uplink_message.f_cnt, \
+    Keep at least end_device_ids, simulated, received_at, up.uplink_message.f_cnt, \
     up.uplink_message.f_port, up.uplink_message.frm_payload, \
-    up.uplink_message.received_at and up.uplink_message.session_key_id in the mask \
-    (end_device_ids must reach the worker), or clear the filter";
+    up.uplink_message.decoded_payload, up.uplink_message.received_at and \
+    up.uplink_message.session_key_id, or clear the filter";
 
 /// The message's envelope when it is an uplink, else its type.
 ///
@@ -69,10 +83,13 @@ pub(super) fn message<'a>(root: &'a Object<'a>) -> Result<Message<'a>, Error> {
         let event = EVENTS.iter().find(|e| root.get(e).is_some());
         return match event {
             Some(event) => Ok(Message::Ignored(event)),
-            None if root.get("end_device_ids").is_some() => Ok(Message::Ignored("unknown")),
+            None if root.is_empty() || COMMON.iter().any(|m| root.get(m).is_some()) => {
+                Ok(Message::Ignored("unknown"))
+            }
             None => Err(Error::InvalidBurst(
-                "not a The Things Stack message: no \"end_device_ids\" and none of \
-                 uplink_message, join_accept, downlink_*, location_solved, service_data"
+                "not a The Things Stack message: none of end_device_ids, correlation_ids, \
+                 received_at, uplink_message, join_accept, downlink_*, location_solved, \
+                 service_data"
                     .into(),
             )),
         };
@@ -227,8 +244,16 @@ mod tests {
         // A type newer than the list: still a The Things Stack message.
         let plan = p(r#"{"end_device_ids":{"device_id":"d"},"relay_notice":{}}"#).unwrap();
         assert_eq!((plan.event, plan.ignored), ("unknown", true));
+        // A mask without the message's member leaves the common members, or nothing.
+        for masked in [r#"{"received_at":"2020-02-12T15:15:46Z"}"#, "{}"] {
+            assert_eq!(
+                p(masked).map(|p| (p.event, p.ignored)),
+                Ok(("unknown", true))
+            );
+        }
         let code = |b: &str| p(b).unwrap_err().code();
         assert_eq!(code(r#"{"join_acept":{}}"#), "invalid_burst");
+        assert_eq!(code(r#"{"deviceInfo":{},"object":{}}"#), "invalid_burst");
         assert_eq!(
             code(r#"{"end_device_ids":{},"uplink_message":[]}"#),
             "invalid_burst"

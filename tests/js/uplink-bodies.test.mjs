@@ -118,5 +118,5 @@ test('TTN: an uplink_message that is not an object says so', () => {
   assert.deepEqual([plan.event, plan.ignored, plan.received], ['unknown', true, 0]);
   // Not a The Things Stack message at all.
   assert.throws(() => parseUplink('ttn', enc.encode('{"other": 1}')), (e) => e.code === 'invalid_burst'
-    && e.message.startsWith('body is not a burst: not a The Things Stack message: no "end_device_ids"'));
+    && e.message.startsWith('body is not a burst: not a The Things Stack message: none of end_device_ids'));
 });
