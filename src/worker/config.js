@@ -1,6 +1,6 @@
 // Configuration from wrangler.toml [vars] (and secrets), read once per env object
 // and validated; a bad value makes every request answer 500 `invalid_config`.
-import { HttpError, limits } from "./core.js";
+import { checkUplinkOptions, HttpError, limits } from "./core.js";
 
 const DAY = 24 * 3600 * 1000;
 // The core's own limits (defined once, in Rust): TTL and cap of the seen-set,
@@ -75,12 +75,19 @@ function read(env) {
   c.AUTH_HEADER = header || "authorization";
   const unfit = authHeaderProblem(c.AUTH_HEADER);
   if (unfit) return new HttpError(500, "invalid_config", `AUTH_HEADER ${JSON.stringify(env.AUTH_HEADER)} ${unfit}`);
-  c.uplink = {
-    maxReadings: c.MAX_READINGS,
-    seqField: env.UPLINK_SEQ_FIELD || undefined,
-    tsField: env.UPLINK_TS_FIELD || undefined,
-    fillField: env.UPLINK_FILL_FIELD || undefined,
-  };
+  c.uplink = { maxReadings: c.MAX_READINGS };
+  // A member name of the decoded payload, or a JSON Pointer into it (`/level/fill_pct`).
+  for (const [name, option] of [["UPLINK_SEQ_FIELD", "seqField"], ["UPLINK_TS_FIELD", "tsField"], ["UPLINK_FILL_FIELD", "fillField"]]) {
+    const value = env[name];
+    if (value === undefined || value === "") continue;
+    try {
+      if (typeof value !== "string") throw new Error("must be a string");
+      checkUplinkOptions({ [option]: value });
+    } catch (e) {
+      return new HttpError(500, "invalid_config", `${name} ${JSON.stringify(value)}: ${String(e?.message ?? e).replace(/^invalid configuration: \w+: /, "")}`);
+    }
+    c.uplink[option] = value;
+  }
   return c;
 }
 

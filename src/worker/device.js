@@ -3,7 +3,7 @@
 // to ORIGIN_URL and the record from which the in-memory seen-set is rebuilt.
 import { DurableObject } from "cloudflare:workers";
 import { config } from "./config.js";
-import { ADMITTED, auditLine, Deduplicator, guarded, HttpError, isoTime, logNothingStored, wasmGeneration } from "./core.js";
+import { ADMITTED, auditLine, Deduplicator, DUPLICATE, guarded, HttpError, idempotencyKey, isoTime, logNothingStored, wasmGeneration } from "./core.js";
 import { deliver, nextDelivery, prepareOutbox } from "./delivery.js";
 import { countBurst, flush, flushDue, noteChange, prepareDevice, register } from "./fleet.js";
 
@@ -37,12 +37,12 @@ CREATE INDEX IF NOT EXISTS readings_due ON readings (state, next_attempt_at);
 // renewed after delivery, or before it joined a batch, starts afresh.
 const INSERT = `
 INSERT OR REPLACE INTO readings
-  (key, device_id, seq, ts, fill_pct, admitted_at, burst_id, state, next_attempt_at, attempts, last_error, batch_id)
+  (key, device_id, seq, ts, fill_pct, admitted_at, burst_id, state, next_attempt_at, attempts, last_error, batch_id, frame)
 SELECT n.key, n.device_id, n.seq, n.ts, n.fill_pct, n.admitted_at, n.burst_id,
        COALESCE(o.state, n.state), COALESCE(o.next_attempt_at, n.next_attempt_at),
-       COALESCE(o.attempts, 0), o.last_error, o.batch_id
+       COALESCE(o.attempts, 0), o.last_error, o.batch_id, n.frame
 FROM (SELECT ? AS key, ? AS device_id, ? AS seq, ? AS ts, ? AS fill_pct, ? AS admitted_at,
-             ? AS burst_id, ? AS state, ? AS next_attempt_at) AS n
+             ? AS burst_id, ? AS state, ? AS next_attempt_at, ? AS frame) AS n
 LEFT JOIN readings AS o ON o.key = n.key AND o.state = 'pending' AND o.batch_id IS NOT NULL`;
 
 export class DeviceObject extends DurableObject {
@@ -69,6 +69,7 @@ export class DeviceObject extends DurableObject {
     if (this.prepared) return;
     this.sql.exec(SCHEMA);
     prepareOutbox(this.sql);
+    prepareFrames(this.sql);
     if (prepareDevice(this.sql)) {
       // Storage from 0.1.0: flush its figures to the roll-up soon.
       this.ctx.blockConcurrencyWhile(async () => {
@@ -143,15 +144,17 @@ export class DeviceObject extends DurableObject {
    * pending, needs a provisional admission, which the worker never makes),
    * or `{ok: false, status, code, message}` when nothing was stored.
    */
-  async ingest({ device_id, readings, refused = 0, route, burst_id }) {
+  async ingest({ device_id, readings: planned, refused = 0, route, burst_id }) {
     this.prepare();
-    const unregistered = await this.register({ device_id, route, burst_id }, readings.length, refused);
+    const unregistered = await this.register({ device_id, route, burst_id }, planned.length, refused);
     if (unregistered) return unregistered;
     const cfg = config(this.env);
     const now = Date.now();
     const context = { device_id, route, burst_id };
     let out;
+    let readings;
     try {
+      readings = this.reframe(device_id, planned, now, cfg);
       const keys = readings.map((r) => r.key).join("\n");
       out = guarded(() => this.seen(now, cfg).admitKeys(keys, now, refused, context));
     } catch (e) {
@@ -164,7 +167,7 @@ export class DeviceObject extends DurableObject {
       this.ctx.storage.transactionSync(() => {
         readings.forEach((r, i) => {
           if (!ADMITTED.has(out.verdicts[i])) return;
-          this.sql.exec(INSERT, r.key, device_id, r.seq, r.ts, r.fill_pct, now, burst_id, state, state === "pending" ? now : null);
+          this.sql.exec(INSERT, r.key, device_id, r.seq, r.ts, r.fill_pct, now, burst_id, state, state === "pending" ? now : null, r.frame ?? null);
         });
         countBurst(this.sql, device_id, counts);
       });
@@ -182,7 +185,47 @@ export class DeviceObject extends DurableObject {
     // Delivers the new rows right away (unless a batch is open: they wait for it);
     // also re-arms an alarm lost with a restart while a backlog waits.
     await this.schedule(cfg);
-    return { ok: true, verdicts: out.verdicts };
+    return { ok: true, verdicts: out.verdicts, keys: readings === planned ? undefined : readings.map((r) => r.key) };
+  }
+
+  /**
+   * The same frame twice. A reading whose `ts` is the network server's receive time
+   * carries its radio frame's identity (`frame`, from the core); a copy of a frame
+   * admitted within the TTL (a redelivery, a second region, a webhook replayed from
+   * the console, LORIOT's `gw` after its `rx`) takes the first copy's `ts` and is
+   * keyed again, so it is that reading's duplicate. Returns `planned` itself when no
+   * reading changed, else a copy. Reads only.
+   */
+  reframe(device_id, planned, now, cfg) {
+    if (!this.prepared || !planned.some((r) => r.frame)) return planned;
+    let changed = false;
+    const out = planned.map((r) => {
+      if (!r.frame) return r;
+      const first = this.sql.exec("SELECT ts FROM readings WHERE frame = ? AND admitted_at > ? ORDER BY rowid LIMIT 1", r.frame, now - cfg.TTL_MS).toArray()[0];
+      if (!first || first.ts === r.ts) return r;
+      changed = true;
+      const key = guarded(() => idempotencyKey({ device_id, seq: r.seq, ts: first.ts, fill_pct: r.fill_pct }));
+      return { ...r, ts: first.ts, key };
+    });
+    return changed ? out : planned;
+  }
+
+  /**
+   * What `ingest` would answer for The Things Stack's simulated uplink, storing and
+   * counting nothing: a verdict per reading, DUPLICATE for a key admitted within the
+   * TTL or earlier in the same uplink, else 0 (admitted).
+   */
+  preview({ device_id, readings }) {
+    const cfg = config(this.env);
+    const now = Date.now();
+    const seen = new Set();
+    const verdicts = this.reframe(device_id, readings, now, cfg).map(({ key }) => {
+      const stored = this.prepared && this.sql.exec("SELECT 1 FROM readings WHERE key = ? AND admitted_at > ?", key, now - cfg.TTL_MS).toArray().length > 0;
+      const duplicate = stored || seen.has(key);
+      seen.add(key);
+      return duplicate ? DUPLICATE : 0;
+    });
+    return { verdicts };
   }
 
   /** Ledger rows in admission order, `after` a rowid cursor. */
@@ -270,6 +313,16 @@ export class DeviceObject extends DurableObject {
     const current = await this.ctx.storage.getAlarm();
     if (current === null || current > next) await this.ctx.storage.setAlarm(next);
   }
+}
+
+/**
+ * The frame identity of readings keyed at the network server's receive time (the
+ * same frame twice, see `reframe`): a column, and an index of the rows that have one.
+ */
+function prepareFrames(sql) {
+  const columns = sql.exec("PRAGMA table_info(readings)").toArray();
+  if (!columns.some((c) => c.name === "frame")) sql.exec("ALTER TABLE readings ADD COLUMN frame TEXT");
+  sql.exec("CREATE INDEX IF NOT EXISTS readings_by_frame ON readings (frame) WHERE frame IS NOT NULL");
 }
 
 function failure(e) {

@@ -53,6 +53,8 @@ const COUNTERS = ["received", "unique", "duplicates_suppressed", "rejected", "se
 /** Backlog gauges of a device's ledger; summed over the fleet like the counters. */
 const BACKLOG = ["pending_deliveries", "delivered", "failed_attempts", "ledger_rows", "refused_by_origin"];
 const SUMMED = [...COUNTERS, ...BACKLOG];
+/** Counter names of acknowledged events that are not uplinks: `ignored:<route>/<event>`. */
+export const IGNORED = "ignored:";
 
 /** Adds to a named counter in a `counters (name, value)` table. */
 const COUNT = `INSERT INTO counters (name, value) VALUES (?, ?)
@@ -205,6 +207,19 @@ export async function countUnroutable(env, key, n) {
   }
 }
 
+/**
+ * Counts one message that stored nothing by design: a network-server event that is
+ * not an uplink (`ignored:<route>/<event>`), or a simulated uplink
+ * (`simulated_uplinks`). Like countUnroutable: not retried, a failure is logged.
+ */
+export async function countMessage(env, key, name) {
+  try {
+    await shard(env, key).tally(name);
+  } catch (e) {
+    console.log(JSON.stringify({ level: "ERROR", event: "message_not_counted", counter: name, error: String(e?.message ?? e) }));
+  }
+}
+
 /** Whether `device_id` ever registered with (or flushed to) its shard: whether it has a ledger. */
 export async function knows(env, device_id) {
   return shard(env, device_id).knows(device_id);
@@ -214,10 +229,15 @@ export async function knows(env, device_id) {
 export async function fleetStats(env, cfg) {
   const parts = await Promise.all(Array.from({ length: SHARDS }, (_, i) => stub(env, i).summary()));
   const now = Date.now();
-  const total = { devices: 0, ...Object.fromEntries(SUMMED.map((name) => [name, 0])) };
+  const total = { devices: 0, simulated_uplinks: 0, ...Object.fromEntries(SUMMED.map((name) => [name, 0])) };
   let oldest = null;
+  const ignored = {};
   for (const p of parts) {
     for (const name of Object.keys(total)) total[name] += p.totals[name] ?? 0;
+    for (const [name, n] of Object.entries(p.totals)) {
+      const event = name.startsWith(IGNORED) ? name.slice(IGNORED.length) : null;
+      if (event) ignored[event] = (ignored[event] ?? 0) + n;
+    }
     if (p.oldest_undelivered_at !== null) oldest = Math.min(oldest ?? Infinity, p.oldest_undelivered_at);
   }
   return {
@@ -229,6 +249,9 @@ export async function fleetStats(env, cfg) {
     failed_attempts: total.failed_attempts,
     ledger_rows: total.ledger_rows,
     refused_by_origin: total.refused_by_origin,
+    // Messages that stored nothing by design, apart from the readings' counts.
+    ignored_events: Object.fromEntries(Object.entries(ignored).sort(([a], [b]) => (a < b ? -1 : 1))),
+    simulated_uplinks: total.simulated_uplinks,
     as_of: isoTime(now),
     stats_flush_ms: cfg.STATS_FLUSH_MS,
   };
@@ -326,6 +349,11 @@ export class FleetObject extends DurableObject {
       this.sql.exec(COUNT, "received", n);
       this.sql.exec(COUNT, "rejected", n);
     });
+  }
+
+  /** Adds one to a counter of messages that store nothing (`countMessage`). */
+  tally(name) {
+    this.sql.exec(COUNT, String(name), 1);
   }
 
   /** This shard's totals and the oldest undelivered admission among its devices. */

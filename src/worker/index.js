@@ -5,7 +5,7 @@ import { authenticate, requireConfiguredToken } from "./auth.js";
 import { config } from "./config.js";
 import { ADMITTED, auditLine, checkDeviceId, DUPLICATE, guarded, HttpError, limits, logNothingStored, parseUplink } from "./core.js";
 import { mapAtMost } from "./fanout.js";
-import { countUnroutable, fleetStats, knows } from "./fleet.js";
+import { countMessage, countUnroutable, fleetStats, IGNORED, knows } from "./fleet.js";
 
 export { DeviceObject } from "./device.js";
 export { FleetObject } from "./fleet.js";
@@ -62,7 +62,9 @@ async function route(request, env) {
   let m;
   if ((m = path.match(/^\/v1\/uplinks\/([a-z]+)$/)) && UPLINK_FORMATS.has(m[1])) {
     return only(method, "POST", () => {
-      if (m[1] === "chirpstack" && !isUplinkEvent(url.searchParams.getAll("event"))) return new Response(null, { status: 204 });
+      const event = m[1] === "chirpstack" ? chirpStackEvent(url.searchParams.getAll("event")) : "up";
+      // Read no further: its body may be in a Protobuf encoding the worker does not read.
+      if (event !== "up") return acknowledge(env, "chirpstack", event, crypto.randomUUID());
       return ingest(request, env, cfg, m[1], `uplinks/${m[1]}`);
     });
   }
@@ -86,17 +88,19 @@ function only(method, allowed, handler) {
   return handler();
 }
 
-/** ChirpStack's `?event=` (every value given), any case: true for `up` (or none), false for its other events. */
-function isUplinkEvent(events) {
+/** ChirpStack's `?event=` (every value given), any case, as one of CHIRPSTACK_EVENTS; `up` when absent. */
+function chirpStackEvent(events) {
   if (events.length > 1) throw new HttpError(400, "unknown_event", `event is given more than once (${events.map((e) => JSON.stringify(e)).join(", ")}); give one of ${CHIRPSTACK_EVENTS.join(", ")}`);
   const event = events[0];
   const e = (event ?? "up").toLowerCase();
-  if (e === "up") return true;
-  if (CHIRPSTACK_EVENTS.includes(e)) return false;
+  if (CHIRPSTACK_EVENTS.includes(e)) return e;
   throw new HttpError(400, "unknown_event", `unknown ChirpStack event ${JSON.stringify(event)}; known: ${CHIRPSTACK_EVENTS.join(", ")}`);
 }
 
-/** The device id of a ledger path segment, checked by the core's own rule (as at ingest). */
+/**
+ * The device id of a path segment, checked by the core's own rule and written as
+ * readings name their device (as at ingest): a DevEUI in any case is one device.
+ */
 function deviceIdOf(segment) {
   let id;
   try {
@@ -105,12 +109,11 @@ function deviceIdOf(segment) {
     throw new HttpError(400, "invalid_device_id", "the device id in the path is not valid percent-encoded UTF-8");
   }
   try {
-    guarded(() => checkDeviceId(id));
+    return guarded(() => checkDeviceId(id));
   } catch (e) {
     if (e instanceof HttpError || typeof e?.code !== "string") throw e;
     throw new HttpError(400, "invalid_device_id", e.message);
   }
-  return id;
 }
 
 // --- ingest ---------------------------------------------------------------------
@@ -131,10 +134,12 @@ async function ingest(request, env, cfg, format, routeName) {
     plan = JSON.parse(guarded(() => parseUplink(format, body, cfg.uplink)));
   } catch (e) {
     if (e instanceof HttpError) throw e;
-    const status = { too_many_readings: 413, invalid_json: 400, invalid_burst: 400, invalid_config: 500 }[e.code] ?? 400;
+    const status = { too_many_readings: 413, invalid_json: 400, invalid_burst: 400, field_mask_incomplete: 400, invalid_config: 500 }[e.code] ?? 400;
     throw new HttpError(status, e.code ?? "invalid_body", e.message);
   }
   const burst_id = crypto.randomUUID();
+  if (plan.ignored) return acknowledge(env, format, plan.event, burst_id);
+  if (plan.simulated) return simulate(env, plan, { route: routeName, burst_id });
   const context = { route: routeName, burst_id };
   const refusedBy = new Map();
   const unroutable = [];
@@ -175,6 +180,47 @@ async function ingest(request, env, cfg, format, routeName) {
 }
 
 /**
+ * A network-server message that is not an uplink (a join, a downlink
+ * acknowledgement, ...): answered 200 so that the network server keeps the webhook
+ * healthy, nothing stored, counted in /v1/stats `ignored_events` as `<route>/<event>`.
+ */
+async function acknowledge(env, route, event, burst_id) {
+  const known = event !== "unknown" && event !== "other";
+  console.log(JSON.stringify({ level: known ? "INFO" : "WARN", event: "event_ignored", route, type: event, burst_id }));
+  await countMessage(env, burst_id, `${IGNORED}${route}/${event}`);
+  const message = known
+    ? `a ${event} event is not an uplink: acknowledged, nothing stored`
+    : "not an uplink of a kind this worker knows: acknowledged, nothing stored";
+  return json(200, { burst_id, ignored: true, route, event, message });
+}
+
+/**
+ * The Things Stack's "Simulate uplink": answered with the outcome the readings would
+ * have had (a key already in the device's ledger within the TTL, or earlier in this
+ * uplink, is a duplicate), and nothing else: not stored, not forwarded, not counted
+ * with real readings, no device object started for a device without a ledger.
+ * Counted in /v1/stats `simulated_uplinks`.
+ */
+async function simulate(env, plan, context) {
+  const verdicts = await mapAtMost(DEVICE_CALLS_AT_ONCE, plan.devices, async ({ device_id, readings }) => {
+    const device = await knownDevice(env, device_id);
+    if (device) return (await device.preview({ device_id, readings })).verdicts;
+    const seen = new Set();
+    return readings.map(({ key }) => (seen.has(key) ? DUPLICATE : (seen.add(key), 0)));
+  });
+  const out = { burst_id: context.burst_id, simulated: true, stored: false, received: plan.received, unique: 0, duplicates_suppressed: 0, admitted: [], duplicates: [], rejected: plan.rejected };
+  plan.devices.forEach(({ readings }, g) => {
+    readings.forEach(({ index, key }, i) => (verdicts[g][i] === DUPLICATE ? out.duplicates.push(index) : out.admitted.push({ index, key })));
+  });
+  out.unique = out.admitted.length;
+  out.duplicates_suppressed = out.duplicates.length;
+  out.message = "a simulated uplink: this is what its readings would do; nothing was stored or forwarded";
+  console.log(JSON.stringify({ level: "INFO", event: "simulated_uplink", ...context, received: out.received, unique: out.unique, duplicates_suppressed: out.duplicates_suppressed, rejected: out.rejected.length }));
+  await countMessage(env, context.burst_id, "simulated_uplinks");
+  return json(200, out);
+}
+
+/**
  * Per-device verdicts back into one answer with the request's indices:
  * `received = unique + duplicates_suppressed + len(rejected) + len(not_stored)`.
  */
@@ -190,7 +236,8 @@ function merge(plan, groups, replies, burst_id) {
       // of its readings are not stored, replays too (a reply counts what /v1/stats holds).
       const verdict = r.ok ? r.verdicts[i] : undefined;
       if (verdict === DUPLICATE) out.duplicates.push(index);
-      else if (ADMITTED.has(verdict)) out.admitted.push({ index, key });
+      // A copy of a frame is keyed by the first copy's receive time (device.js `reframe`).
+      else if (ADMITTED.has(verdict)) out.admitted.push({ index, key: r.keys?.[i] ?? key });
       else notStored.push(index);
     });
   });

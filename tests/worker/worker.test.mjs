@@ -24,7 +24,6 @@ function withFill(name, fill, edit = () => {}) {
     "tts-v3-uplink-docs-example.json": () => v.uplink_message.decoded_payload,
     "chirpstack-v4-up-docs-example.json": () => (v.object ??= {}),
     "helium-console-uplink-docs-example.json": () => ((v.decoded ??= { status: "success" }).payload ??= {}),
-    "loriot-rx-docs-example.json": () => (v.decoded ??= {}),
   }[name]();
   Object.assign(decoded, fill);
   edit(v);
@@ -48,7 +47,8 @@ for (const [route, name, devEui, seq, ts] of ROUTES) {
     assert.deepEqual(body.rejected.map((r) => [r.index, r.code, r.device_id]), [[0, "missing_fill_pct", devEui]]);
   });
 
-  test(`${route}: a sample with a fill level is admitted once, its replay suppressed`, async () => {
+  // LORIOT sends no decoded payload: its readings wait for raw payload decoding.
+  if (route !== "loriot") test(`${route}: a sample with a fill level is admitted once, its replay suppressed`, async () => {
     const body = withFill(name, { fill_pct: 47.5 });
     const expected = pkg.idempotencyKey({ device_id: devEui, seq, ts, fill_pct: 47.5 });
     const first = await (await post(call, `/v1/uplinks/${route}`, body)).json();
@@ -115,7 +115,7 @@ test("a TTS uplink without f_cnt gets seq 0", async () => {
 
 test("ChirpStack: other events are acknowledged and ignored, protobuf is refused", async () => {
   const join = await post(call, "/v1/uplinks/chirpstack?event=join", "{}");
-  assert.equal(join.status, 204);
+  assert.equal(join.status, 200);
   const proto = await post(call, "/v1/uplinks/chirpstack?event=up", "\x0a\x01", { "content-type": "application/octet-stream" });
   assert.equal(proto.status, 415);
   const err = (await proto.json()).error;
