@@ -121,10 +121,9 @@ function deviceIdOf(segment) {
 async function ingest(request, env, cfg, format, routeName) {
   const type = (request.headers.get("content-type") ?? "").split(";")[0].trim().toLowerCase();
   if (type !== "application/json" && !type.endsWith("+json")) {
-    const hint =
-      format === "chirpstack" && /protobuf|octet-stream/.test(type)
-        ? "the Protobuf encoding is not supported; set the ChirpStack HTTP integration's payload encoding to JSON"
-        : "send Content-Type: application/json";
+    const hint = /protobuf|octet-stream/.test(type)
+      ? "the Protobuf encoding is not supported; choose JSON (The Things Stack: the webhook format; ChirpStack: the HTTP integration's payload encoding)"
+      : "send Content-Type: application/json";
     throw new HttpError(415, "unsupported_media_type", hint);
   }
   const body = await readBody(request, cfg.MAX_BODY_BYTES);
