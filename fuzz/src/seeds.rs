@@ -35,13 +35,37 @@ pub fn check_fn(target: &str) -> Option<fn(&[u8])> {
     })
 }
 
-const WEBHOOKS: [(&str, &str, &[u8]); 7] = [
+const WEBHOOKS: [(&str, &str, &[u8]); 31] = [
     ("ttn", "tts-v3-uplink-docs-example.json", include_bytes!("../../tests/fixtures/webhooks/tts-v3-uplink-docs-example.json")),
     ("ttn", "with-fill-tts-v3-uplink.json", include_bytes!("../../tests/fixtures/webhooks/with-fill/tts-v3-uplink.json")),
     ("chirpstack", "chirpstack-v4-up-docs-example.json", include_bytes!("../../tests/fixtures/webhooks/chirpstack-v4-up-docs-example.json")),
     ("chirpstack", "with-fill-chirpstack-v4-up.json", include_bytes!("../../tests/fixtures/webhooks/with-fill/chirpstack-v4-up.json")),
     ("helium", "helium-console-uplink-docs-example.json", include_bytes!("../../tests/fixtures/webhooks/helium-console-uplink-docs-example.json")),
     ("loriot", "loriot-rx-docs-example.json", include_bytes!("../../tests/fixtures/webhooks/loriot-rx-docs-example.json")),
+    ("ttn", "tts-downlink_ack.json", include_bytes!("../../tests/fixtures/webhooks/tts/downlink_ack.json")),
+    ("ttn", "tts-downlink_failed.json", include_bytes!("../../tests/fixtures/webhooks/tts/downlink_failed.json")),
+    ("ttn", "tts-downlink_nack.json", include_bytes!("../../tests/fixtures/webhooks/tts/downlink_nack.json")),
+    ("ttn", "tts-downlink_queue_invalidated.json", include_bytes!("../../tests/fixtures/webhooks/tts/downlink_queue_invalidated.json")),
+    ("ttn", "tts-downlink_queued.json", include_bytes!("../../tests/fixtures/webhooks/tts/downlink_queued.json")),
+    ("ttn", "tts-downlink_sent.json", include_bytes!("../../tests/fixtures/webhooks/tts/downlink_sent.json")),
+    ("ttn", "tts-join_accept.json", include_bytes!("../../tests/fixtures/webhooks/tts/join_accept.json")),
+    ("ttn", "tts-location_solved.json", include_bytes!("../../tests/fixtures/webhooks/tts/location_solved.json")),
+    ("ttn", "tts-service_data.json", include_bytes!("../../tests/fixtures/webhooks/tts/service_data.json")),
+    ("ttn", "tts-simulated_uplink.json", include_bytes!("../../tests/fixtures/webhooks/tts/simulated_uplink.json")),
+    ("ttn", "tts-uplink_message.json", include_bytes!("../../tests/fixtures/webhooks/tts/uplink_message.json")),
+    ("ttn", "tts-uplink_normalized.json", include_bytes!("../../tests/fixtures/webhooks/tts/uplink_normalized.json")),
+    ("chirpstack", "chirpstack-ack.json", include_bytes!("../../tests/fixtures/webhooks/chirpstack/ack.json")),
+    ("chirpstack", "chirpstack-integration.json", include_bytes!("../../tests/fixtures/webhooks/chirpstack/integration.json")),
+    ("chirpstack", "chirpstack-join.json", include_bytes!("../../tests/fixtures/webhooks/chirpstack/join.json")),
+    ("chirpstack", "chirpstack-location.json", include_bytes!("../../tests/fixtures/webhooks/chirpstack/location.json")),
+    ("chirpstack", "chirpstack-log.json", include_bytes!("../../tests/fixtures/webhooks/chirpstack/log.json")),
+    ("chirpstack", "chirpstack-status.json", include_bytes!("../../tests/fixtures/webhooks/chirpstack/status.json")),
+    ("chirpstack", "chirpstack-txack.json", include_bytes!("../../tests/fixtures/webhooks/chirpstack/txack.json")),
+    ("helium", "helium-join.json", include_bytes!("../../tests/fixtures/webhooks/helium/join.json")),
+    ("helium", "helium-uplink.json", include_bytes!("../../tests/fixtures/webhooks/helium/uplink.json")),
+    ("loriot", "loriot-cq_response.json", include_bytes!("../../tests/fixtures/webhooks/loriot/cq_response.json")),
+    ("loriot", "loriot-gw.json", include_bytes!("../../tests/fixtures/webhooks/loriot/gw.json")),
+    ("loriot", "loriot-tx.json", include_bytes!("../../tests/fixtures/webhooks/loriot/tx.json")),
     ("readings", "readings-seed-example.json", br#"[{"device_id":"bin-A17","seq":41,"ts":"2026-07-16T09:00:00Z","fill_pct":62.5},{"device_id":"bin-A17","seq":41,"ts":"2026-07-16T09:00:00Z","fill_pct":62.5},{"device_id":"bin-B04","seq":8,"ts":"2026-07-16T09:00:05Z","fill_pct":15.0}]"#),
 ];
 
