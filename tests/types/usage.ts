@@ -14,6 +14,7 @@ import init, {
   Deduplicator,
   auditLine,
   checkDeviceId,
+  checkUplinkOptions,
   idempotencyKey,
   isoTime,
   limits,
@@ -72,9 +73,9 @@ export const shapes = {
   } satisfies Members<DeduplicatorStats>,
   range: { min: true, max: true, default: true } satisfies Members<Range>,
   limits: { ttlMs: true, maxKeys: true, maxReadings: true, formats: true } satisfies Members<Limits>,
-  plan: { received: true, devices: true, rejected: true } satisfies Members<UplinkPlan>,
+  plan: { event: true, ignored: true, simulated: true, received: true, devices: true, rejected: true } satisfies Members<UplinkPlan>,
   device: { device_id: true, readings: true } satisfies Members<DeviceReadings>,
-  keyed: { index: true, key: true, seq: true, ts: true, fill_pct: true } satisfies Members<KeyedReading>,
+  keyed: { index: true, key: true, seq: true, ts: true, fill_pct: true, frame: true } satisfies Members<KeyedReading>,
   refused: {
     index: true, field: true, code: true, message: true, device_id: true,
   } satisfies Members<Refused>,
@@ -171,6 +172,13 @@ export function worker(body: Uint8Array): string[] {
 
   const options: UplinkOptions = { fillField: "level", maxReadings: cap, seqField: "n", tsField: "t" };
   const plan: UplinkPlan = JSON.parse(parseUplink("ttn", body, options)) as UplinkPlan;
+  checkUplinkOptions(options);
+  // @ts-expect-error the option is fillField
+  checkUplinkOptions({ fill_field: "/level" });
+  const what: string = plan.event;
+  const skip: boolean = plan.ignored || plan.simulated;
+  const frames: (string | null)[] = plan.devices.flatMap((d) => d.readings.map((r) => r.frame));
+  void [what, skip, frames];
   parseUplink("readings", "[]");
   // @ts-expect-error the option is fillField
   parseUplink("ttn", body, { fill_field: "level" });
@@ -207,9 +215,9 @@ export function worker(body: Uint8Array): string[] {
   return lines;
 }
 
-/** The worker's read route checks the path's id as ingest does (throws `invalid_device_id`). */
-export function readRoute(id: string): void {
-  const nothing: void = checkDeviceId(id);
+/** The worker's read route checks the path's id as ingest does (throws `invalid_device_id`) and names it as readings do. */
+export function readRoute(id: string): string {
+  const canonical: string = checkDeviceId(id);
   // @ts-expect-error the id is a string
   checkDeviceId(17);
   // @ts-expect-error nowMs is a number, never a string
@@ -220,5 +228,5 @@ export function readRoute(id: string): void {
   new Deduplicator().confirm("1");
   // @ts-expect-error refused is a number
   new Deduplicator().admitKeys("", NOW, "1");
-  void nothing;
+  return canonical;
 }
