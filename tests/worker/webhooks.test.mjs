@@ -6,7 +6,7 @@
 // a field mask, nested decoder output.
 import { test, before, after } from "node:test";
 import assert from "node:assert/strict";
-import { databases, fixture, get, post, start, tempDir } from "./harness.mjs";
+import { databases, fixture, get, post, start, tempDir, until } from "./harness.mjs";
 
 let worker;
 let dir;
@@ -50,7 +50,8 @@ const TABLE = [
 
 test("every fixture: its status, its reply, nothing stored, counted by type", async () => {
   const objectsBefore = writtenObjects();
-  const ignoredBefore = (await stats()).ignored_events;
+  const before = await stats();
+  const ignoredBefore = before.ignored_events;
   const expectIgnored = {};
   let simulated = 0;
   for (const [file, route, [verdict, detail]] of TABLE) {
@@ -69,7 +70,13 @@ test("every fixture: its status, its reply, nothing stored, counted by type", as
       simulated += 1;
     }
   }
-  const s = await stats();
+  // The rejected readings reach /v1/stats with their devices' first flush; the others never.
+  const rejected = TABLE.filter(([, , [v]]) => v === "rejected").length;
+  const s = await until(async () => {
+    const now = await stats();
+    return now.received - before.received >= rejected && now;
+  }, "the devices' flushes");
+  assert.deepEqual([s.received - before.received, s.rejected - before.rejected, s.unique - before.unique], [rejected, rejected, 0]);
   for (const [name, n] of Object.entries(expectIgnored)) assert.equal(s.ignored_events[name] - (ignoredBefore[name] ?? 0), n, name);
   assert.equal(s.simulated_uplinks, simulated);
   // Rejections are counted per device (their objects registered), but no row was stored.
