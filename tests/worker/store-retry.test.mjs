@@ -1,0 +1,67 @@
+// A 503 usually loses data (TTS open-source webhooks do not retry, ChirpStack logs
+// and moves on), so the worker answers one only when a device's readings truly were
+// not stored, after retrying inside the request. In workerd (Miniflare), with real
+// SQLite faults: triggers (and removed rows) put into a device object's own database
+// file by python3's sqlite3 between two runs, as in delivery-faults.test.mjs. Each
+// test stores seq 1 of DEV in a first run, injects its fault, and runs the worker
+// again on the same state.
+import { test } from "node:test";
+import assert from "node:assert/strict";
+import fs from "node:fs";
+import { start, post, get, tempDir, databases, sqlite } from "./harness.mjs";
+
+const DEV = "bin-R1";
+const reading = (seq, fill_pct = seq) => ({ device_id: DEV, seq, ts: "2026-07-16T09:00:00Z", fill_pct });
+
+/** Runs `during(w)` on a worker whose state holds DEV's seq 1 and then `fault` (SQL). */
+async function withFault(fault, during) {
+  const dir = tempDir();
+  try {
+    const first = await start({ persist: dir });
+    try {
+      assert.equal((await post(first.call, "/v1/readings", [reading(1)])).status, 200);
+    } finally {
+      await first.mf.dispose();
+    }
+    sqlite(databases(dir, "DeviceObject"), fault);
+    const w = await start({ persist: dir });
+    try {
+      return await during(w, dir);
+    } finally {
+      await w.mf.dispose();
+    }
+  } finally {
+    fs.rmSync(dir, { recursive: true, force: true });
+  }
+}
+
+/** The worker's JSON log lines with this `event` (and this burst, when given). */
+const logged = (w, event, burst_id) =>
+  w.lines
+    .filter((l) => l.startsWith("{"))
+    .map((l) => JSON.parse(l))
+    .filter((l) => l.event === event && (burst_id === undefined || l.burst_id === burst_id));
+
+const seqs = async (w) => (await get(w.call, `/v1/devices/${DEV}/readings`)).body.readings.map((r) => r.seq);
+
+test("schedule() throwing after the commit: 200 with the verdicts (the readings are stored), one ERROR schedule_failed", async () => {
+  // schedule() reads the device's one stats_flush row (flushDue): with the row gone
+  // (and kept out) it throws after the burst's transaction has committed.
+  const fault = "DELETE FROM stats_flush; CREATE TRIGGER keep_out BEFORE INSERT ON stats_flush BEGIN SELECT RAISE(IGNORE); END;";
+  await withFault(fault, async (w) => {
+    const res = await post(w.call, "/v1/readings", [reading(2), reading(3)]);
+    const body = await res.json();
+    assert.equal(res.status, 200, JSON.stringify(body));
+    assert.deepEqual([body.unique, body.not_stored, body.errors], [2, undefined, undefined]);
+    assert.deepEqual(await seqs(w), [1, 2, 3]);
+    const lines = logged(w, "schedule_failed");
+    assert.equal(lines.length, 1, w.lines.join("\n"));
+    const { level, device_id, burst_id, error } = lines[0];
+    assert.deepEqual({ level, device_id, burst_id }, { level: "ERROR", device_id: DEV, burst_id: body.burst_id });
+    assert.match(error, /exactly one result/);
+    assert.deepEqual(logged(w, "burst_not_stored"), [], "nothing is reported as not stored");
+    assert.equal(logged(w, "burst_deduplicated", body.burst_id).length, 1, "one audit line for the burst");
+    const replay = await (await post(w.call, "/v1/readings", [reading(2), reading(3)])).json();
+    assert.deepEqual(replay.duplicates, [0, 1]);
+  });
+});
