@@ -180,8 +180,15 @@ export class DeviceObject extends DurableObject {
     }
     console.log(out.line);
     // Delivers the new rows right away (unless a batch is open: they wait for it);
-    // also re-arms an alarm lost with a restart while a backlog waits.
-    await this.schedule(cfg);
+    // also re-arms an alarm lost with a restart while a backlog waits. The rows are
+    // committed: a failure here must not answer as if they were not. What it would
+    // have armed waits for the next schedule(): a later burst's, or the end of an
+    // alarm already armed.
+    try {
+      await this.schedule(cfg);
+    } catch (e) {
+      console.log(JSON.stringify({ level: "ERROR", event: "schedule_failed", device_id, burst_id, error: String(e?.message ?? e) }));
+    }
     return { ok: true, verdicts: out.verdicts };
   }
 
