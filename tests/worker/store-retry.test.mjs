@@ -65,3 +65,43 @@ test("schedule() throwing after the commit: 200 with the verdicts (the readings 
     assert.deepEqual(replay.duplicates, [0, 1]);
   });
 });
+
+test("a storage write that fails once is retried inside the request: 200, the burst stored once, one WARN storage_retry", async () => {
+  // A transient fault, deterministic: SQLite's total_changes() counts the rows this
+  // object's connection has written since it opened, and a rollback does not take
+  // them back. The first attempt writes seq 2 (1 change) and fails on seq 3; the
+  // retry writes seq 2 again (2 changes) and passes. The WARN line shows the first
+  // attempt did fail.
+  const fault = "CREATE TRIGGER once BEFORE INSERT ON readings WHEN NEW.seq = 3 AND total_changes() < 2 BEGIN SELECT RAISE(ABORT, 'injected'); END;";
+  await withFault(fault, async (w) => {
+    const res = await post(w.call, "/v1/readings", [reading(2), reading(3)]);
+    const body = await res.json();
+    assert.equal(res.status, 200, JSON.stringify(body));
+    assert.deepEqual(body.admitted.map((a) => a.index), [0, 1]);
+    assert.deepEqual(await seqs(w), [1, 2, 3]);
+    const retries = logged(w, "storage_retry", body.burst_id);
+    assert.deepEqual(retries.map(({ level, device_id, write }) => ({ level, device_id, write })), [{ level: "WARN", device_id: DEV, write: 1 }]);
+    assert.match(retries[0].error, /injected/);
+    const audit = logged(w, "burst_deduplicated", body.burst_id);
+    assert.deepEqual(audit.map((a) => a.payload.unique), [2], "one audit line, as one burst");
+    assert.deepEqual(logged(w, "burst_not_stored"), []);
+  });
+});
+
+test("a storage write that keeps failing: 3 attempts, then 503 retry_later with nothing stored; the retry of the rest is admitted", async () => {
+  const fault = "CREATE TRIGGER always BEFORE INSERT ON readings WHEN NEW.seq = 3 BEGIN SELECT RAISE(ABORT, 'injected'); END;";
+  await withFault(fault, async (w) => {
+    const res = await post(w.call, "/v1/readings", [reading(2), reading(3)]);
+    const body = await res.json();
+    assert.equal(res.status, 503, JSON.stringify(body));
+    assert.equal(res.headers.get("retry-after"), "1");
+    assert.equal(body.error.code, "retry_later");
+    assert.deepEqual([body.unique, body.not_stored, body.errors.map((e) => e.code)], [0, [0, 1], ["storage_unavailable"]]);
+    assert.deepEqual(await seqs(w), [1], "nothing of the burst is stored");
+    assert.deepEqual(logged(w, "storage_retry", body.burst_id).map((l) => l.write), [1, 2]);
+    assert.equal(logged(w, "burst_not_stored", body.burst_id).length, 1);
+    const rest = await (await post(w.call, "/v1/readings", [reading(2)])).json();
+    assert.equal(rest.unique, 1, "the failed attempts left no key admitted");
+    assert.deepEqual(await seqs(w), [1, 2]);
+  });
+});
