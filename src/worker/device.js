@@ -45,6 +45,9 @@ FROM (SELECT ? AS key, ? AS device_id, ? AS seq, ? AS ts, ? AS fill_pct, ? AS ad
              ? AS burst_id, ? AS state, ? AS next_attempt_at) AS n
 LEFT JOIN readings AS o ON o.key = n.key AND o.state = 'pending' AND o.batch_id IS NOT NULL`;
 
+/** Writes of one burst's transaction, the first included, before it answers 503. */
+const STORE_WRITES = 3;
+
 export class DeviceObject extends DurableObject {
   constructor(ctx, env) {
     super(ctx, env);
@@ -150,33 +153,43 @@ export class DeviceObject extends DurableObject {
     const cfg = config(this.env);
     const now = Date.now();
     const context = { device_id, route, burst_id };
-    let out;
-    try {
-      const keys = readings.map((r) => r.key).join("\n");
-      out = guarded(() => this.seen(now, cfg).admitKeys(keys, now, refused, context));
-    } catch (e) {
-      this.drop();
-      return failure(e);
-    }
+    const keys = readings.map((r) => r.key).join("\n");
     const state = cfg.ORIGIN_URL ? "pending" : "stored";
-    const counts = out.counts;
-    try {
-      this.ctx.storage.transactionSync(() => {
-        readings.forEach((r, i) => {
-          if (!ADMITTED.has(out.verdicts[i])) return;
-          this.sql.exec(INSERT, r.key, device_id, r.seq, r.ts, r.fill_pct, now, burst_id, state, state === "pending" ? now : null);
+    let out;
+    // A failed write is retried at once, STORE_WRITES writes in all (network servers
+    // barely retry a 503). Each admits against the seen-set rebuilt from the rows
+    // (the failure dropped it), so admitting and storing stay one synchronous step.
+    for (let write = 1; ; write++) {
+      try {
+        out = guarded(() => this.seen(now, cfg).admitKeys(keys, now, refused, context));
+      } catch (e) {
+        this.drop();
+        return failure(e);
+      }
+      const counts = out.counts;
+      try {
+        this.ctx.storage.transactionSync(() => {
+          readings.forEach((r, i) => {
+            if (!ADMITTED.has(out.verdicts[i])) return;
+            this.sql.exec(INSERT, r.key, device_id, r.seq, r.ts, r.fill_pct, now, burst_id, state, state === "pending" ? now : null);
+          });
+          countBurst(this.sql, device_id, counts);
         });
-        countBurst(this.sql, device_id, counts);
-      });
-    } catch (e) {
-      // The admitted keys are not stored: forget the seen-set, whose rebuild from
-      // the rows will not hold them, so the sender's retry is admitted.
-      this.drop();
-      // Nothing of the burst is stored or counted, replays included: as the reply says.
-      const notStored = counts.unique + counts.duplicates_suppressed;
-      const lost = { ...counts, unique: 0, duplicates_suppressed: 0, not_stored: notStored, seq_reuses: 0, evicted_before_ttl: 0 };
-      console.log(guarded(() => auditLine("burst_not_stored", lost, now, { ...context, error: "storage_unavailable" })));
-      return { ok: false, status: 503, code: "storage_unavailable", message: `could not store the burst: ${e.message}` };
+        break;
+      } catch (e) {
+        // The admitted keys are not stored: forget the seen-set, whose rebuild from
+        // the rows will not hold them, so the retry (this one's or the sender's) is admitted.
+        this.drop();
+        if (write < STORE_WRITES) {
+          console.log(JSON.stringify({ level: "WARN", event: "storage_retry", device_id, burst_id, write, error: String(e?.message ?? e) }));
+          continue;
+        }
+        // Nothing of the burst is stored or counted, replays included: as the reply says.
+        const notStored = counts.unique + counts.duplicates_suppressed;
+        const lost = { ...counts, unique: 0, duplicates_suppressed: 0, not_stored: notStored, seq_reuses: 0, evicted_before_ttl: 0 };
+        console.log(guarded(() => auditLine("burst_not_stored", lost, now, { ...context, error: "storage_unavailable" })));
+        return { ok: false, status: 503, code: "storage_unavailable", message: `could not store the burst (${write} attempts): ${e.message}` };
+      }
     }
     console.log(out.line);
     // Delivers the new rows right away (unless a batch is open: they wait for it);

@@ -8,7 +8,7 @@
 import { test } from "node:test";
 import assert from "node:assert/strict";
 import fs from "node:fs";
-import { start, post, get, tempDir, databases, sqlite } from "./harness.mjs";
+import { start, post, get, until, tempDir, databases, sqlite } from "./harness.mjs";
 
 const DEV = "bin-R1";
 const reading = (seq, fill_pct = seq) => ({ device_id: DEV, seq, ts: "2026-07-16T09:00:00Z", fill_pct });
@@ -42,6 +42,18 @@ const logged = (w, event, burst_id) =>
     .map((l) => JSON.parse(l))
     .filter((l) => l.event === event && (burst_id === undefined || l.burst_id === burst_id));
 
+/**
+ * Waits until the log holds every line written so far: the worker writes its lines in
+ * order, and they reach `w.lines` through a pipe; a burst of another device, sent now,
+ * logs its audit line after them.
+ */
+let fences = 0;
+async function logSettled(w) {
+  const res = await post(w.call, "/v1/readings", [{ device_id: "bin-fence", seq: ++fences, ts: "2026-07-16T09:00:00Z", fill_pct: 1 }]);
+  const { burst_id } = await res.json();
+  await until(() => logged(w, "burst_deduplicated", burst_id).length, "the fence's audit line");
+}
+
 const seqs = async (w) => (await get(w.call, `/v1/devices/${DEV}/readings`)).body.readings.map((r) => r.seq);
 
 test("schedule() throwing after the commit: 200 with the verdicts (the readings are stored), one ERROR schedule_failed", async () => {
@@ -54,6 +66,7 @@ test("schedule() throwing after the commit: 200 with the verdicts (the readings 
     assert.equal(res.status, 200, JSON.stringify(body));
     assert.deepEqual([body.unique, body.not_stored, body.errors], [2, undefined, undefined]);
     assert.deepEqual(await seqs(w), [1, 2, 3]);
+    await logSettled(w);
     const lines = logged(w, "schedule_failed");
     assert.equal(lines.length, 1, w.lines.join("\n"));
     const { level, device_id, burst_id, error } = lines[0];
@@ -69,21 +82,24 @@ test("schedule() throwing after the commit: 200 with the verdicts (the readings 
 test("a storage write that fails once is retried inside the request: 200, the burst stored once, one WARN storage_retry", async () => {
   // A transient fault, deterministic: SQLite's total_changes() counts the rows this
   // object's connection has written since it opened, and a rollback does not take
-  // them back. The first attempt writes seq 2 (1 change) and fails on seq 3; the
-  // retry writes seq 2 again (2 changes) and passes. The WARN line shows the first
-  // attempt did fail.
-  const fault = "CREATE TRIGGER once BEFORE INSERT ON readings WHEN NEW.seq = 3 AND total_changes() < 2 BEGIN SELECT RAISE(ABORT, 'injected'); END;";
+  // them back. Each attempt writes seqs 2..51 (50 rows) before seq 52: the first
+  // reaches seq 52 with fewer than 60 changes (whatever the object wrote before the
+  // burst, e.g. its alarm's flush, is a handful of rows) and fails; the retry has
+  // written 100 more and passes. The WARN line shows the first attempt did fail.
+  const fault = "CREATE TRIGGER once BEFORE INSERT ON readings WHEN NEW.seq = 52 AND total_changes() < 60 BEGIN SELECT RAISE(ABORT, 'injected'); END;";
+  const burst = Array.from({ length: 51 }, (_, i) => reading(i + 2));
   await withFault(fault, async (w) => {
-    const res = await post(w.call, "/v1/readings", [reading(2), reading(3)]);
+    const res = await post(w.call, "/v1/readings", burst);
     const body = await res.json();
     assert.equal(res.status, 200, JSON.stringify(body));
-    assert.deepEqual(body.admitted.map((a) => a.index), [0, 1]);
-    assert.deepEqual(await seqs(w), [1, 2, 3]);
+    assert.deepEqual(body.admitted.map((a) => a.index), burst.map((_, i) => i));
+    assert.deepEqual(await seqs(w), [1, ...burst.map((r) => r.seq)]);
+    await logSettled(w);
     const retries = logged(w, "storage_retry", body.burst_id);
-    assert.deepEqual(retries.map(({ level, device_id, write }) => ({ level, device_id, write })), [{ level: "WARN", device_id: DEV, write: 1 }]);
+    assert.deepEqual(retries.map(({ level, device_id, write }) => ({ level, device_id, write })), [{ level: "WARN", device_id: DEV, write: 1 }], w.lines.join("\n"));
     assert.match(retries[0].error, /injected/);
     const audit = logged(w, "burst_deduplicated", body.burst_id);
-    assert.deepEqual(audit.map((a) => a.payload.unique), [2], "one audit line, as one burst");
+    assert.deepEqual(audit.map((a) => a.payload.unique), [51], "one audit line, as one burst");
     assert.deepEqual(logged(w, "burst_not_stored"), []);
   });
 });
@@ -98,6 +114,7 @@ test("a storage write that keeps failing: 3 attempts, then 503 retry_later with 
     assert.equal(body.error.code, "retry_later");
     assert.deepEqual([body.unique, body.not_stored, body.errors.map((e) => e.code)], [0, [0, 1], ["storage_unavailable"]]);
     assert.deepEqual(await seqs(w), [1], "nothing of the burst is stored");
+    await logSettled(w);
     assert.deepEqual(logged(w, "storage_retry", body.burst_id).map((l) => l.write), [1, 2]);
     assert.equal(logged(w, "burst_not_stored", body.burst_id).length, 1);
     const rest = await (await post(w.call, "/v1/readings", [reading(2)])).json();
