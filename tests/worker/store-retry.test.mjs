@@ -8,13 +8,21 @@
 import { test } from "node:test";
 import assert from "node:assert/strict";
 import fs from "node:fs";
+import { execFileSync } from "node:child_process";
 import { start, post, get, until, tempDir, databases, sqlite } from "./harness.mjs";
+
+const pkgUrl = new URL("../../pkg/", import.meta.url);
+const pkg = await import(new URL("reconnect_dedupe.js", pkgUrl));
+pkg.initSync({ module: fs.readFileSync(new URL("reconnect_dedupe_bg.wasm", pkgUrl)) });
 
 const DEV = "bin-R1";
 const reading = (seq, fill_pct = seq) => ({ device_id: DEV, seq, ts: "2026-07-16T09:00:00Z", fill_pct });
 
-/** Runs `during(w)` on a worker whose state holds DEV's seq 1 and then `fault` (SQL). */
-async function withFault(fault, during) {
+/**
+ * Runs `during(w)` on a worker whose state holds DEV's seq 1 and then `fault` (SQL);
+ * then `after(dir)`, once that worker is stopped, on the same state.
+ */
+async function withFault(fault, during, after = () => {}) {
   const dir = tempDir();
   try {
     const first = await start({ persist: dir });
@@ -26,10 +34,11 @@ async function withFault(fault, during) {
     sqlite(databases(dir, "DeviceObject"), fault);
     const w = await start({ persist: dir });
     try {
-      return await during(w, dir);
+      await during(w);
     } finally {
       await w.mf.dispose();
     }
+    await after(dir);
   } finally {
     fs.rmSync(dir, { recursive: true, force: true });
   }
@@ -121,4 +130,81 @@ test("a storage write that keeps failing: 3 attempts, then 503 retry_later with 
     assert.equal(rest.unique, 1, "the failed attempts left no key admitted");
     assert.deepEqual(await seqs(w), [1, 2]);
   });
+});
+
+test("a device-object call that throws is retried, 3 calls in all, then 503 device_unavailable with nothing stored", async () => {
+  // The object's constructor throws (its prepare() inserts the stats_flush row, which
+  // a trigger refuses), so every call to it throws in the caller.
+  const fault = "DELETE FROM stats_flush; CREATE TRIGGER refuse BEFORE INSERT ON stats_flush BEGIN SELECT RAISE(ABORT, 'injected'); END;";
+  await withFault(
+    fault,
+    async (w) => {
+      const res = await post(w.call, "/v1/readings", [reading(2), reading(3)]);
+      const body = await res.json();
+      assert.equal(res.status, 503, JSON.stringify(body));
+      assert.deepEqual([body.error.code, body.not_stored, body.errors.map((e) => e.code)], ["retry_later", [0, 1], ["device_unavailable"]]);
+      assert.match(body.errors[0].message, /injected/);
+      await logSettled(w);
+      const calls = logged(w, "device_call_failed", body.burst_id);
+      assert.deepEqual(calls.map(({ level, device_id, attempt }) => ({ level, device_id, attempt })), [0, 1, 2].map((attempt) => ({ level: "WARN", device_id: DEV, attempt })), w.lines.join("\n"));
+      assert.equal(logged(w, "burst_not_stored", body.burst_id).length, 1);
+    },
+    async (dir) => {
+      sqlite(databases(dir, "DeviceObject"), "DROP TRIGGER refuse;");
+      const w = await start({ persist: dir });
+      try {
+        assert.deepEqual(await seqs(w), [1], "nothing of the burst was stored");
+        assert.equal((await (await post(w.call, "/v1/readings", [reading(2), reading(3)])).json()).unique, 2);
+      } finally {
+        await w.mf.dispose();
+      }
+    },
+  );
+});
+
+/** The `counters` of DEV's object (its database names it in `registered`), read while no runtime holds it. */
+function counters(dir) {
+  const script = `import json, sqlite3, sys
+for f in sys.argv[2:]:
+    c = sqlite3.connect(f)
+    if c.execute("SELECT count(*) FROM sqlite_master WHERE name = 'registered'").fetchone()[0] and c.execute("SELECT device_id FROM registered").fetchone() == (sys.argv[1],):
+        print(json.dumps(dict(c.execute("SELECT name, value FROM counters").fetchall())))`;
+  return JSON.parse(execFileSync("python3", ["-c", script, DEV, ...databases(dir, "DeviceObject")], { encoding: "utf8" }));
+}
+
+test("a retried call (attempt > 0) answers readings its burst already stored as admitted, and counts nothing twice", async () => {
+  // No fault can throw a call after its commit from outside (a throw from schedule()
+  // is answered now), so this calls the device object directly (Miniflare's
+  // namespace), with the plan the worker makes (the core's parseUplink), as the
+  // worker's retry of a call whose answer was lost would.
+  const dir = tempDir();
+  const w = await start({ persist: dir });
+  try {
+    const text = JSON.stringify([reading(2), reading(3), reading(4, 101)]); // seq 4: refused (fill_pct > 100)
+    const first = await (await post(w.call, "/v1/readings", text)).json();
+    assert.deepEqual([first.unique, first.rejected.length], [2, 1]);
+    const plan = JSON.parse(pkg.parseUplink("readings", new TextEncoder().encode(text), { maxReadings: 10_000 }));
+    const { readings } = plan.devices[0];
+    assert.deepEqual(readings.map((r) => r.key), first.admitted.map((a) => a.key), "the plan the worker made");
+    const ns = await w.mf.getDurableObjectNamespace("DEVICES");
+    const call = (burst_id, attempt) => ns.get(ns.idFromName(DEV)).ingest({ device_id: DEV, readings, refused: 1, route: "readings", burst_id, attempt });
+    const retried = await call(first.burst_id, 1);
+    assert.deepEqual([retried.ok, [...retried.verdicts]], [true, [0, 0]], "stored by the earlier attempt: admitted");
+    assert.deepEqual([...(await call(first.burst_id, 0)).verdicts], [2, 2], "a first call of the same burst id is a replay");
+    assert.deepEqual([...(await call("another-burst", 1)).verdicts], [2, 2], "rows stored by another burst stay duplicates");
+    assert.deepEqual(await seqs(w), [2, 3], "nothing stored twice");
+    await logSettled(w);
+    const recognised = logged(w, "burst_already_stored", first.burst_id);
+    assert.deepEqual(recognised.map(({ level, device_id, attempt, readings: n }) => ({ level, device_id, attempt, readings: n })), [{ level: "INFO", device_id: DEV, attempt: 1, readings: 2 }]);
+    assert.equal(logged(w, "burst_deduplicated", first.burst_id).length, 2, "the first call's audit line and the replay's, none for the retried call");
+  } finally {
+    await w.mf.dispose();
+  }
+  try {
+    // Three calls counted (the first, the replay, the other burst), 3 readings each;
+    // the retried one's were counted with the rows the earlier attempt stored.
+    assert.deepEqual(counters(dir), { received: 9, unique: 2, duplicates_suppressed: 4, rejected: 3 });
+  } finally {
+    fs.rmSync(dir, { recursive: true, force: true });
+  }
 });
