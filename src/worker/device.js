@@ -3,7 +3,7 @@
 // to ORIGIN_URL and the record from which the in-memory seen-set is rebuilt.
 import { DurableObject } from "cloudflare:workers";
 import { config } from "./config.js";
-import { ADMITTED, auditLine, Deduplicator, guarded, HttpError, isoTime, logNothingStored, wasmGeneration } from "./core.js";
+import { ADMITTED, auditLine, Deduplicator, DUPLICATE, guarded, HttpError, isoTime, logNothingStored, wasmGeneration } from "./core.js";
 import { deliver, nextDelivery, prepareOutbox } from "./delivery.js";
 import { countBurst, flush, flushDue, noteChange, prepareDevice, register } from "./fleet.js";
 
@@ -144,9 +144,11 @@ export class DeviceObject extends DurableObject {
    * request can see a key admitted but not stored. Returns `{ok: true, verdicts}`
    * (a byte per reading: 0 admitted, 1 admitted with a seq reuse, 2 duplicate; 3,
    * pending, needs a provisional admission, which the worker never makes),
-   * or `{ok: false, status, code, message}` when nothing was stored.
+   * or `{ok: false, status, code, message}` when nothing was stored. `attempt` > 0:
+   * the worker's retry of a call that threw, which may have stored the burst
+   * (`recognise`).
    */
-  async ingest({ device_id, readings, refused = 0, route, burst_id }) {
+  async ingest({ device_id, readings, refused = 0, route, burst_id, attempt = 0 }) {
     this.prepare();
     const unregistered = await this.register({ device_id, route, burst_id }, readings.length, refused);
     if (unregistered) return unregistered;
@@ -166,7 +168,10 @@ export class DeviceObject extends DurableObject {
         this.drop();
         return failure(e);
       }
+      if (attempt > 0) out = this.recognise(out, readings, context, now);
       const counts = out.counts;
+      // Stored and counted by the earlier call: nothing to write.
+      if (out.already && !counts.received) break;
       try {
         this.ctx.storage.transactionSync(() => {
           readings.forEach((r, i) => {
@@ -191,7 +196,8 @@ export class DeviceObject extends DurableObject {
         return { ok: false, status: 503, code: "storage_unavailable", message: `could not store the burst (${write} attempts): ${e.message}` };
       }
     }
-    console.log(out.line);
+    if (out.already) console.log(JSON.stringify({ level: "INFO", event: "burst_already_stored", device_id, burst_id, attempt, readings: out.already }));
+    if (out.line) console.log(out.line);
     // Delivers the new rows right away (unless a batch is open: they wait for it);
     // also re-arms an alarm lost with a restart while a backlog waits. The rows are
     // committed: a failure here must not answer as if they were not. What it would
@@ -203,6 +209,31 @@ export class DeviceObject extends DurableObject {
       console.log(JSON.stringify({ level: "ERROR", event: "schedule_failed", device_id, burst_id, error: String(e?.message ?? e) }));
     }
     return { ok: true, verdicts: out.verdicts };
+  }
+
+  /**
+   * For a retried call: a duplicate whose row this burst stored was admitted by an
+   * earlier call whose answer was lost, and is answered as admitted (0). That call
+   * committed this device's whole share of the burst with its counts, so only what
+   * this one admits anew (normally nothing) is counted and audited. Returns `out`
+   * unchanged when no row is this burst's, else `{verdicts, counts, line, already}`
+   * (`line` null when nothing is new; `already`, how many were recognised).
+   */
+  recognise(out, readings, context, now) {
+    const verdicts = Uint8Array.from(out.verdicts);
+    const mine = new Set(); // a key twice in the burst: its first copy was admitted
+    readings.forEach((r, i) => {
+      if (verdicts[i] !== DUPLICATE || mine.has(r.key)) return;
+      const row = this.sql.exec("SELECT burst_id FROM readings WHERE key = ?", r.key).toArray()[0];
+      if (row?.burst_id !== context.burst_id) return;
+      verdicts[i] = 0;
+      mine.add(r.key);
+    });
+    const already = mine.size;
+    if (!already) return out;
+    const counts = { ...out.counts, received: out.counts.unique, duplicates_suppressed: 0, rejected: 0 };
+    const line = counts.received ? guarded(() => auditLine("burst_deduplicated", counts, now, context)) : null;
+    return { verdicts, counts, line, already };
   }
 
   /** Ledger rows in admission order, `after` a rowid cursor. */

@@ -150,7 +150,7 @@ test("a device-object call that throws is retried, 3 calls in all, then 503 devi
       assert.equal(logged(w, "burst_not_stored", body.burst_id).length, 1);
     },
     async (dir) => {
-      sqlite(databases(dir, "DeviceObject"), "DROP TRIGGER refuse;");
+      sqlite(databases(dir, "DeviceObject"), "DROP TRIGGER IF EXISTS refuse;");
       const w = await start({ persist: dir });
       try {
         assert.deepEqual(await seqs(w), [1], "nothing of the burst was stored");
@@ -180,18 +180,19 @@ test("a retried call (attempt > 0) answers readings its burst already stored as 
   const dir = tempDir();
   const w = await start({ persist: dir });
   try {
-    const text = JSON.stringify([reading(2), reading(3), reading(4, 101)]); // seq 4: refused (fill_pct > 100)
+    // seq 2 twice (the second copy a duplicate), seq 4 refused (fill_pct > 100)
+    const text = JSON.stringify([reading(2), reading(3), reading(2), reading(4, 101)]);
     const first = await (await post(w.call, "/v1/readings", text)).json();
-    assert.deepEqual([first.unique, first.rejected.length], [2, 1]);
+    assert.deepEqual([first.unique, first.duplicates, first.rejected.length], [2, [2], 1]);
     const plan = JSON.parse(pkg.parseUplink("readings", new TextEncoder().encode(text), { maxReadings: 10_000 }));
     const { readings } = plan.devices[0];
-    assert.deepEqual(readings.map((r) => r.key), first.admitted.map((a) => a.key), "the plan the worker made");
+    assert.deepEqual(readings.map((r) => r.key), [...first.admitted.map((a) => a.key), first.admitted[0].key], "the plan the worker made");
     const ns = await w.mf.getDurableObjectNamespace("DEVICES");
     const call = (burst_id, attempt) => ns.get(ns.idFromName(DEV)).ingest({ device_id: DEV, readings, refused: 1, route: "readings", burst_id, attempt });
     const retried = await call(first.burst_id, 1);
-    assert.deepEqual([retried.ok, [...retried.verdicts]], [true, [0, 0]], "stored by the earlier attempt: admitted");
-    assert.deepEqual([...(await call(first.burst_id, 0)).verdicts], [2, 2], "a first call of the same burst id is a replay");
-    assert.deepEqual([...(await call("another-burst", 1)).verdicts], [2, 2], "rows stored by another burst stay duplicates");
+    assert.deepEqual([retried.ok, [...retried.verdicts]], [true, [0, 0, 2]], "stored by the earlier attempt: admitted, as it answered");
+    assert.deepEqual([...(await call(first.burst_id, 0)).verdicts], [2, 2, 2], "a first call of the same burst id is a replay");
+    assert.deepEqual([...(await call("another-burst", 1)).verdicts], [2, 2, 2], "rows stored by another burst stay duplicates");
     assert.deepEqual(await seqs(w), [2, 3], "nothing stored twice");
     await logSettled(w);
     const recognised = logged(w, "burst_already_stored", first.burst_id);
@@ -201,9 +202,9 @@ test("a retried call (attempt > 0) answers readings its burst already stored as 
     await w.mf.dispose();
   }
   try {
-    // Three calls counted (the first, the replay, the other burst), 3 readings each;
+    // Three calls counted (the first, the replay, the other burst), 4 readings each;
     // the retried one's were counted with the rows the earlier attempt stored.
-    assert.deepEqual(counters(dir), { received: 9, unique: 2, duplicates_suppressed: 4, rejected: 3 });
+    assert.deepEqual(counters(dir), { received: 12, unique: 2, duplicates_suppressed: 7, rejected: 3 });
   } finally {
     fs.rmSync(dir, { recursive: true, force: true });
   }
