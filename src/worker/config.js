@@ -71,6 +71,12 @@ function read(env) {
   if (c.INGEST_TOKEN && !/^[\x21-\x7e]+$/.test(c.INGEST_TOKEN)) {
     return new HttpError(500, "invalid_config", "INGEST_TOKEN must be printable ASCII without white space inside (0x21-0x7E after trimming); the value is not shown");
   }
+  // The one user name Basic auth accepts (else any). RFC 7617: a user-id holds no
+  // colon; printable ASCII, as any client can send it. Not a secret: shown when wrong.
+  c.BASIC_AUTH_USER = typeof env.BASIC_AUTH_USER === "string" ? env.BASIC_AUTH_USER.trim() : "";
+  if (c.BASIC_AUTH_USER && !/^[\x20-\x39\x3b-\x7e]+$/.test(c.BASIC_AUTH_USER)) {
+    return new HttpError(500, "invalid_config", `BASIC_AUTH_USER must be printable ASCII (0x20-0x7E) without ":", got ${JSON.stringify(env.BASIC_AUTH_USER)}`);
+  }
   const header = typeof env.AUTH_HEADER === "string" ? env.AUTH_HEADER.trim().toLowerCase() : "";
   c.AUTH_HEADER = header || "authorization";
   const unfit = authHeaderProblem(c.AUTH_HEADER);

@@ -45,6 +45,9 @@ FROM (SELECT ? AS key, ? AS device_id, ? AS seq, ? AS ts, ? AS fill_pct, ? AS ad
              ? AS burst_id, ? AS state, ? AS next_attempt_at, ? AS frame) AS n
 LEFT JOIN readings AS o ON o.key = n.key AND o.state = 'pending' AND o.batch_id IS NOT NULL`;
 
+/** Writes of one burst's transaction, the first included, before it answers 503. */
+const STORE_WRITES = 3;
+
 export class DeviceObject extends DurableObject {
   constructor(ctx, env) {
     super(ctx, env);
@@ -142,49 +145,76 @@ export class DeviceObject extends DurableObject {
    * request can see a key admitted but not stored. Returns `{ok: true, verdicts}`
    * (a byte per reading: 0 admitted, 1 admitted with a seq reuse, 2 duplicate; 3,
    * pending, needs a provisional admission, which the worker never makes),
-   * or `{ok: false, status, code, message}` when nothing was stored.
+   * or `{ok: false, status, code, message}` when nothing was stored. `attempt` > 0:
+   * the worker's retry of a call that threw, which may have stored the burst
+   * (`recognise`).
    */
-  async ingest({ device_id, readings: planned, refused = 0, route, burst_id }) {
+  async ingest({ device_id, readings: planned, refused = 0, route, burst_id, attempt = 0 }) {
     this.prepare();
     const unregistered = await this.register({ device_id, route, burst_id }, planned.length, refused);
     if (unregistered) return unregistered;
     const cfg = config(this.env);
     const now = Date.now();
     const context = { device_id, route, burst_id };
-    let out;
     let readings;
     try {
       readings = this.reframe(device_id, planned, now, cfg);
-      const keys = readings.map((r) => r.key).join("\n");
-      out = guarded(() => this.seen(now, cfg).admitKeys(keys, now, refused, context));
     } catch (e) {
-      this.drop();
       return failure(e);
     }
+    const keys = readings.map((r) => r.key).join("\n");
     const state = cfg.ORIGIN_URL ? "pending" : "stored";
-    const counts = out.counts;
-    try {
-      this.ctx.storage.transactionSync(() => {
-        readings.forEach((r, i) => {
-          if (!ADMITTED.has(out.verdicts[i])) return;
-          this.sql.exec(INSERT, r.key, device_id, r.seq, r.ts, r.fill_pct, now, burst_id, state, state === "pending" ? now : null, r.frame ?? null);
+    let out;
+    // A failed write is retried at once, STORE_WRITES writes in all (network servers
+    // barely retry a 503). Each admits against the seen-set rebuilt from the rows
+    // (the failure dropped it), so admitting and storing stay one synchronous step.
+    for (let write = 1; ; write++) {
+      try {
+        out = guarded(() => this.seen(now, cfg).admitKeys(keys, now, refused, context));
+      } catch (e) {
+        this.drop();
+        return failure(e);
+      }
+      if (attempt > 0) out = this.recognise(out, readings, context, now);
+      const counts = out.counts;
+      // Stored and counted by the earlier call: nothing to write.
+      if (out.already && !counts.received) break;
+      try {
+        this.ctx.storage.transactionSync(() => {
+          readings.forEach((r, i) => {
+            if (!ADMITTED.has(out.verdicts[i])) return;
+            this.sql.exec(INSERT, r.key, device_id, r.seq, r.ts, r.fill_pct, now, burst_id, state, state === "pending" ? now : null, r.frame ?? null);
+          });
+          countBurst(this.sql, device_id, counts);
         });
-        countBurst(this.sql, device_id, counts);
-      });
-    } catch (e) {
-      // The admitted keys are not stored: forget the seen-set, whose rebuild from
-      // the rows will not hold them, so the sender's retry is admitted.
-      this.drop();
-      // Nothing of the burst is stored or counted, replays included: as the reply says.
-      const notStored = counts.unique + counts.duplicates_suppressed;
-      const lost = { ...counts, unique: 0, duplicates_suppressed: 0, not_stored: notStored, seq_reuses: 0, evicted_before_ttl: 0 };
-      console.log(guarded(() => auditLine("burst_not_stored", lost, now, { ...context, error: "storage_unavailable" })));
-      return { ok: false, status: 503, code: "storage_unavailable", message: `could not store the burst: ${e.message}` };
+        break;
+      } catch (e) {
+        // The admitted keys are not stored: forget the seen-set, whose rebuild from
+        // the rows will not hold them, so the retry (this one's or the sender's) is admitted.
+        this.drop();
+        if (write < STORE_WRITES) {
+          console.log(JSON.stringify({ level: "WARN", event: "storage_retry", device_id, burst_id, write, error: String(e?.message ?? e) }));
+          continue;
+        }
+        // Nothing of the burst is stored or counted, replays included: as the reply says.
+        const notStored = counts.unique + counts.duplicates_suppressed;
+        const lost = { ...counts, unique: 0, duplicates_suppressed: 0, not_stored: notStored, seq_reuses: 0, evicted_before_ttl: 0 };
+        console.log(guarded(() => auditLine("burst_not_stored", lost, now, { ...context, error: "storage_unavailable" })));
+        return { ok: false, status: 503, code: "storage_unavailable", message: `could not store the burst (${write} attempts): ${e.message}` };
+      }
     }
-    console.log(out.line);
+    if (out.already) console.log(JSON.stringify({ level: "INFO", event: "burst_already_stored", device_id, burst_id, attempt, readings: out.already }));
+    if (out.line) console.log(out.line);
     // Delivers the new rows right away (unless a batch is open: they wait for it);
-    // also re-arms an alarm lost with a restart while a backlog waits.
-    await this.schedule(cfg);
+    // also re-arms an alarm lost with a restart while a backlog waits. The rows are
+    // committed: a failure here must not answer as if they were not. What it would
+    // have armed waits for the next schedule(): a later burst's, or the end of an
+    // alarm already armed.
+    try {
+      await this.schedule(cfg);
+    } catch (e) {
+      console.log(JSON.stringify({ level: "ERROR", event: "schedule_failed", device_id, burst_id, error: String(e?.message ?? e) }));
+    }
     return { ok: true, verdicts: out.verdicts, keys: readings === planned ? undefined : readings.map((r) => r.key) };
   }
 
@@ -226,6 +256,31 @@ export class DeviceObject extends DurableObject {
       return duplicate ? DUPLICATE : 0;
     });
     return { verdicts };
+  }
+
+  /**
+   * For a retried call: a duplicate whose row this burst stored was admitted by an
+   * earlier call whose answer was lost, and is answered as admitted (0). That call
+   * committed this device's whole share of the burst with its counts, so only what
+   * this one admits anew (normally nothing) is counted and audited. Returns `out`
+   * unchanged when no row is this burst's, else `{verdicts, counts, line, already}`
+   * (`line` null when nothing is new; `already`, how many were recognised).
+   */
+  recognise(out, readings, context, now) {
+    const verdicts = Uint8Array.from(out.verdicts);
+    const mine = new Set(); // a key twice in the burst: its first copy was admitted
+    readings.forEach((r, i) => {
+      if (verdicts[i] !== DUPLICATE || mine.has(r.key)) return;
+      const row = this.sql.exec("SELECT burst_id FROM readings WHERE key = ?", r.key).toArray()[0];
+      if (row?.burst_id !== context.burst_id) return;
+      verdicts[i] = 0;
+      mine.add(r.key);
+    });
+    const already = mine.size;
+    if (!already) return out;
+    const counts = { ...out.counts, received: out.counts.unique, duplicates_suppressed: 0, rejected: 0 };
+    const line = counts.received ? guarded(() => auditLine("burst_deduplicated", counts, now, context)) : null;
+    return { verdicts, counts, line, already };
   }
 
   /** Ledger rows in admission order, `after` a rowid cursor. */

@@ -17,6 +17,8 @@ const CHIRPSTACK_EVENTS = ["up", "join", "ack", "txack", "log", "status", "locat
 // Device objects one request calls at a time: a request naming many devices (at most
 // MAX_DEVICES_PER_REQUEST) must not hold the isolate's every connection.
 const DEVICE_CALLS_AT_ONCE = 16;
+// Calls of one device's share of a request, the first included, while they throw.
+const DEVICE_CALL_ATTEMPTS = 3;
 
 export default {
   async fetch(request, env) {
@@ -159,14 +161,23 @@ async function ingest(request, env, cfg, format, routeName) {
     groups,
     async ({ device_id, readings }) => {
       const refused = refusedBy.get(device_id) ?? 0;
-      try {
-        const stub = env.DEVICES.get(env.DEVICES.idFromName(device_id));
-        return await stub.ingest({ device_id, readings, refused, ...context });
-      } catch (e) {
-        // No outcome at all: nothing of this device's readings was stored.
-        logNothingStored({ device_id, ...context }, readings.length, refused, "device_unavailable");
-        return { ok: false, status: 503, code: "device_unavailable", message: String(e?.message ?? e) };
+      // A call that threw is made again, with a new stub (DEVICE_CALL_ATTEMPTS in all,
+      // unless the object is overloaded: Cloudflare advises against adding load). It
+      // may have stored the burst before its answer was lost: `attempt` > 0 makes the
+      // object answer such readings as admitted (device.js, ingest).
+      let error;
+      for (let attempt = 0; attempt < DEVICE_CALL_ATTEMPTS && !error?.overloaded; attempt++) {
+        try {
+          const stub = env.DEVICES.get(env.DEVICES.idFromName(device_id));
+          return await stub.ingest({ device_id, readings, refused, attempt, ...context });
+        } catch (e) {
+          error = e;
+          console.log(JSON.stringify({ level: "WARN", event: "device_call_failed", device_id, burst_id, attempt, error: String(e?.message ?? e) }));
+        }
       }
+      // No outcome at all: nothing of this device's readings is known to be stored.
+      logNothingStored({ device_id, ...context }, readings.length, refused, "device_unavailable");
+      return { ok: false, status: 503, code: "device_unavailable", message: String(error?.message ?? error) };
     },
   );
   if (unroutable.length) {

@@ -1,0 +1,125 @@
+// Who may call the /v1 routes (src/worker/auth.js), in workerd (Miniflare): one table
+// of credentials, each row the headers sent, the status and code answered, a fragment
+// of the 401 message (what was received, then what is expected), and, for every row,
+// that the message never holds the token or a password the row sent. A 200 row's
+// reading must be in its device's ledger, a 401 row's must not. Two workers: the
+// defaults (AUTH_HEADER = authorization, any Basic user name), and one with
+// AUTH_HEADER = x-ingest-token and BASIC_AUTH_USER set.
+import { test, after } from "node:test";
+import assert from "node:assert/strict";
+import { start, post, fixture, TOKEN } from "./harness.mjs";
+
+const USER = "ttn-webhook";
+const workers = {
+  plain: await start(),
+  named: await start({ vars: { AUTH_HEADER: "x-ingest-token", BASIC_AUTH_USER: USER } }),
+};
+after(() => Promise.all(Object.values(workers).map((w) => w.mf.dispose())));
+
+const WRONG = "Wr0ng-passw0rd";
+const basic = (credentials) => `Basic ${Buffer.from(credentials, "utf8").toString("base64")}`;
+const reading = (device_id) => ({ device_id, seq: 1, ts: "2026-07-16T09:00:00Z", fill_pct: 50 });
+const LONG_USER = `u${"x".repeat(99)}`;
+
+// secrets: strings the reply must not contain besides the token (passwords sent).
+const ROWS = [
+  // the default worker
+  { name: "no credentials", auth: null, status: 401, message: /^no credentials: no Authorization header; expected/ },
+  { name: "Bearer with the token", auth: `Bearer ${TOKEN}`, status: 200 },
+  { name: "Bearer in lower case with spaces around the token", auth: `bearer   ${TOKEN}  `, status: 200 },
+  { name: "Bearer with a wrong token", auth: `Bearer ${WRONG}`, status: 401, message: /^Authorization: Bearer with a wrong token; expected/, secrets: [WRONG] },
+  { name: "Bearer with the token and more", auth: `Bearer ${TOKEN}, Bearer x`, status: 401, message: /Bearer with a wrong token/ },
+  { name: "Bearer without a token", auth: "Bearer", status: 401, message: /^Authorization: Bearer without a token/ },
+  { name: "Basic with the token as password", auth: basic(`any-user:${TOKEN}`), status: 200 },
+  { name: "Basic with an empty user name", auth: basic(`:${TOKEN}`), status: 200 },
+  { name: "Basic in lower case, the password with spaces around it", auth: `basic ${Buffer.from(`u: ${TOKEN} `).toString("base64")}`, status: 200 },
+  { name: "Basic with a password that holds a colon", auth: basic(`u:${TOKEN}:x`), status: 401, message: /Basic for user "u" with a wrong password/, secrets: [`${TOKEN}:x`] },
+  { name: "Basic with a wrong password", auth: basic(`ttn:${WRONG}`), status: 401, message: /^Authorization: Basic for user "ttn" with a wrong password; expected/, secrets: [WRONG] },
+  { name: "Basic with a long user name: shown cut to 64 characters", auth: basic(`${LONG_USER}:${WRONG}`), status: 401, message: new RegExp(`Basic for user "${LONG_USER.slice(0, 64)}" \\(first 64 of 100 characters\\) with a wrong password`), secrets: [WRONG, LONG_USER.slice(0, 65)] },
+  { name: "Basic with a user name needing JSON escapes", auth: basic(`a"b\\c:${WRONG}`), status: 401, message: /Basic for user "a\\"b\\\\c" with a wrong password/, secrets: [WRONG] },
+  { name: "Basic with the token as user name", auth: basic(`${TOKEN}:`), status: 401, message: /^Authorization: Basic with the token as the user name; expected/ },
+  { name: "Basic with the token and no colon", auth: basic(TOKEN), status: 401, message: /^Authorization: Basic whose credentials are not base64 of "user:password"/ },
+  { name: "Basic with the bare token, not base64", auth: `Basic ${TOKEN}`, status: 401, message: /^Authorization: Basic whose credentials are not base64 of "user:password"/ },
+  { name: "Basic of bytes that are not UTF-8", auth: `Basic ${Buffer.from([0x75, 0x3a, 0xff, 0xfe]).toString("base64")}`, status: 401, message: /Basic whose credentials are not base64 of "user:password"/ },
+  { name: "Basic with two credentials", auth: `${basic(`u:${TOKEN}`)} ${basic(`u:${TOKEN}`)}`, status: 401, message: /Basic whose credentials are not base64/ },
+  { name: "Basic without credentials", auth: "Basic", status: 401, message: /^Authorization: Basic without credentials; expected/ },
+  { name: "an unsupported scheme is named", auth: `Digest username="${WRONG}"`, status: 401, message: /^Authorization: the scheme "Digest", which is not supported; expected/, secrets: [WRONG] },
+  { name: "a scheme over 32 characters is not shown", auth: `${"S".repeat(33)} x`, status: 401, message: /^Authorization: a scheme of 33 characters \(not shown\), which is not supported/, secrets: ["S".repeat(32)] },
+  { name: "the token as a scheme is not shown", auth: `${TOKEN} x`, status: 401, message: /^Authorization: a value with no known scheme \(not shown\)/ },
+  { name: "a bare token in Authorization is not shown", auth: TOKEN, status: 401, message: /^Authorization: a value with no known scheme \(not shown\)/ },
+  { name: "a bare wrong value in Authorization is not shown", auth: WRONG, status: 401, message: /^Authorization: a value with no known scheme \(not shown\)/, secrets: [WRONG] },
+  { name: "the token in x-ingest-token, not configured", auth: null, headers: { "x-ingest-token": TOKEN }, status: 401, message: /^no credentials/ },
+
+  // AUTH_HEADER = x-ingest-token, BASIC_AUTH_USER set
+  { worker: "named", name: "named: no credentials names both ways", auth: null, status: 401, message: /^no credentials: no Authorization header and no x-ingest-token header; expected .*as the value of x-ingest-token/ },
+  { worker: "named", name: "named: Basic with the configured user", auth: basic(`${USER}:${TOKEN}`), status: 200 },
+  { worker: "named", name: "named: Basic with another user and the token", auth: basic(`other:${TOKEN}`), status: 401, message: /^Authorization: Basic for user "other", not the user name BASIC_AUTH_USER sets; expected/ },
+  { worker: "named", name: "named: Basic with another user and a wrong password", auth: basic(`other:${WRONG}`), status: 401, message: /Basic for user "other", not the user name BASIC_AUTH_USER sets/, secrets: [WRONG] },
+  { worker: "named", name: "named: Basic with the configured user and a wrong password", auth: basic(`${USER}:${WRONG}`), status: 401, message: /Basic for user "ttn-webhook" with a wrong password/, secrets: [WRONG] },
+  { worker: "named", name: "named: the token in x-ingest-token", auth: null, headers: { "x-ingest-token": TOKEN }, status: 200 },
+  { worker: "named", name: "named: a wrong value in x-ingest-token", auth: null, headers: { "x-ingest-token": WRONG }, status: 401, message: /^x-ingest-token: a wrong token; expected/, secrets: [WRONG] },
+  { worker: "named", name: "named: an unsupported scheme and a wrong x-ingest-token", auth: "Digest x", headers: { "x-ingest-token": WRONG }, status: 401, message: /^x-ingest-token: a wrong token/, secrets: [WRONG] },
+  { worker: "named", name: "named: Bearer still works", auth: `Bearer ${TOKEN}`, status: 200 },
+];
+
+ROWS.forEach((row, i) => {
+  test(`auth: ${row.name} → ${row.status}`, async () => {
+    const w = workers[row.worker ?? "plain"];
+    const device = `auth-row-${i}`;
+    const headers = { "content-type": "application/json", ...row.headers };
+    if (row.auth !== null) headers.authorization = row.auth;
+    const res = await w.call("/v1/readings", { method: "POST", headers, body: JSON.stringify([reading(device)]) });
+    const text = await res.text();
+    assert.equal(res.status, row.status, text);
+    for (const secret of [TOKEN, ...(row.secrets ?? [])]) assert.equal(text.includes(secret), false, `the reply holds ${JSON.stringify(secret)}: ${text}`);
+    if (row.status === 401) {
+      const { error } = JSON.parse(text);
+      assert.equal(error.code, "unauthorized");
+      assert.match(error.message, row.message);
+      assert.match(error.message, /expected the token as "Authorization: Bearer <token>" or as the password of "Authorization: Basic"/);
+      assert.equal(res.headers.get("www-authenticate"), 'Bearer, Basic realm="reconnect-dedupe"');
+    } else {
+      assert.equal(JSON.parse(text).unique, 1, text);
+    }
+    const ledger = await w.call(`/v1/devices/${device}/readings`, { headers: { authorization: `Bearer ${TOKEN}` } });
+    assert.equal((await ledger.json()).readings.length, row.status === 200 ? 1 : 0, "stored only when authenticated");
+  });
+});
+
+test("auth: a TTS uplink sent with Basic auth (the webhook's Request authentication) is stored", async () => {
+  const { call } = workers.named;
+  const res = await post(call, "/v1/uplinks/ttn", fixture("with-fill/tts-v3-uplink.json"), { authorization: basic(`${USER}:${TOKEN}`) });
+  assert.equal(res.status, 200);
+  assert.deepEqual((await res.json()).admitted, [{ index: 0, key: "0004A30B001C0530:1:d7f366a3cb678f45" }]);
+  const ledger = await call("/v1/devices/0004A30B001C0530/readings", { headers: { authorization: basic(`${USER}:${TOKEN}`) } });
+  assert.deepEqual((await ledger.json()).readings.map((r) => r.key), ["0004A30B001C0530:1:d7f366a3cb678f45"]);
+});
+
+for (const [what, value] of [["a colon", "ttn:webhook"], ["a newline", "ttn\nwebhook"], ["non-ASCII", "tтn"], ["a control character", "ttn\u0001"]]) {
+  test(`auth config: BASIC_AUTH_USER with ${what} → every route 500 invalid_config`, async () => {
+    const w = await start({ vars: { BASIC_AUTH_USER: value } });
+    try {
+      for (const p of ["/v1/health", "/v1/stats"]) {
+        const res = await w.call(p, { headers: { authorization: basic(`${value}:${TOKEN}`) } });
+        assert.equal(res.status, 500);
+        const { error } = await res.json();
+        assert.equal(error.code, "invalid_config");
+        assert.match(error.message, /^BASIC_AUTH_USER must be printable ASCII \(0x20-0x7E\) without ":"/);
+      }
+    } finally {
+      await w.mf.dispose();
+    }
+  });
+}
+
+test("auth config: BASIC_AUTH_USER of white space only is not set; one with spaces around it is trimmed", async () => {
+  const blank = await start({ vars: { BASIC_AUTH_USER: "   " } });
+  const padded = await start({ vars: { BASIC_AUTH_USER: `  ${USER} ` } });
+  try {
+    assert.equal((await post(blank.call, "/v1/readings", [reading("auth-cfg-1")], { authorization: basic(`anyone:${TOKEN}`) })).status, 200);
+    assert.equal((await post(padded.call, "/v1/readings", [reading("auth-cfg-2")], { authorization: basic(`${USER}:${TOKEN}`) })).status, 200);
+    assert.equal((await post(padded.call, "/v1/readings", [reading("auth-cfg-3")], { authorization: basic(`anyone:${TOKEN}`) })).status, 401);
+  } finally {
+    await Promise.all([blank.mf.dispose(), padded.mf.dispose()]);
+  }
+});

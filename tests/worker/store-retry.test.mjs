@@ -1,0 +1,211 @@
+// A 503 usually loses data (TTS open-source webhooks do not retry, ChirpStack logs
+// and moves on), so the worker answers one only when a device's readings truly were
+// not stored, after retrying inside the request. In workerd (Miniflare), with real
+// SQLite faults: triggers (and removed rows) put into a device object's own database
+// file by python3's sqlite3 between two runs, as in delivery-faults.test.mjs. Each
+// test stores seq 1 of DEV in a first run, injects its fault, and runs the worker
+// again on the same state.
+import { test } from "node:test";
+import assert from "node:assert/strict";
+import fs from "node:fs";
+import { execFileSync } from "node:child_process";
+import { start, post, get, until, tempDir, databases, sqlite } from "./harness.mjs";
+
+const pkgUrl = new URL("../../pkg/", import.meta.url);
+const pkg = await import(new URL("reconnect_dedupe.js", pkgUrl));
+pkg.initSync({ module: fs.readFileSync(new URL("reconnect_dedupe_bg.wasm", pkgUrl)) });
+
+const DEV = "bin-R1";
+const reading = (seq, fill_pct = seq) => ({ device_id: DEV, seq, ts: "2026-07-16T09:00:00Z", fill_pct });
+
+/**
+ * Runs `during(w)` on a worker whose state holds DEV's seq 1 and then `fault` (SQL);
+ * then `after(dir)`, once that worker is stopped, on the same state.
+ */
+async function withFault(fault, during, after = () => {}) {
+  const dir = tempDir();
+  try {
+    const first = await start({ persist: dir });
+    try {
+      assert.equal((await post(first.call, "/v1/readings", [reading(1)])).status, 200);
+    } finally {
+      await first.mf.dispose();
+    }
+    sqlite(databases(dir, "DeviceObject"), fault);
+    const w = await start({ persist: dir });
+    try {
+      await during(w);
+    } finally {
+      await w.mf.dispose();
+    }
+    await after(dir);
+  } finally {
+    fs.rmSync(dir, { recursive: true, force: true });
+  }
+}
+
+/** The worker's JSON log lines with this `event` (and this burst, when given). */
+const logged = (w, event, burst_id) =>
+  w.lines
+    .filter((l) => l.startsWith("{"))
+    .map((l) => JSON.parse(l))
+    .filter((l) => l.event === event && (burst_id === undefined || l.burst_id === burst_id));
+
+/**
+ * Waits until the log holds every line written so far: the worker writes its lines in
+ * order, and they reach `w.lines` through a pipe; a burst of another device, sent now,
+ * logs its audit line after them.
+ */
+let fences = 0;
+async function logSettled(w) {
+  const res = await post(w.call, "/v1/readings", [{ device_id: "bin-fence", seq: ++fences, ts: "2026-07-16T09:00:00Z", fill_pct: 1 }]);
+  const { burst_id } = await res.json();
+  await until(() => logged(w, "burst_deduplicated", burst_id).length, "the fence's audit line");
+}
+
+const seqs = async (w) => (await get(w.call, `/v1/devices/${DEV}/readings`)).body.readings.map((r) => r.seq);
+
+test("schedule() throwing after the commit: 200 with the verdicts (the readings are stored), one ERROR schedule_failed", async () => {
+  // schedule() reads the device's one stats_flush row (flushDue): with the row gone
+  // (and kept out) it throws after the burst's transaction has committed.
+  const fault = "DELETE FROM stats_flush; CREATE TRIGGER keep_out BEFORE INSERT ON stats_flush BEGIN SELECT RAISE(IGNORE); END;";
+  await withFault(fault, async (w) => {
+    const res = await post(w.call, "/v1/readings", [reading(2), reading(3)]);
+    const body = await res.json();
+    assert.equal(res.status, 200, JSON.stringify(body));
+    assert.deepEqual([body.unique, body.not_stored, body.errors], [2, undefined, undefined]);
+    assert.deepEqual(await seqs(w), [1, 2, 3]);
+    await logSettled(w);
+    const lines = logged(w, "schedule_failed");
+    assert.equal(lines.length, 1, w.lines.join("\n"));
+    const { level, device_id, burst_id, error } = lines[0];
+    assert.deepEqual({ level, device_id, burst_id }, { level: "ERROR", device_id: DEV, burst_id: body.burst_id });
+    assert.match(error, /exactly one result/);
+    assert.deepEqual(logged(w, "burst_not_stored"), [], "nothing is reported as not stored");
+    assert.equal(logged(w, "burst_deduplicated", body.burst_id).length, 1, "one audit line for the burst");
+    const replay = await (await post(w.call, "/v1/readings", [reading(2), reading(3)])).json();
+    assert.deepEqual(replay.duplicates, [0, 1]);
+  });
+});
+
+test("a storage write that fails once is retried inside the request: 200, the burst stored once, one WARN storage_retry", async () => {
+  // A transient fault, deterministic: SQLite's total_changes() counts the rows this
+  // object's connection has written since it opened, and a rollback does not take
+  // them back. Each attempt writes seqs 2..51 (50 rows) before seq 52: the first
+  // reaches seq 52 with fewer than 60 changes (whatever the object wrote before the
+  // burst, e.g. its alarm's flush, is a handful of rows) and fails; the retry has
+  // written 100 more and passes. The WARN line shows the first attempt did fail.
+  const fault = "CREATE TRIGGER once BEFORE INSERT ON readings WHEN NEW.seq = 52 AND total_changes() < 60 BEGIN SELECT RAISE(ABORT, 'injected'); END;";
+  const burst = Array.from({ length: 51 }, (_, i) => reading(i + 2));
+  await withFault(fault, async (w) => {
+    const res = await post(w.call, "/v1/readings", burst);
+    const body = await res.json();
+    assert.equal(res.status, 200, JSON.stringify(body));
+    assert.deepEqual(body.admitted.map((a) => a.index), burst.map((_, i) => i));
+    assert.deepEqual(await seqs(w), [1, ...burst.map((r) => r.seq)]);
+    await logSettled(w);
+    const retries = logged(w, "storage_retry", body.burst_id);
+    assert.deepEqual(retries.map(({ level, device_id, write }) => ({ level, device_id, write })), [{ level: "WARN", device_id: DEV, write: 1 }], w.lines.join("\n"));
+    assert.match(retries[0].error, /injected/);
+    const audit = logged(w, "burst_deduplicated", body.burst_id);
+    assert.deepEqual(audit.map((a) => a.payload.unique), [51], "one audit line, as one burst");
+    assert.deepEqual(logged(w, "burst_not_stored"), []);
+  });
+});
+
+test("a storage write that keeps failing: 3 attempts, then 503 retry_later with nothing stored; the retry of the rest is admitted", async () => {
+  const fault = "CREATE TRIGGER always BEFORE INSERT ON readings WHEN NEW.seq = 3 BEGIN SELECT RAISE(ABORT, 'injected'); END;";
+  await withFault(fault, async (w) => {
+    const res = await post(w.call, "/v1/readings", [reading(2), reading(3)]);
+    const body = await res.json();
+    assert.equal(res.status, 503, JSON.stringify(body));
+    assert.equal(res.headers.get("retry-after"), "1");
+    assert.equal(body.error.code, "retry_later");
+    assert.deepEqual([body.unique, body.not_stored, body.errors.map((e) => e.code)], [0, [0, 1], ["storage_unavailable"]]);
+    assert.deepEqual(await seqs(w), [1], "nothing of the burst is stored");
+    await logSettled(w);
+    assert.deepEqual(logged(w, "storage_retry", body.burst_id).map((l) => l.write), [1, 2]);
+    assert.equal(logged(w, "burst_not_stored", body.burst_id).length, 1);
+    const rest = await (await post(w.call, "/v1/readings", [reading(2)])).json();
+    assert.equal(rest.unique, 1, "the failed attempts left no key admitted");
+    assert.deepEqual(await seqs(w), [1, 2]);
+  });
+});
+
+test("a device-object call that throws is retried, 3 calls in all, then 503 device_unavailable with nothing stored", async () => {
+  // The object's constructor throws (its prepare() inserts the stats_flush row, which
+  // a trigger refuses), so every call to it throws in the caller.
+  const fault = "DELETE FROM stats_flush; CREATE TRIGGER refuse BEFORE INSERT ON stats_flush BEGIN SELECT RAISE(ABORT, 'injected'); END;";
+  await withFault(
+    fault,
+    async (w) => {
+      const res = await post(w.call, "/v1/readings", [reading(2), reading(3)]);
+      const body = await res.json();
+      assert.equal(res.status, 503, JSON.stringify(body));
+      assert.deepEqual([body.error.code, body.not_stored, body.errors.map((e) => e.code)], ["retry_later", [0, 1], ["device_unavailable"]]);
+      assert.match(body.errors[0].message, /injected/);
+      await logSettled(w);
+      const calls = logged(w, "device_call_failed", body.burst_id);
+      assert.deepEqual(calls.map(({ level, device_id, attempt }) => ({ level, device_id, attempt })), [0, 1, 2].map((attempt) => ({ level: "WARN", device_id: DEV, attempt })), w.lines.join("\n"));
+      assert.equal(logged(w, "burst_not_stored", body.burst_id).length, 1);
+    },
+    async (dir) => {
+      sqlite(databases(dir, "DeviceObject"), "DROP TRIGGER IF EXISTS refuse;");
+      const w = await start({ persist: dir });
+      try {
+        assert.deepEqual(await seqs(w), [1], "nothing of the burst was stored");
+        assert.equal((await (await post(w.call, "/v1/readings", [reading(2), reading(3)])).json()).unique, 2);
+      } finally {
+        await w.mf.dispose();
+      }
+    },
+  );
+});
+
+/** The `counters` of DEV's object (its database names it in `registered`), read while no runtime holds it. */
+function counters(dir) {
+  const script = `import json, sqlite3, sys
+for f in sys.argv[2:]:
+    c = sqlite3.connect(f)
+    if c.execute("SELECT count(*) FROM sqlite_master WHERE name = 'registered'").fetchone()[0] and c.execute("SELECT device_id FROM registered").fetchone() == (sys.argv[1],):
+        print(json.dumps(dict(c.execute("SELECT name, value FROM counters").fetchall())))`;
+  return JSON.parse(execFileSync("python3", ["-c", script, DEV, ...databases(dir, "DeviceObject")], { encoding: "utf8" }));
+}
+
+test("a retried call (attempt > 0) answers readings its burst already stored as admitted, and counts nothing twice", async () => {
+  // No fault can throw a call after its commit from outside (a throw from schedule()
+  // is answered now), so this calls the device object directly (Miniflare's
+  // namespace), with the plan the worker makes (the core's parseUplink), as the
+  // worker's retry of a call whose answer was lost would.
+  const dir = tempDir();
+  const w = await start({ persist: dir });
+  try {
+    // seq 2 twice (the second copy a duplicate), seq 4 refused (fill_pct > 100)
+    const text = JSON.stringify([reading(2), reading(3), reading(2), reading(4, 101)]);
+    const first = await (await post(w.call, "/v1/readings", text)).json();
+    assert.deepEqual([first.unique, first.duplicates, first.rejected.length], [2, [2], 1]);
+    const plan = JSON.parse(pkg.parseUplink("readings", new TextEncoder().encode(text), { maxReadings: 10_000 }));
+    const { readings } = plan.devices[0];
+    assert.deepEqual(readings.map((r) => r.key), [...first.admitted.map((a) => a.key), first.admitted[0].key], "the plan the worker made");
+    const ns = await w.mf.getDurableObjectNamespace("DEVICES");
+    const call = (burst_id, attempt) => ns.get(ns.idFromName(DEV)).ingest({ device_id: DEV, readings, refused: 1, route: "readings", burst_id, attempt });
+    const retried = await call(first.burst_id, 1);
+    assert.deepEqual([retried.ok, [...retried.verdicts]], [true, [0, 0, 2]], "stored by the earlier attempt: admitted, as it answered");
+    assert.deepEqual([...(await call(first.burst_id, 0)).verdicts], [2, 2, 2], "a first call of the same burst id is a replay");
+    assert.deepEqual([...(await call("another-burst", 1)).verdicts], [2, 2, 2], "rows stored by another burst stay duplicates");
+    assert.deepEqual(await seqs(w), [2, 3], "nothing stored twice");
+    await logSettled(w);
+    const recognised = logged(w, "burst_already_stored", first.burst_id);
+    assert.deepEqual(recognised.map(({ level, device_id, attempt, readings: n }) => ({ level, device_id, attempt, readings: n })), [{ level: "INFO", device_id: DEV, attempt: 1, readings: 2 }]);
+    assert.equal(logged(w, "burst_deduplicated", first.burst_id).length, 2, "the first call's audit line and the replay's, none for the retried call");
+  } finally {
+    await w.mf.dispose();
+  }
+  try {
+    // Three calls counted (the first, the replay, the other burst), 4 readings each;
+    // the retried one's were counted with the rows the earlier attempt stored.
+    assert.deepEqual(counters(dir), { received: 12, unique: 2, duplicates_suppressed: 7, rejected: 3 });
+  } finally {
+    fs.rmSync(dir, { recursive: true, force: true });
+  }
+});
