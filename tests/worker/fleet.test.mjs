@@ -60,6 +60,8 @@ function settled(flushMs, counters, backlog) {
     failed_attempts: 0,
     ledger_rows: 0,
     refused_by_origin: 0,
+    ignored_events: {},
+    simulated_uplinks: 0,
     ...counters,
     ...backlog,
     stats_flush_ms: flushMs,
