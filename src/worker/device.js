@@ -193,19 +193,28 @@ export class DeviceObject extends DurableObject {
    * carries its radio frame's identity (`frame`, from the core); a copy of a frame
    * admitted within the TTL (a redelivery, a second region, a webhook replayed from
    * the console, LORIOT's `gw` after its `rx`) takes the first copy's `ts` and is
-   * keyed again, so it is that reading's duplicate. Returns `planned` itself when no
-   * reading changed, else a copy. Reads only.
+   * keyed again, so it is that reading's duplicate. The readings of one uplink share
+   * its receive time, and the first copy found of any of them gives it to them all:
+   * a reading the first copy did not store (the duplicate of an equal one in the
+   * same uplink, or rejected) has no row of its own. Returns `planned` itself when
+   * no reading changed, else a copy. Reads only.
    */
   reframe(device_id, planned, now, cfg) {
     if (!this.prepared || !planned.some((r) => r.frame)) return planned;
+    // A receive time → the ts its frame's first copy was keyed with (undefined: none yet).
+    const firsts = new Map();
+    for (const r of planned) {
+      if (!r.frame || firsts.get(r.ts) !== undefined) continue;
+      const row = this.sql.exec("SELECT ts FROM readings WHERE frame = ? AND admitted_at > ? ORDER BY rowid LIMIT 1", r.frame, now - cfg.TTL_MS).toArray()[0];
+      firsts.set(r.ts, row?.ts);
+    }
     let changed = false;
     const out = planned.map((r) => {
-      if (!r.frame) return r;
-      const first = this.sql.exec("SELECT ts FROM readings WHERE frame = ? AND admitted_at > ? ORDER BY rowid LIMIT 1", r.frame, now - cfg.TTL_MS).toArray()[0];
-      if (!first || first.ts === r.ts) return r;
+      const first = r.frame ? firsts.get(r.ts) : undefined;
+      if (first === undefined || first === r.ts) return r;
       changed = true;
-      const key = guarded(() => idempotencyKey({ device_id, seq: r.seq, ts: first.ts, fill_pct: r.fill_pct }));
-      return { ...r, ts: first.ts, key };
+      const key = guarded(() => idempotencyKey({ device_id, seq: r.seq, ts: first, fill_pct: r.fill_pct }));
+      return { ...r, ts: first, key };
     });
     return changed ? out : planned;
   }

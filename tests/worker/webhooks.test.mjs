@@ -132,6 +132,18 @@ for (const [route, i] of Object.keys(UPLINKS).map((r, i) => [r, i])) {
   });
 }
 
+test("the same frame again: a reading its first copy held as a duplicate within the uplink stays a duplicate", async () => {
+  // A buffered burst without ts or seq: every element has the frame counter and the
+  // receive time, so two equal samples are one key; the first copy stores one row.
+  const eui = "F000000000000010";
+  const burst = (edit) => body("ttn", eui, 0, (v, u) => ((v.uplink_message.decoded_payload = { readings: [{ fill_pct: 40 }, { fill_pct: 40 }] }), edit(v, u)));
+  const first = await (await post(worker.call, "/v1/uplinks/ttn", burst(() => {}))).json();
+  assert.deepEqual([first.unique, first.duplicates], [1, [1]], JSON.stringify(first));
+  const again = await (await post(worker.call, "/v1/uplinks/ttn", burst((v, u) => u.later(v)))).json();
+  assert.deepEqual([again.unique, again.duplicates], [0, [0, 1]], JSON.stringify(again));
+  assert.equal((await ledger(eui)).length, 1);
+});
+
 test("Simulate uplink: the outcome it would have had, nothing stored, forwarded or counted with real readings", async () => {
   const eui = "E000000000000001";
   const sim = (fill) => {
