@@ -221,16 +221,17 @@ export class DeviceObject extends DurableObject {
 
   /**
    * What `ingest` would answer for The Things Stack's simulated uplink, storing and
-   * counting nothing: a verdict per reading, DUPLICATE for a key admitted within the
-   * TTL or earlier in the same uplink, else 0 (admitted).
+   * counting nothing: a verdict per reading, DUPLICATE for a key the seen-set holds
+   * (admitted within the TTL and not evicted by the cap; asked with `contains`,
+   * which changes nothing) or earlier in the same uplink, else 0 (admitted).
    */
   preview({ device_id, readings }) {
     const cfg = config(this.env);
     const now = Date.now();
     const seen = new Set();
-    const verdicts = this.reframe(device_id, readings, now, cfg).map(({ key }) => {
-      const stored = this.prepared && this.sql.exec("SELECT 1 FROM readings WHERE key = ? AND admitted_at > ?", key, now - cfg.TTL_MS).toArray().length > 0;
-      const duplicate = stored || seen.has(key);
+    const held = this.prepared ? guarded(() => this.seen(now, cfg)) : null;
+    const verdicts = this.reframe(device_id, readings, now, cfg).map(({ key, seq, ts, fill_pct }) => {
+      const duplicate = seen.has(key) || (held !== null && guarded(() => held.contains({ device_id, seq, ts, fill_pct }, now)));
       seen.add(key);
       return duplicate ? DUPLICATE : 0;
     });

@@ -174,6 +174,30 @@ test("Simulate uplink: the outcome it would have had, nothing stored, forwarded 
   assert.equal(after.simulated_uplinks - before.simulated_uplinks, 3);
 });
 
+test("Simulate uplink on a device whose cap evicted a reading: shown admitted, as a real uplink would be", async () => {
+  const w = await start({ vars: { MAX_KEYS_PER_DEVICE: "1" } });
+  try {
+    const eui = "E000000000000003";
+    const uplink = (seq, simulated) => {
+      const v = json(simulated ? "tts/simulated_uplink.json" : "tts/uplink_message.json");
+      v.end_device_ids.dev_eui = eui;
+      v.uplink_message.decoded_payload = { seq, ts: "2026-07-16T09:00:00Z", fill_pct: 20 };
+      if (!simulated) delete v.simulated;
+      return JSON.stringify(v);
+    };
+    for (const seq of [1, 2]) assert.equal((await (await post(w.call, "/v1/uplinks/ttn", uplink(seq, false))).json()).unique, 1);
+    // seq 1 was evicted by the cap of 1: a real uplink of it is admitted again.
+    const sim = await (await post(w.call, "/v1/uplinks/ttn", uplink(1, true))).json();
+    assert.deepEqual([sim.simulated, sim.unique, sim.duplicates], [true, 1, []], JSON.stringify(sim));
+    const still = await (await post(w.call, "/v1/uplinks/ttn", uplink(2, true))).json();
+    assert.deepEqual([still.unique, still.duplicates], [0, [0]], JSON.stringify(still));
+    const real = await (await post(w.call, "/v1/uplinks/ttn", uplink(1, false))).json();
+    assert.equal(real.unique, 1, "the real outcome the simulation showed");
+  } finally {
+    await w.mf.dispose();
+  }
+});
+
 // --- the DevEUI as ChirpStack shows it ---------------------------------------------
 
 test("one device per DevEUI in any case: ingest, ledger and redrive find the same device", async () => {
