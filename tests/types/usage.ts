@@ -14,6 +14,7 @@ import init, {
   Deduplicator,
   auditLine,
   checkDeviceId,
+  checkUplinkOptions,
   idempotencyKey,
   isoTime,
   limits,
@@ -72,9 +73,11 @@ export const shapes = {
   } satisfies Members<DeduplicatorStats>,
   range: { min: true, max: true, default: true } satisfies Members<Range>,
   limits: { ttlMs: true, maxKeys: true, maxReadings: true, formats: true } satisfies Members<Limits>,
-  plan: { received: true, devices: true, rejected: true } satisfies Members<UplinkPlan>,
+  plan: {
+    event: true, ignored: true, simulated: true, received: true, devices: true, rejected: true,
+  } satisfies Members<UplinkPlan>,
   device: { device_id: true, readings: true } satisfies Members<DeviceReadings>,
-  keyed: { index: true, key: true, seq: true, ts: true, fill_pct: true } satisfies Members<KeyedReading>,
+  keyed: { index: true, key: true, seq: true, ts: true, fill_pct: true, frame: true } satisfies Members<KeyedReading>,
   refused: {
     index: true, field: true, code: true, message: true, device_id: true,
   } satisfies Members<Refused>,
@@ -170,15 +173,24 @@ export function worker(body: Uint8Array): string[] {
   const formats: string[] = lim.formats;
 
   const options: UplinkOptions = { fillField: "level", maxReadings: cap, seqField: "n", tsField: "t" };
+  checkUplinkOptions(options);
+  // @ts-expect-error the options are an object
+  checkUplinkOptions("/level/fill_pct");
   const plan: UplinkPlan = JSON.parse(parseUplink("ttn", body, options)) as UplinkPlan;
   parseUplink("readings", "[]");
   // @ts-expect-error the option is fillField
   parseUplink("ttn", body, { fill_field: "level" });
 
   const lines: string[] = [];
+  // A message that is not an uplink (ignored) or a simulated one: acknowledged, not stored.
+  const acknowledged: boolean = plan.ignored || plan.simulated;
+  const type: string = plan.event;
+  lines.push(`${type} ${acknowledged}`);
   for (const device of plan.devices) {
     const keyed: KeyedReading[] = device.readings;
     const keys = keyed.map((r) => r.key).join("\n");
+    // A reading keyed at the receive time carries its frame's identity, else null.
+    const frames: (string | null)[] = keyed.map((r) => r.frame);
     const times = Float64Array.from(keyed, () => Date.now());
     const dedup = Deduplicator.fromKeys(keys, times, { ttlMs: ttl.default });
     Deduplicator.fromKeys(keys, [NOW]);
@@ -189,7 +201,7 @@ export function worker(body: Uint8Array): string[] {
     const verdicts: Uint8Array = admission.verdicts;
     const admitted = keyed.filter((_, i) => verdicts[i] !== 2);
     const counts: AuditCounts = admission.counts;
-    lines.push(admission.line, `${admitted.length} of ${counts.received}`);
+    lines.push(admission.line, `${admitted.length} of ${counts.received}`, ...frames.filter((f) => f !== null));
   }
   const nobody: Refused[] = plan.rejected.filter((r) => r.device_id === null);
   const event: AuditEvent = nobody.length > 0 ? "burst_deduplicated" : "burst_not_stored";
@@ -207,9 +219,12 @@ export function worker(body: Uint8Array): string[] {
   return lines;
 }
 
-/** The worker's read route checks the path's id as ingest does (throws `invalid_device_id`). */
-export function readRoute(id: string): void {
-  const nothing: void = checkDeviceId(id);
+/**
+ * The worker's read route checks the path's id as ingest does (throws
+ * `invalid_device_id`) and reads the device as readings name it (a DevEUI upper-cased).
+ */
+export function readRoute(id: string): string {
+  const canonical: string = checkDeviceId(id);
   // @ts-expect-error the id is a string
   checkDeviceId(17);
   // @ts-expect-error nowMs is a number, never a string
@@ -220,5 +235,5 @@ export function readRoute(id: string): void {
   new Deduplicator().confirm("1");
   // @ts-expect-error refused is a number
   new Deduplicator().admitKeys("", NOW, "1");
-  void nothing;
+  return canonical;
 }
