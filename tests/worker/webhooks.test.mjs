@@ -218,6 +218,21 @@ test("one device per DevEUI in any case: ingest, ledger and redrive find the sam
   assert.equal((await ledger(upper)).length, 2);
 });
 
+test("a ledger written before DevEUIs were upper-cased in every route stays readable", { todo: "a native-route device of 16 lower-case hex digits stored before this version lives in the object of its lower-case id, which no route reaches now" }, async () => {
+  // What the previous version stored for a native burst naming "abcdef0123456789":
+  // the device object of that exact id (the RPC the worker itself makes).
+  const lower = "abcdef0123456789";
+  const ns = await worker.mf.getDurableObjectNamespace("DEVICES");
+  const old = await ns.get(ns.idFromName(lower)).ingest({
+    device_id: lower,
+    readings: [{ key: `${lower}:1:76c73ee2946cc70e`, seq: 1, ts: "2026-07-16T09:00:00+00:00", fill_pct: 62.5, frame: null }],
+    route: "readings",
+    burst_id: "before-upgrade",
+  });
+  assert.equal(old.ok, true);
+  assert.equal((await ledger(lower)).length, 1, "the reading stored before the upgrade");
+});
+
 // --- field masks ------------------------------------------------------------------------
 
 test("a TTS field mask without end_device_ids: 400 field_mask_incomplete naming the paths; a masked other event is acknowledged", async () => {
