@@ -35,13 +35,21 @@ pub fn check_fn(target: &str) -> Option<fn(&[u8])> {
     })
 }
 
-const WEBHOOKS: [(&str, &str, &[u8]); 7] = [
+const WEBHOOKS: [(&str, &str, &[u8]); 14] = [
     ("ttn", "tts-v3-uplink-docs-example.json", include_bytes!("../../tests/fixtures/webhooks/tts-v3-uplink-docs-example.json")),
     ("ttn", "with-fill-tts-v3-uplink.json", include_bytes!("../../tests/fixtures/webhooks/with-fill/tts-v3-uplink.json")),
     ("chirpstack", "chirpstack-v4-up-docs-example.json", include_bytes!("../../tests/fixtures/webhooks/chirpstack-v4-up-docs-example.json")),
     ("chirpstack", "with-fill-chirpstack-v4-up.json", include_bytes!("../../tests/fixtures/webhooks/with-fill/chirpstack-v4-up.json")),
     ("helium", "helium-console-uplink-docs-example.json", include_bytes!("../../tests/fixtures/webhooks/helium-console-uplink-docs-example.json")),
     ("loriot", "loriot-rx-docs-example.json", include_bytes!("../../tests/fixtures/webhooks/loriot-rx-docs-example.json")),
+    // Every message type: uplinks, ignored events, a simulated uplink (tests/fixtures/webhooks/*/).
+    ("ttn", "tts-uplink_message.json", include_bytes!("../../tests/fixtures/webhooks/tts/uplink_message.json")),
+    ("ttn", "tts-simulated_uplink.json", include_bytes!("../../tests/fixtures/webhooks/tts/simulated_uplink.json")),
+    ("ttn", "tts-join_accept.json", include_bytes!("../../tests/fixtures/webhooks/tts/join_accept.json")),
+    ("helium", "helium-uplink.json", include_bytes!("../../tests/fixtures/webhooks/helium/uplink.json")),
+    ("helium", "helium-join.json", include_bytes!("../../tests/fixtures/webhooks/helium/join.json")),
+    ("loriot", "loriot-gw.json", include_bytes!("../../tests/fixtures/webhooks/loriot/gw.json")),
+    ("loriot", "loriot-tx.json", include_bytes!("../../tests/fixtures/webhooks/loriot/tx.json")),
     ("readings", "readings-seed-example.json", br#"[{"device_id":"bin-A17","seq":41,"ts":"2026-07-16T09:00:00Z","fill_pct":62.5},{"device_id":"bin-A17","seq":41,"ts":"2026-07-16T09:00:00Z","fill_pct":62.5},{"device_id":"bin-B04","seq":8,"ts":"2026-07-16T09:00:05Z","fill_pct":15.0}]"#),
 ];
 
