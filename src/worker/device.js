@@ -223,35 +223,45 @@ export class DeviceObject extends DurableObject {
    * carries its radio frame's identity (`frame`, from the core); a copy of a frame
    * admitted within the TTL (a redelivery, a second region, a webhook replayed from
    * the console, LORIOT's `gw` after its `rx`) takes the first copy's `ts` and is
-   * keyed again, so it is that reading's duplicate. Returns `planned` itself when no
-   * reading changed, else a copy. Reads only.
+   * keyed again, so it is that reading's duplicate. The readings of one uplink share
+   * its receive time, and the first copy found of any of them gives it to them all:
+   * a reading the first copy did not store (the duplicate of an equal one in the
+   * same uplink, or rejected) has no row of its own. Returns `planned` itself when
+   * no reading changed, else a copy. Reads only.
    */
   reframe(device_id, planned, now, cfg) {
     if (!this.prepared || !planned.some((r) => r.frame)) return planned;
+    // A receive time → the ts its frame's first copy was keyed with (undefined: none yet).
+    const firsts = new Map();
+    for (const r of planned) {
+      if (!r.frame || firsts.get(r.ts) !== undefined) continue;
+      const row = this.sql.exec("SELECT ts FROM readings WHERE frame = ? AND admitted_at > ? ORDER BY rowid LIMIT 1", r.frame, now - cfg.TTL_MS).toArray()[0];
+      firsts.set(r.ts, row?.ts);
+    }
     let changed = false;
     const out = planned.map((r) => {
-      if (!r.frame) return r;
-      const first = this.sql.exec("SELECT ts FROM readings WHERE frame = ? AND admitted_at > ? ORDER BY rowid LIMIT 1", r.frame, now - cfg.TTL_MS).toArray()[0];
-      if (!first || first.ts === r.ts) return r;
+      const first = r.frame ? firsts.get(r.ts) : undefined;
+      if (first === undefined || first === r.ts) return r;
       changed = true;
-      const key = guarded(() => idempotencyKey({ device_id, seq: r.seq, ts: first.ts, fill_pct: r.fill_pct }));
-      return { ...r, ts: first.ts, key };
+      const key = guarded(() => idempotencyKey({ device_id, seq: r.seq, ts: first, fill_pct: r.fill_pct }));
+      return { ...r, ts: first, key };
     });
     return changed ? out : planned;
   }
 
   /**
    * What `ingest` would answer for The Things Stack's simulated uplink, storing and
-   * counting nothing: a verdict per reading, DUPLICATE for a key admitted within the
-   * TTL or earlier in the same uplink, else 0 (admitted).
+   * counting nothing: a verdict per reading, DUPLICATE for a key the seen-set holds
+   * (admitted within the TTL and not evicted by the cap; asked with `contains`,
+   * which changes nothing) or earlier in the same uplink, else 0 (admitted).
    */
   preview({ device_id, readings }) {
     const cfg = config(this.env);
     const now = Date.now();
     const seen = new Set();
-    const verdicts = this.reframe(device_id, readings, now, cfg).map(({ key }) => {
-      const stored = this.prepared && this.sql.exec("SELECT 1 FROM readings WHERE key = ? AND admitted_at > ?", key, now - cfg.TTL_MS).toArray().length > 0;
-      const duplicate = stored || seen.has(key);
+    const held = this.prepared ? guarded(() => this.seen(now, cfg)) : null;
+    const verdicts = this.reframe(device_id, readings, now, cfg).map(({ key, seq, ts, fill_pct }) => {
+      const duplicate = seen.has(key) || (held !== null && guarded(() => held.contains({ device_id, seq, ts, fill_pct }, now)));
       seen.add(key);
       return duplicate ? DUPLICATE : 0;
     });

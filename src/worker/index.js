@@ -100,18 +100,19 @@ function chirpStackEvent(events) {
 }
 
 /**
- * The device id of a path segment, checked by the core's own rule and written as
- * readings name their device (as at ingest): a DevEUI in any case is one device.
+ * The device of a path segment: `id`, checked by the core's own rule and written as
+ * readings name their device (as at ingest: a DevEUI in any case is one device), and
+ * `given`, the id as the path spells it.
  */
 function deviceIdOf(segment) {
-  let id;
+  let given;
   try {
-    id = decodeURIComponent(segment);
+    given = decodeURIComponent(segment);
   } catch {
     throw new HttpError(400, "invalid_device_id", "the device id in the path is not valid percent-encoded UTF-8");
   }
   try {
-    return guarded(() => checkDeviceId(id));
+    return { id: guarded(() => checkDeviceId(given)), given };
   } catch (e) {
     if (e instanceof HttpError || typeof e?.code !== "string") throw e;
     throw new HttpError(400, "invalid_device_id", e.message);
@@ -213,7 +214,7 @@ async function acknowledge(env, route, event, burst_id) {
  */
 async function simulate(env, plan, context) {
   const verdicts = await mapAtMost(DEVICE_CALLS_AT_ONCE, plan.devices, async ({ device_id, readings }) => {
-    const device = await knownDevice(env, device_id);
+    const { device } = await knownDevice(env, { id: device_id, given: device_id });
     if (device) return (await device.preview({ device_id, readings })).verdicts;
     const seen = new Set();
     return readings.map(({ key }) => (seen.has(key) ? DUPLICATE : (seen.add(key), 0)));
@@ -324,46 +325,53 @@ async function stats(env) {
   return json(200, figures);
 }
 
-async function ledger(env, deviceId, params) {
+async function ledger(env, path, params) {
   const limit = decimal(params, "limit", 100);
   const after = decimal(params, "after", 0);
   if (limit === null || limit < 1 || limit > 1000 || after === null) {
     throw new HttpError(400, "invalid_query", "limit must be 1..1000 and after a cursor from `next`, each given at most once in decimal digits");
   }
-  const device = await knownDevice(env, deviceId);
-  if (!device) return json(200, { device_id: deviceId, readings: [], next: null });
-  return json(200, { device_id: deviceId, ...(await device.list({ after, limit })) });
+  const { device_id, device } = await knownDevice(env, path);
+  if (!device) return json(200, { device_id, readings: [], next: null });
+  return json(200, { device_id, ...(await device.list({ after, limit })) });
 }
 
 /**
  * Puts the device's readings the origin refused (delivery state `refused`) back in
  * the outbox: all of them, or those named by `key` parameters (at most 1000).
  */
-async function redrive(env, deviceId, params) {
+async function redrive(env, path, params) {
   const keys = params.getAll("key");
   if (keys.length > 1000 || keys.some((k) => k === "")) {
     throw new HttpError(400, "invalid_query", "give at most 1000 non-empty `key` parameters, or none to re-drive every refused reading");
   }
-  const device = await knownDevice(env, deviceId);
+  const { device_id, device } = await knownDevice(env, path);
   const { redriven } = device ? await device.redrive({ keys: keys.length ? keys : undefined }) : { redriven: 0 };
-  console.log(JSON.stringify({ level: "INFO", event: "redrive", device_id: deviceId, keys: keys.length || "all", redriven }));
-  return json(200, { device_id: deviceId, redriven });
+  console.log(JSON.stringify({ level: "INFO", event: "redrive", device_id, keys: keys.length || "all", redriven }));
+  return json(200, { device_id, redriven });
 }
 
 /**
- * The device's object, or null for a device that never ingested. Starting an object
- * creates its storage (local workerd: a database file per object), so a device is
- * looked up first in its roll-up shard, the registry its object joins before its
- * first write; an unknown one is never started.
+ * `{device_id, device}`: the device's object, or null for a device that never
+ * ingested. Starting an object creates its storage (local workerd: a database file
+ * per object), so a device is looked up first in its roll-up shard, the registry its
+ * object joins before its first write; an unknown one is never started. A device
+ * whose id, as the path gives it, is a DevEUI in lower case and that is unknown in
+ * upper case is looked up as given: an earlier version kept such an id of a native
+ * burst as it was, and that ledger stays readable under it.
  */
-async function knownDevice(env, deviceId) {
-  let known;
-  try {
-    known = await knows(env, deviceId);
-  } catch (e) {
-    throw new HttpError(503, "device_unavailable", `could not reach the device registry: ${e?.message ?? e}; retry`, { "retry-after": "1" });
+async function knownDevice(env, { id, given }) {
+  const known = async (name) => {
+    try {
+      return await knows(env, name);
+    } catch (e) {
+      throw new HttpError(503, "device_unavailable", `could not reach the device registry: ${e?.message ?? e}; retry`, { "retry-after": "1" });
+    }
+  };
+  for (const device_id of given === id ? [id] : [id, given]) {
+    if (await known(device_id)) return { device_id, device: env.DEVICES.get(env.DEVICES.idFromName(device_id)) };
   }
-  return known ? env.DEVICES.get(env.DEVICES.idFromName(deviceId)) : null;
+  return { device_id: id, device: null };
 }
 
 /** A query parameter given at most once as plain decimal digits (a safe integer), `dflt` when absent; else null. */

@@ -139,6 +139,18 @@ for (const [route, i] of Object.keys(UPLINKS).map((r, i) => [r, i])) {
   });
 }
 
+test("the same frame again: a reading its first copy held as a duplicate within the uplink stays a duplicate", async () => {
+  // A buffered burst without ts or seq: every element has the frame counter and the
+  // receive time, so two equal samples are one key; the first copy stores one row.
+  const eui = "F000000000000010";
+  const burst = (edit) => body("ttn", eui, 0, (v, u) => ((v.uplink_message.decoded_payload = { readings: [{ fill_pct: 40 }, { fill_pct: 40 }] }), edit(v, u)));
+  const first = await (await post(worker.call, "/v1/uplinks/ttn", burst(() => {}))).json();
+  assert.deepEqual([first.unique, first.duplicates], [1, [1]], JSON.stringify(first));
+  const again = await (await post(worker.call, "/v1/uplinks/ttn", burst((v, u) => u.later(v)))).json();
+  assert.deepEqual([again.unique, again.duplicates], [0, [0, 1]], JSON.stringify(again));
+  assert.equal((await ledger(eui)).length, 1);
+});
+
 test("Simulate uplink: the outcome it would have had, nothing stored, forwarded or counted with real readings", async () => {
   const eui = "E000000000000001";
   const sim = (fill) => {
@@ -169,6 +181,30 @@ test("Simulate uplink: the outcome it would have had, nothing stored, forwarded 
   assert.equal(after.simulated_uplinks - before.simulated_uplinks, 3);
 });
 
+test("Simulate uplink on a device whose cap evicted a reading: shown admitted, as a real uplink would be", async () => {
+  const w = await start({ vars: { MAX_KEYS_PER_DEVICE: "1" } });
+  try {
+    const eui = "E000000000000003";
+    const uplink = (seq, simulated) => {
+      const v = json(simulated ? "tts/simulated_uplink.json" : "tts/uplink_message.json");
+      v.end_device_ids.dev_eui = eui;
+      v.uplink_message.decoded_payload = { seq, ts: "2026-07-16T09:00:00Z", fill_pct: 20 };
+      if (!simulated) delete v.simulated;
+      return JSON.stringify(v);
+    };
+    for (const seq of [1, 2]) assert.equal((await (await post(w.call, "/v1/uplinks/ttn", uplink(seq, false))).json()).unique, 1);
+    // seq 1 was evicted by the cap of 1: a real uplink of it is admitted again.
+    const sim = await (await post(w.call, "/v1/uplinks/ttn", uplink(1, true))).json();
+    assert.deepEqual([sim.simulated, sim.unique, sim.duplicates], [true, 1, []], JSON.stringify(sim));
+    const still = await (await post(w.call, "/v1/uplinks/ttn", uplink(2, true))).json();
+    assert.deepEqual([still.unique, still.duplicates], [0, [0]], JSON.stringify(still));
+    const real = await (await post(w.call, "/v1/uplinks/ttn", uplink(1, false))).json();
+    assert.equal(real.unique, 1, "the real outcome the simulation showed");
+  } finally {
+    await w.mf.dispose();
+  }
+});
+
 // --- the DevEUI as ChirpStack shows it ---------------------------------------------
 
 test("one device per DevEUI in any case: ingest, ledger and redrive find the same device", async () => {
@@ -187,6 +223,31 @@ test("one device per DevEUI in any case: ingest, ledger and redrive find the sam
   const native = await post(worker.call, "/v1/readings", [{ device_id: upper.toLowerCase(), seq: 9, ts: "2026-07-16T09:00:00Z", fill_pct: 10 }]);
   assert.equal((await native.json()).unique, 1);
   assert.equal((await ledger(upper)).length, 2);
+});
+
+test("a ledger written before DevEUIs were upper-cased in every route stays readable under its id as it was", async () => {
+  // What the previous version stored for a native burst naming "abcdef0123456789":
+  // the device object of that exact id (the RPC the worker itself makes).
+  const lower = "abcdef0123456789";
+  const ns = await worker.mf.getDurableObjectNamespace("DEVICES");
+  const old = await ns.get(ns.idFromName(lower)).ingest({
+    device_id: lower,
+    readings: [{ key: `${lower}:1:76c73ee2946cc70e`, seq: 1, ts: "2026-07-16T09:00:00+00:00", fill_pct: 62.5, frame: null }],
+    route: "readings",
+    burst_id: "before-upgrade",
+  });
+  assert.equal(old.ok, true);
+  // The registry knows it under the lower-case id (its object registered so).
+  const read = await get(worker.call, `/v1/devices/${lower}/readings`);
+  assert.deepEqual([read.body.device_id, read.body.readings.length], [lower, 1], "the reading stored before the upgrade");
+  const redrive = await post(worker.call, `/v1/devices/${lower}/redrive`, "");
+  assert.deepEqual(await redrive.json(), { device_id: lower, redriven: 0 });
+  // Once the upper-case device has a ledger of its own, every spelling finds that one.
+  await post(worker.call, "/v1/readings", [{ device_id: lower, seq: 2, ts: "2026-07-16T09:00:00Z", fill_pct: 1 }]);
+  for (const id of [lower, lower.toUpperCase()]) {
+    const now = await get(worker.call, `/v1/devices/${id}/readings`);
+    assert.deepEqual([now.body.device_id, now.body.readings.map((r) => r.seq)], [lower.toUpperCase(), [2]], id);
+  }
 });
 
 // --- field masks ------------------------------------------------------------------------
