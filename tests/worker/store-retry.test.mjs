@@ -209,3 +209,18 @@ test("a retried call (attempt > 0) answers readings its burst already stored as 
     fs.rmSync(dir, { recursive: true, force: true });
   }
 });
+
+test("a burst its device cannot admit (its stored keys are corrupt) still writes its audit line: burst_not_stored", async () => {
+  // The seen-set is rebuilt from the stored keys on a cold start; one that is not a
+  // key makes the rebuild, and so the admission, fail before anything is written.
+  await withFault("UPDATE readings SET key = 'corrupt' WHERE seq = 1;", async (w) => {
+    const res = await post(w.call, "/v1/readings", [reading(2), reading(3, 30)]);
+    const body = await res.json();
+    assert.equal(res.status, 503, JSON.stringify(body));
+    assert.deepEqual([body.not_stored, body.errors.map((e) => e.code)], [[0, 1], ["invalid_key"]]);
+    await logSettled(w);
+    const lines = logged(w, "burst_not_stored", body.burst_id);
+    assert.equal(lines.length, 1, w.lines.join("\n"));
+    assert.deepEqual([lines[0].payload.received, lines[0].payload.not_stored, lines[0].error], [2, 2, "invalid_key"]);
+  });
+});
