@@ -160,7 +160,7 @@ export class DeviceObject extends DurableObject {
     try {
       readings = this.reframe(device_id, planned, now, cfg);
     } catch (e) {
-      return failure(e);
+      return notAdmitted(context, planned.length, refused, e);
     }
     const keys = readings.map((r) => r.key).join("\n");
     const state = cfg.ORIGIN_URL ? "pending" : "stored";
@@ -173,7 +173,7 @@ export class DeviceObject extends DurableObject {
         out = guarded(() => this.seen(now, cfg).admitKeys(keys, now, refused, context));
       } catch (e) {
         this.drop();
-        return failure(e);
+        return notAdmitted(context, planned.length, refused, e);
       }
       if (attempt > 0) out = this.recognise(out, readings, context, now);
       const counts = out.counts;
@@ -390,8 +390,16 @@ function prepareFrames(sql) {
   sql.exec("CREATE INDEX IF NOT EXISTS readings_by_frame ON readings (frame) WHERE frame IS NOT NULL");
 }
 
-function failure(e) {
-  if (e instanceof HttpError) return { ok: false, status: e.status, code: e.code, message: e.message };
-  return { ok: false, status: 500, code: e?.code ?? "internal_error", message: String(e?.message ?? e) };
+/**
+ * The answer to a burst of which nothing was admitted (so nothing stored: `e` came
+ * before the write), after its audit line.
+ */
+function notAdmitted(context, readings, refused, e) {
+  const answer =
+    e instanceof HttpError
+      ? { ok: false, status: e.status, code: e.code, message: e.message }
+      : { ok: false, status: 500, code: e?.code ?? "internal_error", message: String(e?.message ?? e) };
+  logNothingStored(context, readings, refused, answer.code);
+  return answer;
 }
 
