@@ -8,8 +8,11 @@
 //!
 //! * [`dedupe`]: the pure Rust core (readings, keys, the seen-set, bursts), tested natively.
 //! * [`uplink`]: network-server webhooks → readings, one file per server.
+//! * [`codec`]: sensors' raw payloads → level samples, one file per vendor; fill levels
+//!   from bin geometry.
 //! * `wasm` (wasm32 only): the JavaScript API, the one place with `#[wasm_bindgen]`.
 
+pub mod codec;
 pub mod dedupe;
 pub mod uplink;
 #[cfg(target_arch = "wasm32")]

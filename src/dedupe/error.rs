@@ -62,6 +62,12 @@ pub enum Error {
     /// A The Things Stack uplink without the device identifiers: the webhook's field
     /// mask ("Filter event data") removed them. The text names the paths to keep.
     FieldMaskIncomplete(&'static str),
+    /// A codec id that names no codec (`unknown_codec`).
+    UnknownCodec(String),
+    /// Bytes a codec cannot read as its frame (`invalid_payload`): the text says why.
+    InvalidPayload(String),
+    /// A port on which the codec's device sends no level data (`unsupported_port`).
+    UnsupportedPort(u32),
     /// More readings in one request than allowed: (found, limit).
     TooManyReadings(usize, usize),
     /// A stored or forwarded key that is not `device_id:seq:<16 hex>` in canonical
@@ -94,6 +100,9 @@ impl Error {
             Error::UnknownFormat(_) => "unknown_format",
             Error::FieldMaskIncomplete(_) => "field_mask_incomplete",
             Error::TooManyReadings(..) => "too_many_readings",
+            Error::UnknownCodec(_) => "unknown_codec",
+            Error::InvalidPayload(_) => "invalid_payload",
+            Error::UnsupportedPort(_) => "unsupported_port",
             Error::InvalidKey(_) => "invalid_key",
         }
     }
@@ -142,6 +151,11 @@ impl fmt::Display for Error {
             }
             Error::InvalidKey(why) => write!(f, "invalid key: {why}"),
             Error::FieldMaskIncomplete(why) => f.write_str(why),
+            Error::UnknownCodec(id) => write!(f, "unknown codec \"{id}\""),
+            Error::InvalidPayload(why) => write!(f, "the payload cannot be read: {why}"),
+            Error::UnsupportedPort(port) => {
+                write!(f, "port {port} carries no level data for this sensor")
+            }
         }
     }
 }
