@@ -27,6 +27,7 @@ use crate::dedupe::error::Error;
 use std::num::NonZeroU32;
 
 // codecs: the vendor modules.
+mod milesight;
 
 /// A sensor model whose bytes the core reads.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
@@ -136,8 +137,14 @@ pub struct NoReading(pub &'static str);
 /// [`Error::UnsupportedPort`] for a port that carries no level data.
 pub fn decode(codec: Codec, f_port: u32, bytes: &[u8]) -> Result<Uplink, Error> {
     // codecs: one arm per vendor module.
-    let _ = (codec, f_port, bytes);
-    Err(Error::UnsupportedPort(f_port))
+    match codec {
+        Codec::MilesightEm310Udl => milesight::decode(codec, f_port, bytes),
+        Codec::MilesightEm500Udl => milesight::decode(codec, f_port, bytes),
+        _ => {
+            let _ = (codec, f_port, bytes);
+            Err(Error::UnsupportedPort(f_port))
+        }
+    }
 }
 
 /// The fill level for a distance: `100 × (depth − (distance − offset)) / depth`,
