@@ -27,6 +27,7 @@ use crate::dedupe::error::Error;
 use std::num::NonZeroU32;
 
 // codecs: the vendor modules.
+mod dingtek;
 mod milesight;
 
 /// A sensor model whose bytes the core reads.
@@ -140,6 +141,7 @@ pub fn decode(codec: Codec, f_port: u32, bytes: &[u8]) -> Result<Uplink, Error> 
     match codec {
         Codec::MilesightEm310Udl => milesight::decode(codec, f_port, bytes),
         Codec::MilesightEm500Udl => milesight::decode(codec, f_port, bytes),
+        Codec::DingtekDf703 => dingtek::decode(f_port, bytes),
         _ => {
             let _ = (codec, f_port, bytes);
             Err(Error::UnsupportedPort(f_port))
