@@ -27,6 +27,9 @@ use crate::dedupe::error::Error;
 use std::num::NonZeroU32;
 
 // codecs: the vendor modules.
+mod decentlab;
+mod dragino;
+mod tekelek;
 
 /// A sensor model whose bytes the core reads.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
@@ -136,8 +139,12 @@ pub struct NoReading(pub &'static str);
 /// [`Error::UnsupportedPort`] for a port that carries no level data.
 pub fn decode(codec: Codec, f_port: u32, bytes: &[u8]) -> Result<Uplink, Error> {
     // codecs: one arm per vendor module.
-    let _ = (codec, f_port, bytes);
-    Err(Error::UnsupportedPort(f_port))
+    match codec {
+        Codec::DecentlabDlMbx => decentlab::decode(codec, f_port, bytes),
+        Codec::TekelekTek766 => tekelek::decode(codec, f_port, bytes),
+        Codec::DraginoLdds75 | Codec::DraginoDds75Lb => dragino::decode(codec, f_port, bytes),
+        _ => Err(Error::UnsupportedPort(f_port)),
+    }
 }
 
 /// The fill level for a distance: `100 × (depth − (distance − offset)) / depth`,
