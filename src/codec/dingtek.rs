@@ -140,7 +140,7 @@ pub(super) fn decode(f_port: u32, bytes: &[u8]) -> Result<Uplink, Error> {
 
 #[cfg(test)]
 mod tests {
-    use super::super::milesight::testing::{hex, hostile_sweep};
+    use super::super::test_kit::{at, hex, hostile};
     use super::super::{decode as decode_codec, Codec, NoReading, Sample, Uplink};
     use super::decode;
     use serde_json::Value;
@@ -333,7 +333,7 @@ mod tests {
             .iter()
             .map(vector_bytes)
             .collect();
-        hostile_sweep(Codec::DingtekDf703, 3, &frames, 0xdf703);
+        hostile(Codec::DingtekDf703, &at(3, &frames), &[3], 0xdf703);
         // Random bytes behind a valid header, length and tail: every type, any body.
         let mut rng = fastrand::Rng::with_seed(703);
         for _ in 0..20_000 {

@@ -262,67 +262,10 @@ fn invalid(why: String) -> Error {
     Error::InvalidPayload(why)
 }
 
-/// Test helpers shared by the vendor files' tests: hex, and the hostile-bytes sweep.
-#[cfg(test)]
-pub(super) mod testing {
-    use super::super::{decode, Codec, Uplink};
-    use crate::dedupe::error::Error;
-
-    /// Bytes of a hex string (spaces allowed); panics on bad hex (test input only).
-    pub(in crate::codec) fn hex(text: &str) -> Vec<u8> {
-        let digits: Vec<u8> = text.bytes().filter(|b| !b.is_ascii_whitespace()).collect();
-        assert!(digits.len() % 2 == 0, "odd hex: {text}");
-        digits
-            .chunks(2)
-            .map(|pair| {
-                let pair = std::str::from_utf8(pair).unwrap();
-                u8::from_str_radix(pair, 16).unwrap_or_else(|_| panic!("bad hex: {text}"))
-            })
-            .collect()
-    }
-
-    /// A decode result is either `Ok` or one of the two codec errors.
-    pub(in crate::codec) fn assert_coded(codec: Codec, port: u32, bytes: &[u8]) {
-        match decode(codec, port, bytes) {
-            Ok(Uplink { .. }) => {}
-            Err(e @ (Error::InvalidPayload(_) | Error::UnsupportedPort(_))) => {
-                assert!(["invalid_payload", "unsupported_port"].contains(&e.code()));
-                assert!(!e.to_string().is_empty());
-            }
-            Err(e) => panic!("{}: {bytes:02X?} on port {port}: {e:?}", codec.id()),
-        }
-    }
-
-    /// Every truncation of every frame on `port`, the empty frame on ports 0 ..= 255,
-    /// and 20 000 seeded random frames of 0 ..= 48 bytes (on `port`, and on a random
-    /// port one time in eight): never a panic, only `Ok` or a codec error.
-    pub(in crate::codec) fn hostile_sweep(codec: Codec, port: u32, frames: &[Vec<u8>], seed: u64) {
-        for frame in frames {
-            for end in 0..=frame.len() {
-                assert_coded(codec, port, &frame[..end]);
-            }
-        }
-        for any_port in 0..=255 {
-            assert_coded(codec, any_port, &[]);
-            for frame in frames {
-                assert_coded(codec, any_port, frame);
-            }
-        }
-        let mut rng = fastrand::Rng::with_seed(seed);
-        let mut bytes = Vec::with_capacity(48);
-        for _ in 0..20_000 {
-            bytes.clear();
-            bytes.extend((0..rng.usize(0..=48)).map(|_| rng.u8(..)));
-            let on = if rng.u8(..8) == 0 { rng.u32(..) } else { port };
-            assert_coded(codec, on, &bytes);
-        }
-    }
-}
-
 #[cfg(test)]
 mod tests {
+    use super::super::test_kit::{at, hex, hostile};
     use super::super::{decode, Battery, Codec, NoReading, Sample, Uplink};
-    use super::testing::{hex, hostile_sweep};
     use serde_json::Value;
 
     const EM310: Codec = Codec::MilesightEm310Udl;
@@ -641,7 +584,7 @@ mod tests {
                 "ff0bff ff0101 ff166329c42903640033 ff090100 ff0a0101 ff0f00",
             )])
             .collect();
-        hostile_sweep(EM310, 85, &frames, 0x310);
-        hostile_sweep(EM500, 85, &frames, 0x500);
+        hostile(EM310, &at(85, &frames), &[85], 0x310);
+        hostile(EM500, &at(85, &frames), &[85], 0x500);
     }
 }

@@ -26,9 +26,13 @@
 use crate::dedupe::error::Error;
 use std::num::NonZeroU32;
 
-// codecs: the vendor modules.
+mod decentlab;
 mod dingtek;
+mod dragino;
 mod milesight;
+mod tekelek;
+#[cfg(test)]
+mod test_kit;
 
 /// A sensor model whose bytes the core reads.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
@@ -137,15 +141,14 @@ pub struct NoReading(pub &'static str);
 /// [`Error::InvalidPayload`] when the bytes cannot be read as this codec's frame;
 /// [`Error::UnsupportedPort`] for a port that carries no level data.
 pub fn decode(codec: Codec, f_port: u32, bytes: &[u8]) -> Result<Uplink, Error> {
-    // codecs: one arm per vendor module.
     match codec {
-        Codec::MilesightEm310Udl => milesight::decode(codec, f_port, bytes),
-        Codec::MilesightEm500Udl => milesight::decode(codec, f_port, bytes),
-        Codec::DingtekDf703 => dingtek::decode(f_port, bytes),
-        _ => {
-            let _ = (codec, f_port, bytes);
-            Err(Error::UnsupportedPort(f_port))
+        Codec::MilesightEm310Udl | Codec::MilesightEm500Udl => {
+            milesight::decode(codec, f_port, bytes)
         }
+        Codec::DingtekDf703 => dingtek::decode(f_port, bytes),
+        Codec::DecentlabDlMbx => decentlab::decode(codec, f_port, bytes),
+        Codec::TekelekTek766 => tekelek::decode(codec, f_port, bytes),
+        Codec::DraginoLdds75 | Codec::DraginoDds75Lb => dragino::decode(codec, f_port, bytes),
     }
 }
 
