@@ -16,6 +16,7 @@
 #[cfg(not(feature = "typescript"))]
 compile_error!("the JavaScript API needs the `typescript` feature (a default one): its .d.ts is generated with tsify");
 
+use crate::codec::{decode, Codec, Decoded};
 use crate::dedupe::dedup::{
     check_time, Audit, AuditContext, AuditCounts, AuditEvent, BurstOutcome, Deduplicator,
 };
@@ -875,6 +876,8 @@ pub struct Limits {
     max_readings: Range,
     /// The `format` names `parseUplink` takes.
     formats: &'static [&'static str],
+    /// The `codec` ids `decodePayload` takes.
+    codecs: &'static [&'static str],
 }
 
 /// The limits and names every layer reads from here: TTL and cap ranges, the
@@ -898,6 +901,7 @@ pub fn limits() -> Result<JsValue, JsValue> {
             default: DEFAULT_MAX_READINGS as u64,
         },
         formats: Format::NAMES,
+        codecs: &Codec::IDS,
     })
 }
 
@@ -977,6 +981,43 @@ fn uplink_options(options: &JsValue) -> Result<(FieldNames, usize), Error> {
         }
     };
     Ok((names, max))
+}
+
+/// Reads one uplink's raw payload with a sensor codec (`codec`: one of
+/// `limits().codecs`, e.g. `"milesight-iot/em500-udl"`; `fPort` the frame's port).
+/// Returns a {@link DecodedPayload}: the battery when the frame has one, and each level
+/// sample (the live one, history records with their device time, Tekelek's previous
+/// ones) with its distance in mm or why it has none (`no_reading`). Throws
+/// `unknown_codec`, `invalid_payload` (bytes the codec cannot read) or
+/// `unsupported_port` (a port without level data).
+#[wasm_bindgen(js_name = decodePayload, unchecked_return_type = "DecodedPayload")]
+pub fn decode_payload_js(
+    #[wasm_bindgen(unchecked_param_type = "string")] codec: JsValue,
+    #[wasm_bindgen(unchecked_param_type = "number")] f_port: JsValue,
+    #[wasm_bindgen(unchecked_param_type = "Uint8Array")] payload: JsValue,
+) -> Result<JsValue, JsValue> {
+    let id = codec
+        .as_string()
+        .ok_or_else(|| to_js(Error::UnknownCodec(format!("{codec:?}"))))?;
+    let codec = Codec::from_id(&id).map_err(to_js)?;
+    let port = f_port
+        .as_f64()
+        .filter(|p| p.fract() == 0.0 && (0.0..=255.0).contains(p))
+        .ok_or_else(|| {
+            to_js(Error::BadArgument(
+                "fPort must be a whole number 0 ..= 255".into(),
+            ))
+        })?;
+    let bytes = payload
+        .dyn_ref::<js_sys::Uint8Array>()
+        .map(js_sys::Uint8Array::to_vec)
+        .ok_or_else(|| {
+            to_js(Error::BadArgument(
+                "the payload must be a Uint8Array".into(),
+            ))
+        })?;
+    let uplink = decode(codec, port as u32, &bytes).map_err(to_js)?;
+    to_value(&Decoded::new(codec, &uplink))
 }
 
 /// The floor of `npm run bench` (cargo feature `bench` only, never in `pkg/`): SHA-256

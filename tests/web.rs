@@ -507,3 +507,81 @@ fn a_js_exception_while_reading_arguments_is_a_coded_error_that_admits_nothing()
     let out = process(&mut d, &[ok], NOW);
     assert_eq!(out["unique"].as_array().unwrap().len(), 1);
 }
+
+/// Every device vector file (tests/vectors/devices/), every vector: `decodePayload` in
+/// the browser gives what the core's `decode` gives, member for member.
+#[wasm_bindgen_test]
+fn every_device_vector_decodes_in_the_browser_as_in_the_core() {
+    use reconnect_dedupe::codec::{decode, Codec, Decoded};
+    use reconnect_dedupe::wasm::decode_payload_js;
+    let files = [
+        (
+            "milesight-iot/em310-udl",
+            include_str!("vectors/devices/milesight-em310-udl.json"),
+        ),
+        (
+            "milesight-iot/em500-udl",
+            include_str!("vectors/devices/milesight-em500-udl.json"),
+        ),
+        (
+            "dingtek/df703",
+            include_str!("vectors/devices/dingtek-df703.json"),
+        ),
+        (
+            "decentlab/dl-mbx",
+            include_str!("vectors/devices/decentlab-dl-mbx.json"),
+        ),
+        (
+            "tekelek/tek766",
+            include_str!("vectors/devices/tekelek-tek766.json"),
+        ),
+        (
+            "dragino/ldds75",
+            include_str!("vectors/devices/dragino-ldds75.json"),
+        ),
+        (
+            "dragino/dds75-lb",
+            include_str!("vectors/devices/dragino-dds75-lb.json"),
+        ),
+    ];
+    let mut decoded = 0;
+    for (id, file) in files {
+        let codec = Codec::from_id(id).unwrap();
+        let file: Value = serde_json::from_str(file).unwrap();
+        for v in file["vectors"].as_array().unwrap() {
+            let port = v["fPort"].as_u64().or(file["fPort"].as_u64()).unwrap();
+            let text: String = v["hex"].as_str().unwrap().split_whitespace().collect();
+            let bytes: Vec<u8> = (0..text.len() / 2)
+                .map(|i| u8::from_str_radix(&text[2 * i..2 * i + 2], 16).unwrap())
+                .collect();
+            let js_bytes = Uint8Array::from(bytes.as_slice());
+            let got = decode_payload_js(id.into(), (port as f64).into(), js_bytes.into());
+            match decode(codec, port as u32, &bytes) {
+                Ok(uplink) => {
+                    let want = serde_json::to_value(Decoded::new(codec, &uplink)).unwrap();
+                    assert_eq!(rust(&got.unwrap()), want, "{id} {text}");
+                    decoded += 1;
+                }
+                Err(e) => assert_eq!(code_of(got.unwrap_err()), e.code(), "{id} {text}"),
+            }
+        }
+    }
+    assert!(decoded >= 10, "{decoded} vectors decoded");
+    let bytes = || JsValue::from(Uint8Array::from(&[1u8, 0x75, 0x64][..]));
+    let code = |c: &str, port: f64, payload: JsValue| {
+        code_of(decode_payload_js(c.into(), port.into(), payload).unwrap_err())
+    };
+    assert_eq!(code("milesight-iot/em999", 85.0, bytes()), "unknown_codec");
+    assert_eq!(
+        code("milesight-iot/em310-udl", 85.5, bytes()),
+        "invalid_burst"
+    );
+    assert_eq!(
+        code("milesight-iot/em310-udl", 85.0, "0175".into()),
+        "invalid_burst"
+    );
+    assert_eq!(
+        code("milesight-iot/em310-udl", 86.0, bytes()),
+        "unsupported_port"
+    );
+}

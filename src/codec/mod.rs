@@ -24,6 +24,7 @@
 //! 100 %.
 
 use crate::dedupe::error::Error;
+use serde::Serialize;
 use std::num::NonZeroU32;
 
 mod decentlab;
@@ -59,7 +60,7 @@ const IDS: [(Codec, &str); 7] = [
 ];
 
 impl Codec {
-    /// Every codec, in the order of [`Codec::ids`].
+    /// Every codec, in the order of [`Codec::IDS`].
     pub const ALL: [Codec; IDS.len()] = {
         let mut all = [Codec::MilesightEm310Udl; IDS.len()];
         let mut i = 0;
@@ -68,6 +69,17 @@ impl Codec {
             i += 1;
         }
         all
+    };
+
+    /// The ids of every codec, in the order of [`Codec::ALL`].
+    pub const IDS: [&'static str; IDS.len()] = {
+        let mut ids = [""; IDS.len()];
+        let mut i = 0;
+        while i < IDS.len() {
+            ids[i] = IDS[i].1;
+            i += 1;
+        }
+        ids
     };
 
     /// The codec's id, `brand/model`.
@@ -93,11 +105,6 @@ impl Codec {
             .map(|&(c, _)| c)
             .ok_or_else(|| Error::UnknownCodec(id.to_owned()))
     }
-
-    /// The ids of every codec.
-    pub fn ids() -> impl Iterator<Item = &'static str> {
-        IDS.iter().map(|&(_, id)| id)
-    }
 }
 
 /// What one uplink's bytes say: its level samples (none for a frame without a level,
@@ -108,8 +115,11 @@ pub struct Uplink {
     pub battery: Option<Battery>,
 }
 
-/// A battery figure as the device reports it.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+/// A battery figure as the device reports it; serialised as `{"percent": 92}` or
+/// `{"millivolts": 3612}`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+#[cfg_attr(feature = "typescript", derive(tsify::Tsify))]
+#[serde(rename_all = "snake_case")]
 pub enum Battery {
     Percent(u8),
     Millivolts(u16),
@@ -152,6 +162,52 @@ pub fn decode(codec: Codec, f_port: u32, bytes: &[u8]) -> Result<Uplink, Error> 
     }
 }
 
+/// An uplink's samples as the JavaScript API gives them (`decodePayload`): flat, a
+/// sample's distance or the reason it has none side by side.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+#[cfg_attr(feature = "typescript", derive(tsify::Tsify))]
+#[cfg_attr(feature = "typescript", tsify(rename = "DecodedPayload"))]
+pub struct Decoded {
+    /// The codec's id.
+    pub codec: &'static str,
+    pub battery: Option<Battery>,
+    pub samples: Vec<DecodedSample>,
+}
+
+/// One [`Sample`], flat: exactly one of `distance_mm` and `no_reading` is set.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+#[cfg_attr(feature = "typescript", derive(tsify::Tsify))]
+pub struct DecodedSample {
+    pub distance_mm: Option<u32>,
+    /// Why there is no distance (a sentinel, an empty record); the worker's code for
+    /// it is `no_reading`.
+    pub no_reading: Option<&'static str>,
+    pub device_time_s: Option<i64>,
+    pub app_counter: Option<u32>,
+    pub periods_ago: Option<u8>,
+}
+
+impl Decoded {
+    /// The flat view of one uplink decoded by `codec`.
+    pub fn new(codec: Codec, uplink: &Uplink) -> Decoded {
+        Decoded {
+            codec: codec.id(),
+            battery: uplink.battery,
+            samples: uplink
+                .samples
+                .iter()
+                .map(|s| DecodedSample {
+                    distance_mm: s.distance.ok(),
+                    no_reading: s.distance.err().map(|NoReading(why)| why),
+                    device_time_s: s.device_time_s,
+                    app_counter: s.app_counter,
+                    periods_ago: s.periods_ago,
+                })
+                .collect(),
+        }
+    }
+}
+
 /// The fill level for a distance: `100 × (depth − (distance − offset)) / depth`,
 /// clamped to 0 ..= 100 and rounded to one decimal (half away from zero), never `-0.0`.
 /// `offset_mm` is the distance from the sensor to the bin's rim, `depth_mm` from the
@@ -185,7 +241,7 @@ mod tests {
             let (brand, model) = codec.id().split_once('/').unwrap();
             assert!(!brand.is_empty() && !model.is_empty());
         }
-        assert_eq!(Codec::ids().count(), Codec::ALL.len());
+        assert_eq!(Codec::IDS.len(), Codec::ALL.len());
         assert_eq!(
             Codec::from_id("Dingtek/DF703").unwrap_err().code(),
             "unknown_codec"

@@ -286,3 +286,45 @@ for (const [path, call] of [
     for (const d of ds) d.free();
   }
 }
+
+// ---- sensor codecs: one uplink's raw payload → samples (decodePayload) ----------------
+// Each codec's vectors (tests/vectors/devices/) that decode, cycled; the cost per
+// uplink includes crossing the boundary both ways (bytes in, a DecodedPayload object out).
+{
+  const m = await instance();
+  const files = {
+    'milesight-iot/em310-udl': 'milesight-em310-udl', 'milesight-iot/em500-udl': 'milesight-em500-udl',
+    'dingtek/df703': 'dingtek-df703', 'decentlab/dl-mbx': 'decentlab-dl-mbx', 'tekelek/tek766': 'tekelek-tek766',
+    'dragino/ldds75': 'dragino-ldds75', 'dragino/dds75-lb': 'dragino-dds75-lb',
+  };
+  const CALLS = 200_000;
+  console.log(`\nsensor codecs (decodePayload; median of ${ROUNDS} rounds of ${fmt(CALLS)} uplinks, the codec's decodable vectors cycled):`);
+  for (const codec of m.limits().codecs) {
+    const file = JSON.parse(fs.readFileSync(new URL(`../vectors/devices/${files[codec]}.json`, import.meta.url), 'utf8'));
+    const frames = file.vectors
+      .map((v) => ({ port: v.fPort ?? file.fPort, bytes: Uint8Array.from(Buffer.from(v.hex.replace(/\s+/g, ''), 'hex')) }))
+      .filter(({ port, bytes }) => {
+        try {
+          return m.decodePayload(codec, port, bytes).samples.length > 0;
+        } catch {
+          return false;
+        }
+      });
+    if (!frames.length) {
+      console.log(`  ${codec.padEnd(26)} no vector with a sample (see tests/vectors/devices/${files[codec]}.json)`);
+      continue;
+    }
+    const rounds = [];
+    let samples = 0;
+    for (let r = 0; r < ROUNDS; r++) {
+      const t0 = process.hrtime.bigint();
+      for (let i = 0; i < CALLS; i++) {
+        const f = frames[i % frames.length];
+        samples += m.decodePayload(codec, f.port, f.bytes).samples.length;
+      }
+      rounds.push(ms(t0));
+    }
+    const ns = (median(rounds) * 1e6) / CALLS;
+    console.log(`  ${codec.padEnd(26)} ${fmt(ns).padStart(6)} ns/uplink  (${frames.length} vector${frames.length > 1 ? 's' : ''}, ${fmt(samples / ROUNDS / CALLS, 2)} samples/uplink)`);
+  }
+}

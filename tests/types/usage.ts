@@ -15,6 +15,7 @@ import init, {
   auditLine,
   checkDeviceId,
   checkUplinkOptions,
+  decodePayload,
   idempotencyKey,
   isoTime,
   limits,
@@ -22,6 +23,9 @@ import init, {
 } from "../../pkg/reconnect_dedupe.js";
 import type {
   Admitted,
+  Battery,
+  DecodedPayload,
+  DecodedSample,
   Audit,
   AuditContext,
   AuditCounts,
@@ -72,7 +76,11 @@ export const shapes = {
     memory_bytes: true, ttl_ms: true, max_keys: true,
   } satisfies Members<DeduplicatorStats>,
   range: { min: true, max: true, default: true } satisfies Members<Range>,
-  limits: { ttlMs: true, maxKeys: true, maxReadings: true, formats: true } satisfies Members<Limits>,
+  limits: { ttlMs: true, maxKeys: true, maxReadings: true, formats: true, codecs: true } satisfies Members<Limits>,
+  decoded: { codec: true, battery: true, samples: true } satisfies Members<DecodedPayload>,
+  sample: {
+    distance_mm: true, no_reading: true, device_time_s: true, app_counter: true, periods_ago: true,
+  } satisfies Members<DecodedSample>,
   plan: { event: true, ignored: true, simulated: true, received: true, devices: true, rejected: true } satisfies Members<UplinkPlan>,
   device: { device_id: true, readings: true } satisfies Members<DeviceReadings>,
   keyed: { index: true, key: true, seq: true, ts: true, fill_pct: true, frame: true } satisfies Members<KeyedReading>,
@@ -229,4 +237,19 @@ export function readRoute(id: string): string {
   // @ts-expect-error refused is a number
   new Deduplicator().admitKeys("", NOW, "1");
   return canonical;
+}
+
+/** A sensor's raw payload read by a codec: samples with a distance or why there is none. */
+export function codecs(bytes: Uint8Array): number[] {
+  const ids: string[] = limits().codecs;
+  const out: DecodedPayload = decodePayload(ids[0], 85, bytes);
+  const battery: Battery | null = out.battery;
+  const mm: number[] = out.samples.flatMap((s: DecodedSample) => (s.distance_mm === null ? [] : [s.distance_mm]));
+  const why: (string | null)[] = out.samples.map((s) => s.no_reading);
+  // @ts-expect-error the payload is bytes
+  decodePayload(ids[0], 85, "0175");
+  // @ts-expect-error the port is a number
+  decodePayload(ids[0], "85", bytes);
+  void [battery, why];
+  return mm;
 }
