@@ -21,7 +21,7 @@ export PATH="$HOME/.cargo/bin:$PATH"
 seconds="${FUZZ_SECONDS:-60}"
 sanitizer="${FUZZ_SANITIZER:-none}"
 [[ "$seconds" =~ ^[1-9][0-9]*$ ]] || { echo "FUZZ_SECONDS must be a whole number of seconds" >&2; exit 2; }
-all=(uplink reading snapshot seen_ops)
+all=(uplink reading snapshot seen_ops codec)
 targets=("${@:-${all[@]}}")
 
 command -v rustup >/dev/null 2>&1 || { echo "rustup not found" >&2; exit 1; }

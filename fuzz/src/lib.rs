@@ -5,6 +5,7 @@
 //!
 //! A failed property panics: libFuzzer records the input as a crash.
 
+pub mod codec;
 pub mod reading;
 pub mod seeds;
 pub mod seen_ops;

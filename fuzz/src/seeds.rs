@@ -11,7 +11,7 @@ use serde::Deserialize;
 use serde_json::{json, Value};
 
 /// The fuzz targets, by name.
-pub const TARGETS: [&str; 4] = ["uplink", "reading", "snapshot", "seen_ops"];
+pub const TARGETS: [&str; 5] = ["uplink", "reading", "snapshot", "seen_ops", "codec"];
 
 /// (file name, bytes) of each seed of `target`.
 pub fn seeds(target: &str) -> Vec<(String, Vec<u8>)> {
@@ -20,6 +20,7 @@ pub fn seeds(target: &str) -> Vec<(String, Vec<u8>)> {
         "reading" => readings(),
         "snapshot" => snapshots(),
         "seen_ops" => seen_ops(),
+        "codec" => codecs(),
         _ => Vec::new(),
     }
 }
@@ -31,6 +32,7 @@ pub fn check_fn(target: &str) -> Option<fn(&[u8])> {
         "reading" => crate::reading::check,
         "snapshot" => crate::snapshot::check,
         "seen_ops" => crate::seen_ops::check,
+        "codec" => crate::codec::check,
         _ => return None,
     })
 }
@@ -241,5 +243,43 @@ fn seen_ops() -> Vec<(String, Vec<u8>)> {
     s.u8(6).u8(0).u8(5).u8(1).u16(0); // snapshot and restore, a TTL on
     s.u8(0).u8(0).u8(1).u8(0).u8(1);
     out.push(("grow-past-the-scan".to_owned(), s.0));
+    out
+}
+
+/// The device vector files, in `tests/vectors/devices/`.
+const DEVICES: [&str; 7] = [
+    include_str!("../../tests/vectors/devices/decentlab-dl-mbx.json"),
+    include_str!("../../tests/vectors/devices/dingtek-df703.json"),
+    include_str!("../../tests/vectors/devices/dragino-dds75-lb.json"),
+    include_str!("../../tests/vectors/devices/dragino-ldds75.json"),
+    include_str!("../../tests/vectors/devices/milesight-em310-udl.json"),
+    include_str!("../../tests/vectors/devices/milesight-em500-udl.json"),
+    include_str!("../../tests/vectors/devices/tekelek-tek766.json"),
+];
+
+/// Every device vector under its codec (selector byte) and port.
+fn codecs() -> Vec<(String, Vec<u8>)> {
+    use reconnect_dedupe::codec::Codec;
+    let mut out = Vec::new();
+    for file in DEVICES {
+        let file: Value = serde_json::from_str(file).expect("a device vector file");
+        let name = file["device"].as_str().unwrap_or("").to_ascii_lowercase();
+        for (sel, codec) in Codec::ALL.iter().enumerate() {
+            let model = codec.id().split('/').nth(1).unwrap_or("");
+            if !name.contains(model) {
+                continue;
+            }
+            for (i, v) in file["vectors"].as_array().into_iter().flatten().enumerate() {
+                let port = v["fPort"].as_u64().or(file["fPort"].as_u64()).unwrap_or(1);
+                let hex: String = v["hex"].as_str().unwrap_or("").split_whitespace().collect();
+                let mut bytes = vec![sel as u8, port as u8];
+                bytes.extend(
+                    (0..hex.len() / 2)
+                        .filter_map(|j| u8::from_str_radix(hex.get(2 * j..2 * j + 2)?, 16).ok()),
+                );
+                out.push((format!("{model}-{i}"), bytes));
+            }
+        }
+    }
     out
 }

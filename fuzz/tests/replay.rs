@@ -104,3 +104,8 @@ fn seen_ops_inputs_reach_every_outcome() {
     }
     assert!(c.max_keys_held > 48, "never past the scanning size: {c:?}");
 }
+
+#[test]
+fn codec() {
+    replay("codec", 3000);
+}
