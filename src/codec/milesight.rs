@@ -356,7 +356,7 @@ mod tests {
     #[test]
     fn every_em500_vector_decodes_as_its_source_says() {
         let (port, vectors) = vectors(EM500_VECTORS);
-        assert_eq!((port, vectors.len()), (85, 4));
+        assert_eq!((port, vectors.len()), (85, 5));
         let expected = [
             uplink(vec![live(30)], Some(100)),
             uplink(vec![live(30)], Some(92)),
@@ -376,6 +376,16 @@ mod tests {
         // The EM300-TH's history record (temperature and humidity after the time) is
         // no EM500-UDL frame: its last two bytes, `5D 00`, are no EM500 channel. Its
         // first eight bytes still read the same unix seconds, little-endian.
+        // The TTN decoder's header example, appended after the EM300-TH record.
+        let ttn_header = &vectors[4];
+        assert_eq!(
+            expected_uplink(&ttn_header["expected"]),
+            uplink(vec![live(30)], Some(90))
+        );
+        assert_eq!(
+            decode(EM500, port, &hex(ttn_header["hex"].as_str().unwrap())),
+            Ok(uplink(vec![live(30)], Some(90)))
+        );
         let th = &vectors[3];
         let bytes = hex(th["hex"].as_str().unwrap());
         assert_eq!(
