@@ -49,7 +49,13 @@
 //! The `83 E9` distance is in tenths of a millimetre: the vendor decoder divides it by
 //! 10 and its codec description gives the result in mm. It is rounded to the nearest
 //! mm (half up). No vendor example of this channel exists; that scale is the one
-//! uncertain point of this file.
+//! uncertain point of this file, and there is evidence against it: the same
+//! `/ 10` on a 5-byte value + change + kind channel is how the EM320-TH v2 decoder
+//! reads its temperature and humidity mutation alarms (`83 67`, in 0.1 units), so it
+//! may have been carried over; the radar sibling's distance mutation alarm
+//! (EM410-RDL `94 82`, the same 5-byte shape) is read in plain mm; and a u16 in
+//! 0.1 mm stops at 6.55 m. If real `83 E9` frames read ten times too short next to
+//! the `03 82` distances of the same device, the division is the decoder's error.
 //!
 //! The position byte (`04 00`, tilt) is read but does not void the distance: the
 //! vendor reports both, and a sensor mounted on a lid that tilts when the lid opens is
