@@ -42,7 +42,9 @@
 //!
 //! # Sentinels (both models, live and datalog)
 //! - Distance 0: the ultrasonic probe did not answer ("no sensor").
-//! - Distance 1 ..= 19 mm: "invalid reading", Dragino's decoder's own threshold (the
+//! - Distance 1 ..= 19 mm: "invalid reading", the threshold of Dragino's 5-byte
+//!   LDDS75 decoder (`LDDS75 decoder--TTN.txt`); its firmware-1.1.4 decoder and the
+//!   DDS75-LB decoders pass every value on, so for them it is this codec's choice (the
 //!   manual's range starts at 280 mm; 20 ..= 279 mm are passed on as measured).
 //! - Sensor flag 0 in an 8-byte live frame: "no sensor".
 //!

@@ -49,7 +49,13 @@
 //! The `83 E9` distance is in tenths of a millimetre: the vendor decoder divides it by
 //! 10 and its codec description gives the result in mm. It is rounded to the nearest
 //! mm (half up). No vendor example of this channel exists; that scale is the one
-//! uncertain point of this file.
+//! uncertain point of this file, and there is evidence against it: the same
+//! `/ 10` on a 5-byte value + change + kind channel is how the EM320-TH v2 decoder
+//! reads its temperature and humidity mutation alarms (`83 67`, in 0.1 units), so it
+//! may have been carried over; the radar sibling's distance mutation alarm
+//! (EM410-RDL `94 82`, the same 5-byte shape) is read in plain mm; and a u16 in
+//! 0.1 mm stops at 6.55 m. If real `83 E9` frames read ten times too short next to
+//! the `03 82` distances of the same device, the division is the decoder's error.
 //!
 //! The position byte (`04 00`, tilt) is read but does not void the distance: the
 //! vendor reports both, and a sensor mounted on a lid that tilts when the lid opens is
@@ -356,7 +362,7 @@ mod tests {
     #[test]
     fn every_em500_vector_decodes_as_its_source_says() {
         let (port, vectors) = vectors(EM500_VECTORS);
-        assert_eq!((port, vectors.len()), (85, 4));
+        assert_eq!((port, vectors.len()), (85, 5));
         let expected = [
             uplink(vec![live(30)], Some(100)),
             uplink(vec![live(30)], Some(92)),
@@ -376,6 +382,16 @@ mod tests {
         // The EM300-TH's history record (temperature and humidity after the time) is
         // no EM500-UDL frame: its last two bytes, `5D 00`, are no EM500 channel. Its
         // first eight bytes still read the same unix seconds, little-endian.
+        // The TTN decoder's header example, appended after the EM300-TH record.
+        let ttn_header = &vectors[4];
+        assert_eq!(
+            expected_uplink(&ttn_header["expected"]),
+            uplink(vec![live(30)], Some(90))
+        );
+        assert_eq!(
+            decode(EM500, port, &hex(ttn_header["hex"].as_str().unwrap())),
+            Ok(uplink(vec![live(30)], Some(90)))
+        );
         let th = &vectors[3];
         let bytes = hex(th["hex"].as_str().unwrap());
         assert_eq!(

@@ -153,9 +153,44 @@ mod tests {
         }
     }
 
+    /// The uplink an akenza vector's assertions describe: `ullage` (cm) the current
+    /// reading, `ullage1..=3` the previous ones (a measurement), or `ullage` the
+    /// status frame's reading with `batteryLevel` (a lifecycle).
+    fn akenza_uplink(expected: &serde_json::Value) -> Uplink {
+        let mm = |key: &str| Ok(u32::try_from(expected[key].as_u64().unwrap()).unwrap() * 10);
+        match expected["topic"].as_str().unwrap() {
+            "measurement" => Uplink {
+                samples: (0..4u8)
+                    .map(|ago| {
+                        let key = if ago == 0 {
+                            "ullage".to_owned()
+                        } else {
+                            format!("ullage{ago}")
+                        };
+                        sample(mm(&key), Some(ago))
+                    })
+                    .collect(),
+                battery: None,
+            },
+            "lifecycle" => Uplink {
+                samples: vec![sample(mm("ullage"), None)],
+                battery: Some(Battery::Percent(
+                    u8::try_from(expected["batteryLevel"].as_u64().unwrap()).unwrap(),
+                )),
+            },
+            other => panic!("no akenza topic {other}"),
+        }
+    }
+
     #[test]
-    fn every_vector_gives_four_readings_newest_first_in_mm() {
-        for (v, got) in decoded(CODEC, FILE, 1) {
+    fn every_vector_decodes_as_its_source_says() {
+        let all = decoded(CODEC, FILE, 3);
+        for (v, got) in &all[1..] {
+            assert_eq!(got, &akenza_uplink(&v.expected), "{}", v.from);
+        }
+        assert_eq!(all[1].0.f_port, 1);
+        assert_eq!(all[2].1.samples, vec![sample(Ok(240), None)]);
+        for (v, got) in all.into_iter().take(1) {
             let want: Vec<Sample> = v.expected["readings_newest_first"]
                 .as_array()
                 .unwrap()
