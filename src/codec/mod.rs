@@ -31,9 +31,14 @@ mod decentlab;
 mod dingtek;
 mod dragino;
 mod milesight;
+mod readings;
 mod tekelek;
 #[cfg(test)]
 mod test_kit;
+
+pub use readings::{
+    readings, unwrap_counter, DeviceConfig, FrameMeta, Readings, SampleReading, MIN_DEVICE_TIME_S,
+};
 
 /// A sensor model whose bytes the core reads.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]

@@ -68,6 +68,13 @@ pub enum Error {
     InvalidPayload(String),
     /// A port on which the codec's device sends no level data (`unsupported_port`).
     UnsupportedPort(u32),
+    /// A sample without a level (a sentinel, an empty record), never turned into 0 % or
+    /// 100 %: code `no_reading`, field `fill_pct`; the text is the codec's reason.
+    NoReading(&'static str),
+    /// Samples dated by the device's reporting schedule (Tekelek's previous readings)
+    /// from a device whose configuration has no `reporting_period_s`: code
+    /// `missing_reporting_period`.
+    MissingReportingPeriod,
     /// More readings in one request than allowed: (found, limit).
     TooManyReadings(usize, usize),
     /// A stored or forwarded key that is not `device_id:seq:<16 hex>` in canonical
@@ -103,6 +110,8 @@ impl Error {
             Error::UnknownCodec(_) => "unknown_codec",
             Error::InvalidPayload(_) => "invalid_payload",
             Error::UnsupportedPort(_) => "unsupported_port",
+            Error::NoReading(_) => "no_reading",
+            Error::MissingReportingPeriod => "missing_reporting_period",
             Error::InvalidKey(_) => "invalid_key",
         }
     }
@@ -112,6 +121,7 @@ impl Error {
         match self {
             Error::Missing(f) | Error::Invalid(f, _) => f.name(),
             Error::InvisibleCharacter(_) => Field::DeviceId.name(),
+            Error::NoReading(_) => Field::FillPct.name(),
             _ => "reading",
         }
     }
@@ -156,6 +166,10 @@ impl fmt::Display for Error {
             Error::UnsupportedPort(port) => {
                 write!(f, "port {port} carries no level data for this sensor")
             }
+            Error::NoReading(why) => write!(f, "no level reading: {why}"),
+            Error::MissingReportingPeriod => f.write_str(
+                "reporting_period_s is not configured; this sensor's readings are dated by its reporting period",
+            ),
         }
     }
 }

@@ -1,0 +1,849 @@
+//! An uplink's samples → readings `(seq, ts, fill_pct)`, with the device's bin geometry
+//! and the frame's metadata: the rules that give a payload without `seq` or `ts` the
+//! key its first delivery had, so that a replay is recognised.
+//!
+//! # Rules
+//! - **fill_pct**: [`fill_pct`]`(distance, bin_depth_mm, offset_mm)`.
+//! - **ts**, the first that applies:
+//!   1. the sample's device time (EM500-UDL history records, Dragino datalog entries);
+//!   2. a sample dated by the reporting schedule (Tekelek: `periods_ago`): the receive
+//!      time rounded to the *nearest* multiple of `reporting_period_s` since the unix
+//!      epoch, minus `periods_ago` periods;
+//!   3. the receive time.
+//! - **seq**, the first that applies:
+//!   1. the device's application counter (DF703), unwrapped across its wrap at 65 535
+//!      by [`unwrap_counter`] against the device's counter reference;
+//!   2. for a sample dated by rule 1 or 2 of ts: that time in unix seconds, so a
+//!      history record replayed after a rejoin (new frame counter) keys as its first
+//!      delivery, and Tekelek's reading repeated by the next three uplinks keys the same;
+//!   3. the frame counter, which restarts on a rejoin (the key's content hash keeps
+//!      that safe: a restarted counter with other content is a conflict, not a replay).
+//! - A sample without a distance (a sentinel, an empty record) is
+//!   [`Error::NoReading`] (`no_reading`, field `fill_pct`) with the codec's reason, never
+//!   0 % or 100 %.
+//!
+//! # Why the nearest multiple of the period
+//! An uplink's receive time is near, not on, its slot of the schedule: the device's
+//! clock drifts either way, LoRaWAN devices delay a transmission at random, and the
+//! network adds latency. Rounding *down* would move an uplink received a few seconds
+//! early into the previous slot, so the same reading repeated by the next uplink would
+//! get another ts and seq; the nearest multiple absorbs jitter of up to half a period
+//! either side. Ties (exactly half a period) round to the later slot. The grid is the
+//! multiples of the period since the epoch, not the device's own phase: a device whose
+//! uplinks arrive close to half a period off that grid (a 6 h period with uplinks
+//! around 03:00, 09:00 …) can round one uplink down and the next up, and then its
+//! repeated readings do not key the same. Its phase would have to be configured.
+//!
+//! # Device clocks
+//! A device time before 2000-01-01T00:00:00Z is refused per sample with `invalid_ts`
+//! ("device clock not set"): an unsynced clock counts from 0 (1970) or from its last
+//! reset, and keying by it would make unrelated readings after each reset share seqs.
+//! A time after 9999-12-31 is refused with `invalid_ts` too, as the core does.
+//!
+//! # The counter reference
+//! [`readings`] takes the device's stored reference (`None` before its first counter)
+//! and returns the one to store: the largest unwrapped counter seen. Each counter whose
+//! seq is valid moves it, even on a sample without a distance (the counter was read all
+//! the same); it never goes down, so an old frame replayed does not pull it back.
+//!
+//! Everything is integer arithmetic with checked operations: no input panics, and
+//! every `Ok` reading passes the core's own validation (`|seq| ≤ 2^53 − 1`, ts in years
+//! 0001 ..= 9999, fill 0 ..= 100).
+
+use super::{fill_pct, Codec, NoReading, Sample, Uplink};
+use crate::dedupe::error::{Error, Field};
+use crate::dedupe::reading::MAX_SAFE_SEQ;
+use crate::dedupe::timestamp::{Micros, TsError, MAX_MICROS, MIN_MICROS};
+use std::num::NonZeroU32;
+
+const MICROS_PER_SEC: i64 = 1_000_000;
+/// 2000-01-01T00:00:00Z in unix seconds: a device time before it is a clock never set.
+pub const MIN_DEVICE_TIME_S: i64 = 946_684_800;
+/// The span of a 16-bit application counter.
+const COUNTER_SPAN: i64 = 1 << 16;
+
+/// A device's bin and sensor, as `PUT /v1/devices/{id}/config` stores it. The ranges
+/// are the route's to check; [`readings`] reads any value without panicking.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct DeviceConfig {
+    /// `None`: selected from the uplink (The Things Stack `version_ids`, …).
+    pub codec: Option<Codec>,
+    /// From the bin's rim to its bottom, 1 ..= 100 000 mm.
+    pub bin_depth_mm: NonZeroU32,
+    /// From the sensor to the bin's rim, 0 ..= 100 000 mm.
+    pub offset_mm: u32,
+    /// The device's reporting period, 1 ..= 604 800 s (7 days); Tekelek's readings
+    /// are dated by it.
+    pub reporting_period_s: Option<NonZeroU32>,
+}
+
+/// What the envelope says about the frame (the network server's metadata).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct FrameMeta {
+    /// When the network server received the frame.
+    pub received_at: Micros,
+    /// The LoRaWAN frame counter (restarts on a rejoin).
+    pub f_cnt: i64,
+}
+
+/// One sample's reading, the fields of the core's `Reading` but the device id.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub struct SampleReading {
+    pub seq: i64,
+    pub ts: Micros,
+    pub fill_pct: f64,
+}
+
+/// The readings of one uplink's samples, in sample order, and the counter reference
+/// to store.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Readings {
+    /// Per sample: its reading, or why it has none ([`Error::NoReading`], `invalid_ts`,
+    /// `invalid_seq`).
+    pub each: Vec<Result<SampleReading, Error>>,
+    /// The device's application-counter reference after this uplink (unchanged when
+    /// no sample carries a counter).
+    pub counter_ref: Option<i64>,
+}
+
+/// The readings of `uplink`'s samples (see the module's rules).
+///
+/// ```
+/// use reconnect_dedupe::codec::{decode, readings, Codec, DeviceConfig, FrameMeta};
+/// use std::num::NonZeroU32;
+/// let config = DeviceConfig {
+///     codec: Some(Codec::MilesightEm500Udl),
+///     bin_depth_mm: NonZeroU32::new(1500).unwrap(),
+///     offset_mm: 0,
+///     reporting_period_s: None,
+/// };
+/// // Two history records: device times 1665561758 and 1665565242, 1234 and 1232 mm.
+/// let bytes = [0x20, 0xCE, 0x9E, 0x74, 0x46, 0x63, 0xD2, 0x04,
+///              0x20, 0xCE, 0x3A, 0x82, 0x46, 0x63, 0xD0, 0x04];
+/// let uplink = decode(Codec::MilesightEm500Udl, 85, &bytes).unwrap();
+/// let meta = FrameMeta { received_at: 1_700_000_000_000_000, f_cnt: 7 };
+/// let got = readings(&config, &uplink, &meta, None).unwrap();
+/// let first = got.each[0].as_ref().unwrap();
+/// assert_eq!((first.seq, first.ts, first.fill_pct), (1665561758, 1665561758_000_000, 17.7));
+/// ```
+///
+/// # Errors
+/// [`Error::MissingReportingPeriod`] when a sample is dated by the reporting schedule
+/// (Tekelek's `periods_ago`) and `config` has no period: the whole uplink. Per sample
+/// (in [`Readings::each`]): [`Error::NoReading`] for a sample without a distance,
+/// `invalid_ts` for a time out of range or a device clock not set, `invalid_seq` for a
+/// seq outside ±(2^53 − 1) or an application counter above 65 535.
+pub fn readings(
+    config: &DeviceConfig,
+    uplink: &Uplink,
+    meta: &FrameMeta,
+    counter_ref: Option<i64>,
+) -> Result<Readings, Error> {
+    let scheduled = uplink.samples.iter().any(|s| on_schedule(s).is_some());
+    if scheduled && config.reporting_period_s.is_none() {
+        return Err(Error::MissingReportingPeriod);
+    }
+    let mut counter_ref = counter_ref;
+    let each = uplink
+        .samples
+        .iter()
+        .map(|sample| reading(config, sample, meta, &mut counter_ref))
+        .collect();
+    Ok(Readings { each, counter_ref })
+}
+
+/// The value ≡ `counter` (mod 65 536) nearest to `reference` (ties: the later one), or
+/// `counter` itself without a reference: a counter that wrapped continues (reference
+/// 65 535, counter 0 → 65 536) and an old frame replayed keeps its value (reference
+/// 65 540, counter 65 530 → 65 530). Before the first value seen the result is
+/// negative (reference 5, counter 65 530 → −6): a frame from before the last wrap.
+/// When the nearest value is not an `i64`, the nearest one that is.
+///
+/// ```
+/// use reconnect_dedupe::codec::unwrap_counter;
+/// assert_eq!(unwrap_counter(None, 65_535), 65_535);
+/// assert_eq!(unwrap_counter(Some(65_535), 0), 65_536);
+/// assert_eq!(unwrap_counter(Some(65_540), 65_530), 65_530);
+/// ```
+pub fn unwrap_counter(reference: Option<i64>, counter: u16) -> i64 {
+    let Some(reference) = reference else {
+        return i64::from(counter);
+    };
+    // 0 ..= 65 535 steps forward from the reference to the next value ≡ counter.
+    let ahead = (i64::from(counter) - reference.rem_euclid(COUNTER_SPAN)).rem_euclid(COUNTER_SPAN);
+    let forward = reference.checked_add(ahead);
+    let backward = reference.checked_add(ahead - COUNTER_SPAN);
+    let (nearest, other) = if ahead <= COUNTER_SPAN / 2 {
+        (forward, backward)
+    } else {
+        (backward, forward)
+    };
+    // One of the two is always an i64: they are 65 536 apart around the reference.
+    nearest.or(other).unwrap_or(reference)
+}
+
+/// How many periods ago a sample was taken when the schedule dates it: its
+/// `periods_ago` when it has no device time of its own.
+fn on_schedule(sample: &Sample) -> Option<u8> {
+    sample
+        .periods_ago
+        .filter(|_| sample.device_time_s.is_none())
+}
+
+/// One sample's reading, moving the counter reference.
+fn reading(
+    config: &DeviceConfig,
+    sample: &Sample,
+    meta: &FrameMeta,
+    counter_ref: &mut Option<i64>,
+) -> Result<SampleReading, Error> {
+    let counter = sample.app_counter.map(|c| counter_seq(c, counter_ref));
+    let distance = sample
+        .distance
+        .map_err(|NoReading(why)| Error::NoReading(why))?;
+    let (ts, seq) = match (counter, sample.device_time_s, on_schedule(sample)) {
+        (Some(seq), ..) => (time(sample, meta, config)?, seq?),
+        (None, Some(_), _) | (None, None, Some(_)) => {
+            let ts = time(sample, meta, config)?;
+            (ts, ts.div_euclid(MICROS_PER_SEC))
+        }
+        (None, None, None) => (time(sample, meta, config)?, safe_seq(meta.f_cnt)?),
+    };
+    Ok(SampleReading {
+        seq,
+        ts,
+        fill_pct: fill_pct(distance, config.bin_depth_mm, config.offset_mm),
+    })
+}
+
+/// The seq of an application counter; a valid one moves the reference up.
+fn counter_seq(counter: u32, counter_ref: &mut Option<i64>) -> Result<i64, Error> {
+    let counter = u16::try_from(counter).map_err(|_| {
+        Error::Invalid(
+            Field::Seq,
+            "cannot come from an application counter above 65 535",
+        )
+    })?;
+    let seq = safe_seq(unwrap_counter(*counter_ref, counter))?;
+    *counter_ref = Some(counter_ref.map_or(seq, |r| r.max(seq)));
+    Ok(seq)
+}
+
+/// `n` when it is a seq the core accepts.
+fn safe_seq(n: i64) -> Result<i64, Error> {
+    if n.unsigned_abs() > MAX_SAFE_SEQ.unsigned_abs() {
+        return Err(Error::Invalid(Field::Seq, "is outside ±(2^53−1)"));
+    }
+    Ok(n)
+}
+
+/// The sample's ts: its device time, its slot on the reporting schedule, or the
+/// receive time.
+fn time(sample: &Sample, meta: &FrameMeta, config: &DeviceConfig) -> Result<Micros, Error> {
+    let out_of_range = || Error::Invalid(Field::Ts, TsError::YearOutOfRange.describe());
+    let ts = if let Some(secs) = sample.device_time_s {
+        if secs < MIN_DEVICE_TIME_S {
+            return Err(Error::Invalid(
+                Field::Ts,
+                "is a device time before 2000-01-01: the device clock is not set",
+            ));
+        }
+        secs.checked_mul(MICROS_PER_SEC).ok_or_else(out_of_range)?
+    } else if let Some(periods_ago) = on_schedule(sample) {
+        // `readings` refused the uplink before when the period is absent.
+        let period_s = config
+            .reporting_period_s
+            .ok_or(Error::MissingReportingPeriod)?;
+        slot(meta.received_at, period_s, periods_ago).ok_or_else(out_of_range)?
+    } else {
+        meta.received_at
+    };
+    if !(MIN_MICROS..=MAX_MICROS).contains(&ts) {
+        return Err(out_of_range());
+    }
+    Ok(ts)
+}
+
+/// `received_at` rounded to the nearest multiple of the period since the epoch (ties:
+/// the later), minus `periods_ago` periods; `None` past the range of `i64`.
+fn slot(received_at: Micros, period_s: NonZeroU32, periods_ago: u8) -> Option<Micros> {
+    let period = i64::from(period_s.get()).checked_mul(MICROS_PER_SEC)?;
+    let past = received_at.rem_euclid(period);
+    let below = received_at.checked_sub(past)?;
+    let nearest = if past >= period - past {
+        below.checked_add(period)?
+    } else {
+        below
+    };
+    nearest.checked_sub(period.checked_mul(i64::from(periods_ago))?)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::super::decode;
+    use super::super::test_kit::{decoded, hex, live, vectors};
+    use super::*;
+    use crate::dedupe::reading::{validate, RawReading, Scalar};
+    use crate::dedupe::timestamp::{isoformat, parse_rfc3339};
+
+    const EM500: &str = include_str!("../../tests/vectors/devices/milesight-em500-udl.json");
+    const EM310: &str = include_str!("../../tests/vectors/devices/milesight-em310-udl.json");
+    const TEK766: &str = include_str!("../../tests/vectors/devices/tekelek-tek766.json");
+    const DF703_HEARTBEAT: &str = "800001011107D000190000000000010081";
+
+    const HOUR_S: u32 = 3600;
+
+    fn config(depth: u32, offset: u32, period_s: Option<u32>) -> DeviceConfig {
+        DeviceConfig {
+            codec: None,
+            bin_depth_mm: NonZeroU32::new(depth).unwrap(),
+            offset_mm: offset,
+            reporting_period_s: period_s.map(|p| NonZeroU32::new(p).unwrap()),
+        }
+    }
+
+    fn at(rfc3339: &str) -> Micros {
+        parse_rfc3339(rfc3339).unwrap()
+    }
+
+    fn meta(received_at: &str, f_cnt: i64) -> FrameMeta {
+        FrameMeta {
+            received_at: at(received_at),
+            f_cnt,
+        }
+    }
+
+    fn of(samples: Vec<Sample>) -> Uplink {
+        Uplink {
+            samples,
+            battery: None,
+        }
+    }
+
+    /// (seq, ts, fill) of every sample, which must all be readings.
+    fn triples(got: &Readings) -> Vec<(i64, String, f64)> {
+        got.each
+            .iter()
+            .map(|r| {
+                let r = r.as_ref().unwrap();
+                (r.seq, isoformat(r.ts), r.fill_pct)
+            })
+            .collect()
+    }
+
+    /// The EM500-UDL vector with two history records.
+    fn history_uplink() -> Uplink {
+        let vector = vectors(EM500).swap_remove(2);
+        assert!(vector.expected["history"].is_array(), "{}", vector.from);
+        decode(Codec::MilesightEm500Udl, vector.f_port, &vector.bytes).unwrap()
+    }
+
+    #[test]
+    fn em500_history_keys_by_device_time_whatever_the_frame_counter() {
+        let cfg = config(1500, 100, None);
+        let uplink = history_uplink();
+        let first = readings(&cfg, &uplink, &meta("2022-10-12T09:01:00Z", 12), None).unwrap();
+        let want = vec![
+            (1_665_561_758, "2022-10-12T08:02:38+00:00".to_owned(), 24.4),
+            (1_665_565_242, "2022-10-12T09:00:42+00:00".to_owned(), 24.5),
+        ];
+        assert_eq!(triples(&first), want);
+        assert_eq!(first.counter_ref, None);
+        // After a rejoin: frame counter 1, delivered a day later.
+        let replay = readings(&cfg, &uplink, &meta("2022-10-13T11:00:00Z", 1), Some(3)).unwrap();
+        assert_eq!(triples(&replay), want);
+        assert_eq!(replay.counter_ref, Some(3));
+    }
+
+    #[test]
+    fn a_live_sample_is_keyed_by_the_frame_counter_and_the_receive_time() {
+        let cfg = config(3000, 0, Some(HOUR_S));
+        for (_, uplink) in decoded(Codec::MilesightEm310Udl, EM310, 3) {
+            let got = readings(&cfg, &uplink, &meta("2026-07-16T09:00:05.25Z", 4711), None);
+            let want = (4711, "2026-07-16T09:00:05.250000+00:00".to_owned(), 29.5);
+            assert_eq!(triples(&got.unwrap()), vec![want]);
+        }
+        // The EM500's live sample beside its history: the same rule.
+        let uplink = decode(Codec::MilesightEm500Udl, 85, &hex("01756403821E00")).unwrap();
+        let got = readings(&cfg, &uplink, &meta("2026-07-16T09:00:00Z", 9), None).unwrap();
+        assert_eq!(
+            triples(&got),
+            vec![(9, "2026-07-16T09:00:00+00:00".to_owned(), 99.0)]
+        );
+    }
+
+    #[test]
+    fn fill_comes_from_the_bin_geometry() {
+        let sample = |mm| live(Ok(mm));
+        let uplink = of(vec![
+            sample(200),
+            sample(1700),
+            sample(3200),
+            sample(50),
+            sample(5000),
+        ]);
+        let cfg = config(3000, 200, None);
+        let got = readings(&cfg, &uplink, &meta("2026-07-16T09:00:00Z", 1), None).unwrap();
+        let fills: Vec<f64> = got
+            .each
+            .iter()
+            .map(|r| r.as_ref().unwrap().fill_pct)
+            .collect();
+        assert_eq!(fills, vec![100.0, 50.0, 0.0, 100.0, 0.0]);
+        for (s, fill) in uplink.samples.iter().zip(fills) {
+            assert_eq!(fill, fill_pct(s.distance.unwrap(), cfg.bin_depth_mm, 200));
+        }
+    }
+
+    #[test]
+    fn a_sample_without_a_distance_is_no_reading_with_its_reason() {
+        // A Milesight "no target" live sample and a history record with a sentinel.
+        let uplink = decode(
+            Codec::MilesightEm500Udl,
+            85,
+            &hex("20CE9E744663FDFF 0382FDFF 0382E803"),
+        )
+        .unwrap();
+        let got = readings(
+            &config(1500, 0, None),
+            &uplink,
+            &meta("2026-07-16T09:00:00Z", 2),
+            None,
+        )
+        .unwrap();
+        assert_eq!(got.each.len(), 2);
+        let e = got.each[0].as_ref().unwrap_err();
+        assert_eq!((e.code(), e.field()), ("no_reading", "fill_pct"));
+        assert_eq!(
+            e.to_string(),
+            "no level reading: Milesight distance 0xFFFD: no target"
+        );
+        assert_eq!(got.each[1].as_ref().unwrap().fill_pct, 33.3);
+        // Never 0 % or 100 %, whatever the geometry.
+        let empty = of(vec![live(Err(NoReading("empty record")))]);
+        let e = readings(
+            &config(1, 0, None),
+            &empty,
+            &meta("2026-07-16T09:00:00Z", 2),
+            None,
+        )
+        .unwrap()
+        .each
+        .swap_remove(0)
+        .unwrap_err();
+        assert_eq!(e, Error::NoReading("empty record"));
+    }
+
+    /// A DF703 heartbeat (the TTN vector) with another level and counter.
+    fn df703(level_mm: u16, counter: u16) -> Uplink {
+        let mut bytes = hex(DF703_HEARTBEAT);
+        bytes[5..7].copy_from_slice(&level_mm.to_be_bytes());
+        bytes[13..15].copy_from_slice(&counter.to_be_bytes());
+        decode(Codec::DingtekDf703, 3, &bytes).unwrap()
+    }
+
+    #[test]
+    fn df703_seq_is_its_counter_unwrapped_and_the_reference_only_grows() {
+        let cfg = config(2000, 0, None);
+        let m = meta("2026-07-16T09:00:00Z", 77);
+        let step = |level, counter, reference| {
+            let got = readings(&cfg, &df703(level, counter), &m, reference).unwrap();
+            (got.each[0].as_ref().unwrap().seq, got.counter_ref)
+        };
+        // The vector itself: counter 1, the first counter seen.
+        let got = readings(
+            &cfg,
+            &decode(Codec::DingtekDf703, 3, &hex(DF703_HEARTBEAT)).unwrap(),
+            &m,
+            None,
+        )
+        .unwrap();
+        assert_eq!(
+            triples(&got),
+            vec![(1, "2026-07-16T09:00:00+00:00".to_owned(), 0.0)]
+        );
+        assert_eq!(got.counter_ref, Some(1));
+        // The wrap: 65 535 → 0 continues at 65 536, then 65 537.
+        assert_eq!(step(1000, 65_535, Some(65_534)), (65_535, Some(65_535)));
+        assert_eq!(step(1000, 0, Some(65_535)), (65_536, Some(65_536)));
+        assert_eq!(step(1000, 1, Some(65_536)), (65_537, Some(65_537)));
+        // An old frame after the reference moved on keeps its seq; the reference stays.
+        assert_eq!(step(1000, 65_530, Some(65_540)), (65_530, Some(65_540)));
+        // A frame replayed verbatim keys the same.
+        assert_eq!(step(1000, 4, Some(65_540)), (65_540, Some(65_540)));
+        // Across a sequence of uplinks the reference never goes down.
+        let mut reference = None;
+        let mut seen = Vec::new();
+        for counter in [65_500, 65_520, 65_535, 3, 65_510, 20, 9] {
+            let (seq, next) = step(1000, counter, reference);
+            assert!(next >= reference && next >= Some(seq));
+            reference = next;
+            seen.push(seq);
+        }
+        assert_eq!(
+            seen,
+            vec![65_500, 65_520, 65_535, 65_539, 65_510, 65_556, 65_545]
+        );
+        assert_eq!(reference, Some(65_556));
+        // A level-0 frame is no_reading, but its counter still moves the reference.
+        let got = readings(&cfg, &df703(0, 2), &m, Some(65_536)).unwrap();
+        assert_eq!(got.each[0].as_ref().unwrap_err().code(), "no_reading");
+        assert_eq!(got.counter_ref, Some(65_538));
+    }
+
+    #[test]
+    fn unwrap_counter_takes_the_nearest_value_and_the_later_on_a_tie() {
+        assert_eq!(unwrap_counter(None, 0), 0);
+        assert_eq!(unwrap_counter(None, 65_535), 65_535);
+        assert_eq!(unwrap_counter(Some(0), 32_767), 32_767);
+        assert_eq!(unwrap_counter(Some(0), 32_768), 32_768);
+        assert_eq!(unwrap_counter(Some(0), 32_769), -32_767);
+        assert_eq!(unwrap_counter(Some(32_768), 0), 65_536);
+        assert_eq!(unwrap_counter(Some(5), 65_530), -6);
+        assert_eq!(unwrap_counter(Some(-1), 0), 0);
+        assert_eq!(unwrap_counter(Some(10 * 65_536 + 7), 7), 10 * 65_536 + 7);
+        // At the ends of i64 the nearest value that exists.
+        let top = unwrap_counter(Some(i64::MAX), 0);
+        assert_eq!(top.rem_euclid(COUNTER_SPAN), 0);
+        assert!(i64::MAX - top < COUNTER_SPAN);
+        let bottom = unwrap_counter(Some(i64::MIN), 65_535);
+        assert_eq!(bottom.rem_euclid(COUNTER_SPAN), 65_535);
+        assert!(bottom - i64::MIN < COUNTER_SPAN);
+        for reference in [
+            i64::MIN,
+            i64::MIN + 1,
+            -70_000,
+            0,
+            1 << 40,
+            i64::MAX - 1,
+            i64::MAX,
+        ] {
+            for counter in [0, 1, 32_767, 32_768, 65_535] {
+                let got = unwrap_counter(Some(reference), counter);
+                assert_eq!(got.rem_euclid(COUNTER_SPAN), i64::from(counter));
+            }
+        }
+    }
+
+    #[test]
+    fn a_counter_past_the_safe_seq_range_is_invalid_seq_and_moves_nothing() {
+        let cfg = config(2000, 0, None);
+        let m = meta("2026-07-16T09:00:00Z", 1);
+        let got = readings(&cfg, &df703(1000, 0), &m, Some(MAX_SAFE_SEQ)).unwrap();
+        assert_eq!(got.each[0].as_ref().unwrap_err().code(), "invalid_seq");
+        assert_eq!(got.counter_ref, Some(MAX_SAFE_SEQ));
+        let wide = of(vec![Sample {
+            app_counter: Some(65_536),
+            ..live(Ok(1000))
+        }]);
+        let got = readings(&cfg, &wide, &m, Some(4)).unwrap();
+        let e = got.each[0].as_ref().unwrap_err();
+        assert_eq!(e.code(), "invalid_seq");
+        assert_eq!(
+            e.to_string(),
+            "seq cannot come from an application counter above 65 535"
+        );
+        assert_eq!(got.counter_ref, Some(4));
+    }
+
+    #[test]
+    fn a_frame_counter_past_the_safe_seq_range_is_invalid_seq() {
+        let uplink = of(vec![live(Ok(100))]);
+        let cfg = config(1000, 0, None);
+        for (f_cnt, code) in [
+            (MAX_SAFE_SEQ, None),
+            (-MAX_SAFE_SEQ, None),
+            (MAX_SAFE_SEQ + 1, Some("invalid_seq")),
+            (i64::MIN, Some("invalid_seq")),
+        ] {
+            let m = FrameMeta {
+                received_at: 0,
+                f_cnt,
+            };
+            let got = readings(&cfg, &uplink, &m, None)
+                .unwrap()
+                .each
+                .swap_remove(0);
+            assert_eq!(got.as_ref().err().map(Error::code), code, "{f_cnt}");
+        }
+    }
+
+    #[test]
+    fn device_times_before_2000_or_past_9999_are_invalid_ts() {
+        let cfg = config(1000, 0, None);
+        let with_time = |t| {
+            of(vec![Sample {
+                device_time_s: Some(t),
+                ..live(Ok(100))
+            }])
+        };
+        let m = meta("2026-07-16T09:00:00Z", 1);
+        let one = |t| {
+            readings(&cfg, &with_time(t), &m, None)
+                .unwrap()
+                .each
+                .swap_remove(0)
+        };
+        assert_eq!(
+            one(MIN_DEVICE_TIME_S).unwrap().ts,
+            at("2000-01-01T00:00:00Z")
+        );
+        let e = one(MIN_DEVICE_TIME_S - 1).unwrap_err();
+        assert_eq!((e.code(), e.field()), ("invalid_ts", "ts"));
+        assert!(e.to_string().contains("clock is not set"), "{e}");
+        assert_eq!(one(0).unwrap_err().code(), "invalid_ts");
+        assert_eq!(one(i64::MIN).unwrap_err().code(), "invalid_ts");
+        let last = MAX_MICROS.div_euclid(MICROS_PER_SEC);
+        assert_eq!(one(last).unwrap().seq, last);
+        for t in [last + 1, i64::MAX / MICROS_PER_SEC + 1, i64::MAX] {
+            let e = one(t).unwrap_err();
+            assert_eq!(e.to_string(), "ts falls outside years 0001-9999 in UTC");
+        }
+        // The receive time out of range: the same code.
+        let late = FrameMeta {
+            received_at: MAX_MICROS + 1,
+            f_cnt: 1,
+        };
+        let live_one = of(vec![live(Ok(100))]);
+        let got = readings(&cfg, &live_one, &late, None)
+            .unwrap()
+            .each
+            .swap_remove(0);
+        assert_eq!(got.unwrap_err().code(), "invalid_ts");
+    }
+
+    fn tek766(hex_text: &str) -> Uplink {
+        decode(Codec::TekelekTek766, 16, &hex(hex_text)).unwrap()
+    }
+
+    #[test]
+    fn tekelek_readings_repeated_by_the_next_uplink_key_the_same() {
+        let cfg = config(3000, 200, Some(6 * HOUR_S));
+        let (vector, first) = decoded(Codec::TekelekTek766, TEK766, 3).swap_remove(0);
+        assert_eq!(
+            vector.bytes,
+            hex("1000000001121B7701131BAA01121BA90114F274")
+        );
+        // Received 3 min 12 s after its slot (06:00).
+        let got = readings(&cfg, &first, &meta("2026-07-16T06:03:12Z", 40), None).unwrap();
+        let before = triples(&got);
+        let slot = |t: &str, ullage_mm: u32| {
+            let ts = at(t);
+            let fill = fill_pct(ullage_mm, cfg.bin_depth_mm, 200);
+            (ts / 1_000_000, isoformat(ts), fill)
+        };
+        assert_eq!(
+            before,
+            vec![
+                slot("2026-07-16T06:00:00Z", 2740),
+                slot("2026-07-16T00:00:00Z", 2750),
+                slot("2026-07-15T18:00:00Z", 2740),
+                slot("2026-07-15T12:00:00Z", 2760),
+            ]
+        );
+        assert_eq!(before[0].2, 15.3);
+        // One period later, received 2 min 30 s *before* its slot (12:00), another
+        // frame counter; a new current reading, the previous three shifted by one.
+        let next = tek766("1000000001101B7701121B7701131BAA01121BA9");
+        let got = readings(&cfg, &next, &meta("2026-07-16T11:57:30Z", 41), None).unwrap();
+        let after = triples(&got);
+        assert_eq!(after[0], slot("2026-07-16T12:00:00Z", 2720));
+        assert_eq!(after[1..], before[..3]);
+        // Jitter up to just under half a period either side keeps the slots.
+        for received in ["2026-07-16T09:00:00Z", "2026-07-16T14:59:59.999999Z"] {
+            let got = readings(&cfg, &next, &meta(received, 41), None).unwrap();
+            assert_eq!(triples(&got), after, "{received}");
+        }
+        // The status frame's reading is off the schedule: receive time and frame counter.
+        let (_, status) = decoded(Codec::TekelekTek766, TEK766, 3).swap_remove(2);
+        let got = readings(&cfg, &status, &meta("2026-07-16T07:31:00Z", 42), None).unwrap();
+        assert_eq!(
+            triples(&got),
+            vec![(42, "2026-07-16T07:31:00+00:00".to_owned(), 98.7)]
+        );
+    }
+
+    #[test]
+    fn tekelek_rounds_to_the_nearest_slot_and_a_tie_to_the_later() {
+        let period = NonZeroU32::new(600).unwrap();
+        let s = |t| slot(t, period, 0).unwrap();
+        let p = 600 * MICROS_PER_SEC;
+        assert_eq!(s(10 * p), 10 * p);
+        assert_eq!(s(10 * p + p / 2 - 1), 10 * p);
+        assert_eq!(s(10 * p + p / 2), 11 * p);
+        assert_eq!(s(10 * p - p / 2), 10 * p);
+        assert_eq!(s(10 * p - p / 2 - 1), 9 * p);
+        // Before the epoch the same grid.
+        assert_eq!(s(-p / 2 - 1), -p);
+        assert_eq!(s(-p / 2), 0);
+        assert_eq!(slot(10 * p, period, 3), Some(7 * p));
+        // Past the ends of i64: no slot (invalid_ts), never a panic.
+        let second = NonZeroU32::new(1).unwrap();
+        assert_eq!(slot(i64::MAX, second, 0), None);
+        assert_eq!(slot(i64::MIN, second, 0), None);
+        assert_eq!(slot(i64::MIN + 224_192, second, 1), None);
+        let longest = NonZeroU32::new(u32::MAX).unwrap();
+        for t in [i64::MIN, MIN_MICROS, 0, MAX_MICROS, i64::MAX] {
+            for ago in [0, 1, 255] {
+                let _ = slot(t, longest, ago);
+            }
+        }
+    }
+
+    #[test]
+    fn tekelek_without_a_reporting_period_is_missing_reporting_period() {
+        let (_, first) = decoded(Codec::TekelekTek766, TEK766, 3).swap_remove(0);
+        let e = readings(
+            &config(3000, 0, None),
+            &first,
+            &meta("2026-07-16T06:00:00Z", 1),
+            None,
+        )
+        .unwrap_err();
+        assert_eq!(
+            (e.code(), e.field()),
+            ("missing_reporting_period", "reading")
+        );
+        assert!(e.to_string().contains("reporting_period_s"), "{e}");
+        // Its status frame needs no period.
+        let (_, status) = decoded(Codec::TekelekTek766, TEK766, 3).swap_remove(2);
+        let got = readings(
+            &config(3000, 0, None),
+            &status,
+            &meta("2026-07-16T06:00:00Z", 1),
+            None,
+        );
+        assert!(got.unwrap().each[0].is_ok());
+        // A sample with a device time is dated by it, whatever its periods_ago.
+        let dated = of(vec![Sample {
+            device_time_s: Some(1_700_000_000),
+            periods_ago: Some(2),
+            ..live(Ok(100))
+        }]);
+        let got = readings(
+            &config(3000, 0, None),
+            &dated,
+            &meta("2026-07-16T06:00:00Z", 1),
+            None,
+        );
+        assert_eq!(got.unwrap().each[0].as_ref().unwrap().seq, 1_700_000_000);
+    }
+
+    /// Picks one of a few interesting values or a random one.
+    fn pick_i64(rng: &mut fastrand::Rng, around: &[i64]) -> i64 {
+        match rng.u8(0..8) {
+            0 => rng.i64(..),
+            1 => around[rng.usize(..around.len())],
+            _ => {
+                let base = around[rng.usize(..around.len())];
+                base.saturating_add(rng.i64(-100_000..=100_000))
+            }
+        }
+    }
+
+    #[test]
+    fn random_configs_samples_and_frames_never_panic_and_give_valid_readings() {
+        let mut rng = fastrand::Rng::with_seed(0x5eed_0011);
+        let times = [
+            0,
+            MIN_DEVICE_TIME_S,
+            1_700_000_000,
+            MAX_MICROS / MICROS_PER_SEC,
+            MIN_MICROS / MICROS_PER_SEC,
+            i64::MAX,
+            i64::MIN,
+        ];
+        let micros = [
+            0,
+            1_700_000_000_000_000,
+            MAX_MICROS,
+            MIN_MICROS,
+            i64::MAX,
+            i64::MIN,
+        ];
+        let counters = [0, 65_535, MAX_SAFE_SEQ, -MAX_SAFE_SEQ, i64::MAX, i64::MIN];
+        let (mut ok, mut rejected) = (0, 0);
+        for round in 0..20_000 {
+            let cfg = DeviceConfig {
+                codec: None,
+                bin_depth_mm: NonZeroU32::new(rng.u32(1..)).unwrap(),
+                offset_mm: rng.u32(..),
+                reporting_period_s: NonZeroU32::new(rng.u32(..)).filter(|_| rng.bool()),
+            };
+            let samples = (0..rng.usize(0..6))
+                .map(|_| Sample {
+                    distance: if rng.u8(0..5) == 0 {
+                        Err(NoReading("sentinel"))
+                    } else {
+                        Ok(rng.u32(..))
+                    },
+                    device_time_s: rng.bool().then(|| pick_i64(&mut rng, &times)),
+                    app_counter: rng.bool().then(|| {
+                        if rng.u8(0..8) == 0 {
+                            rng.u32(..)
+                        } else {
+                            rng.u32(..=65_535)
+                        }
+                    }),
+                    periods_ago: rng.bool().then(|| rng.u8(..)),
+                })
+                .collect();
+            let uplink = Uplink {
+                samples,
+                battery: None,
+            };
+            let m = FrameMeta {
+                received_at: pick_i64(&mut rng, &micros),
+                f_cnt: pick_i64(&mut rng, &counters),
+            };
+            let reference = rng.bool().then(|| pick_i64(&mut rng, &counters));
+            let got = readings(&cfg, &uplink, &m, reference);
+            assert_eq!(got, readings(&cfg, &uplink, &m, reference), "deterministic");
+            let got = match got {
+                Ok(got) => got,
+                Err(e) => {
+                    assert_eq!(e, Error::MissingReportingPeriod);
+                    assert!(cfg.reporting_period_s.is_none());
+                    continue;
+                }
+            };
+            assert_eq!(got.each.len(), uplink.samples.len());
+            assert!(got.counter_ref >= reference, "{round}");
+            for (sample, r) in uplink.samples.iter().zip(&got.each) {
+                match r {
+                    Ok(r) => {
+                        assert!(sample.distance.is_ok());
+                        assert!(r.seq.unsigned_abs() <= MAX_SAFE_SEQ.unsigned_abs());
+                        assert!((MIN_MICROS..=MAX_MICROS).contains(&r.ts));
+                        assert!((0.0..=100.0).contains(&r.fill_pct));
+                        // The core's own validation takes it unchanged.
+                        let raw = RawReading {
+                            is_object: true,
+                            repeated: None,
+                            device_id: Some(Scalar::Str("bin-1".into())),
+                            seq: Some(Scalar::Int(r.seq)),
+                            ts: Some(Scalar::Str(isoformat(r.ts).into())),
+                            fill_pct: Some(Scalar::Float(r.fill_pct)),
+                        };
+                        let v = validate(raw).unwrap();
+                        assert_eq!((v.seq, v.ts, v.fill_pct), (r.seq, r.ts, r.fill_pct));
+                        ok += 1;
+                    }
+                    Err(e) => {
+                        assert!(
+                            matches!(e.code(), "no_reading" | "invalid_ts" | "invalid_seq"),
+                            "{e:?}"
+                        );
+                        assert!(!e.to_string().is_empty());
+                        rejected += 1;
+                    }
+                }
+            }
+        }
+        // Both sides drawn often enough to mean something (5 712 and 28 629 with this seed).
+        assert!(
+            ok > 4_000 && rejected > 4_000,
+            "{ok} readings, {rejected} rejected"
+        );
+    }
+}
