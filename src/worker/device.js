@@ -24,6 +24,16 @@ CREATE TABLE IF NOT EXISTS readings (
 );
 CREATE INDEX IF NOT EXISTS readings_by_admission ON readings (admitted_at);
 CREATE INDEX IF NOT EXISTS readings_due ON readings (state, next_attempt_at);
+-- The device's bin and sensor (PUT /v1/devices/{id}/config): one row, or none.
+CREATE TABLE IF NOT EXISTS config (
+  id INTEGER PRIMARY KEY CHECK (id = 0),
+  device_id TEXT NOT NULL,
+  codec TEXT,                     -- NULL: chosen from the uplink
+  bin_depth_mm INTEGER NOT NULL,
+  offset_mm INTEGER NOT NULL,
+  reporting_period_s INTEGER,
+  updated_at INTEGER NOT NULL     -- ms since the epoch, of the last change
+);
 `;
 
 // A key that expired from the seen-set and arrives again is admitted again (the
@@ -85,15 +95,15 @@ export class DeviceObject extends DurableObject {
 
   /**
    * Registers the device with its roll-up shard before its first write, so that a
-   * read of its ledger finds it (reads ask the shard and start no object for an
-   * unknown device). Returns null, or the failure to answer: nothing is stored.
+   * read of its ledger or configuration finds it (reads ask the shard and start no
+   * object for an unknown device). Returns null, or the failure to answer: nothing
+   * may be stored.
    */
-  async register(context, readings, refused) {
+  async register(device_id) {
     if (this.registered) return null;
     try {
-      await register(this.sql, this.env, context.device_id);
+      await register(this.sql, this.env, device_id);
     } catch (e) {
-      logNothingStored(context, readings, refused, "device_unavailable");
       return { ok: false, status: 503, code: "device_unavailable", message: `could not register the device with its roll-up shard: ${e?.message ?? e}` };
     }
     this.registered = true;
@@ -151,8 +161,11 @@ export class DeviceObject extends DurableObject {
    */
   async ingest({ device_id, readings: planned, refused = 0, route, burst_id, attempt = 0 }) {
     this.prepare();
-    const unregistered = await this.register({ device_id, route, burst_id }, planned.length, refused);
-    if (unregistered) return unregistered;
+    const unregistered = await this.register(device_id);
+    if (unregistered) {
+      logNothingStored({ device_id, route, burst_id }, planned.length, refused, unregistered.code);
+      return unregistered;
+    }
     const cfg = config(this.env);
     const now = Date.now();
     const context = { device_id, route, burst_id };
@@ -291,6 +304,53 @@ export class DeviceObject extends DurableObject {
     const counts = { ...out.counts, received: out.counts.unique, duplicates_suppressed: 0, rejected: 0 };
     const line = counts.received ? guarded(() => auditLine("burst_deduplicated", counts, now, context)) : null;
     return { verdicts, counts, line, already };
+  }
+
+  /**
+   * Stores the device's configuration (validated by the worker) in place of the one
+   * it had, registering the device first like a first write; a change is logged
+   * (INFO `device_config`, `before` and `after`). The same values again change
+   * nothing, `updated_at` included. Returns `{ok: true, config}` (as
+   * `deviceConfig`), or `{ok: false, status, code, message}` when nothing was stored.
+   */
+  async configure({ device_id, codec, bin_depth_mm, offset_mm, reporting_period_s }) {
+    this.prepare();
+    const unregistered = await this.register(device_id);
+    if (unregistered) {
+      console.log(JSON.stringify({ level: "WARN", event: "device_config_not_stored", device_id, error: unregistered.code }));
+      return unregistered;
+    }
+    const wanted = { device_id, codec, bin_depth_mm, offset_mm, reporting_period_s };
+    const before = this.deviceConfig();
+    if (before && Object.keys(wanted).every((k) => before[k] === wanted[k])) return { ok: true, config: before };
+    try {
+      this.sql.exec(
+        "INSERT OR REPLACE INTO config (id, device_id, codec, bin_depth_mm, offset_mm, reporting_period_s, updated_at) VALUES (0, ?, ?, ?, ?, ?, ?)",
+        device_id, codec, bin_depth_mm, offset_mm, reporting_period_s, Date.now(),
+      );
+    } catch (e) {
+      console.log(JSON.stringify({ level: "WARN", event: "device_config_not_stored", device_id, error: String(e?.message ?? e) }));
+      return { ok: false, status: 503, code: "storage_unavailable", message: `could not store the configuration: ${e?.message ?? e}` };
+    }
+    const after = this.deviceConfig();
+    console.log(JSON.stringify({ level: "INFO", event: "device_config", device_id, before, after }));
+    return { ok: true, config: after };
+  }
+
+  /** The stored configuration (GET /v1/devices/{id}/config), or null. Reads only. */
+  configuration() {
+    return this.deviceConfig();
+  }
+
+  /**
+   * The device's configuration as stored: `{device_id, codec, bin_depth_mm,
+   * offset_mm, reporting_period_s, updated_at}` (`codec` and `reporting_period_s`
+   * may be null), or null when it has none. Creates no state.
+   */
+  deviceConfig() {
+    if (!this.prepared) return null;
+    const row = this.sql.exec("SELECT device_id, codec, bin_depth_mm, offset_mm, reporting_period_s, updated_at FROM config").toArray()[0];
+    return row ? { ...row, updated_at: isoTime(row.updated_at) } : null;
   }
 
   /** Ledger rows in admission order, `after` a rowid cursor. */

@@ -78,16 +78,29 @@ async function route(request, env) {
   if ((m = path.match(/^\/v1\/devices\/([^/]*)\/redrive$/))) {
     return only(method, "POST", () => redrive(env, deviceIdOf(m[1]), url.searchParams));
   }
+  if ((m = path.match(/^\/v1\/devices\/([^/]*)\/config$/))) {
+    return byMethod(method, {
+      GET: () => configuration(env, deviceIdOf(m[1])),
+      PUT: () => configure(request, env, cfg, deviceIdOf(m[1])),
+    });
+  }
   throw new HttpError(404, "not_found", `no route for ${path}`);
 }
 
 /** GET routes also answer HEAD; a 405 names what is allowed. */
 function only(method, allowed, handler) {
-  if (method !== allowed) {
-    const allow = allowed === "GET" ? "GET, HEAD" : allowed;
+  return byMethod(method, { [allowed]: handler });
+}
+
+/** The handler of `method` among `handlers` (method → handler), else a 405 naming them (GET with HEAD). */
+function byMethod(method, handlers) {
+  if (!Object.hasOwn(handlers, method)) {
+    const allow = Object.keys(handlers)
+      .flatMap((m) => (m === "GET" ? ["GET", "HEAD"] : [m]))
+      .join(", ");
     throw new HttpError(405, "method_not_allowed", `use ${allow}`, { allow });
   }
-  return handler();
+  return handlers[method]();
 }
 
 /** ChirpStack's `?event=` (every value given), any case, as one of CHIRPSTACK_EVENTS; `up` when absent. */
@@ -122,14 +135,7 @@ function deviceIdOf(segment) {
 // --- ingest ---------------------------------------------------------------------
 
 async function ingest(request, env, cfg, format, routeName) {
-  const type = (request.headers.get("content-type") ?? "").split(";")[0].trim().toLowerCase();
-  if (type !== "application/json" && !type.endsWith("+json")) {
-    const hint = /protobuf|octet-stream/.test(type)
-      ? "the Protobuf encoding is not supported; choose JSON (The Things Stack: the webhook format; ChirpStack: the HTTP integration's payload encoding)"
-      : "send Content-Type: application/json";
-    throw new HttpError(415, "unsupported_media_type", hint);
-  }
-  const body = await readBody(request, cfg.MAX_BODY_BYTES);
+  const body = await readJson(request, cfg);
   // The one parse of the body, validation and keying of each reading: in Wasm.
   let plan;
   try {
@@ -269,6 +275,18 @@ function merge(plan, groups, replies, burst_id) {
   return json(200, out);
 }
 
+/** The body of a request that must be JSON (else 415), at most MAX_BODY_BYTES (else 413). */
+async function readJson(request, cfg) {
+  const type = (request.headers.get("content-type") ?? "").split(";")[0].trim().toLowerCase();
+  if (type !== "application/json" && !type.endsWith("+json")) {
+    const hint = /protobuf|octet-stream/.test(type)
+      ? "the Protobuf encoding is not supported; choose JSON (The Things Stack: the webhook format; ChirpStack: the HTTP integration's payload encoding)"
+      : "send Content-Type: application/json";
+    throw new HttpError(415, "unsupported_media_type", hint);
+  }
+  return readBody(request, cfg.MAX_BODY_BYTES);
+}
+
 async function readBody(request, limit) {
   const declared = Number(request.headers.get("content-length") ?? NaN);
   if (declared > limit) throw tooLarge(limit);
@@ -381,6 +399,153 @@ function decimal(params, name, dflt) {
   if (values.length > 1 || !/^[0-9]+$/.test(values[0])) return null;
   const v = Number(values[0]);
   return Number.isSafeInteger(v) ? v : null;
+}
+
+// --- device configuration -------------------------------------------------------
+
+// The codecs the core decodes, by the TTN device repository's `brand_id/model_id`.
+const CODECS = limits().codecs;
+// Codecs that time their readings by the reporting period (Tekelek: four per uplink).
+const NEEDS_PERIOD = new Set(["tekelek/tek766"]);
+// The numeric members of a device's configuration: code, range and unit (the core's
+// `DeviceConfig` holds the same ranges), and the value when absent or null
+// (undefined: required).
+const CONFIG_NUMBERS = {
+  bin_depth_mm: { code: "invalid_bin_depth", min: 1, max: 100_000, unit: "millimetres" },
+  offset_mm: { code: "invalid_offset", min: 0, max: 100_000, unit: "millimetres", absent: 0 },
+  reporting_period_s: { code: "invalid_reporting_period", min: 1, max: 7 * 86_400, unit: "seconds", absent: null },
+};
+const CONFIG_MEMBERS = ["codec", ...Object.keys(CONFIG_NUMBERS)];
+
+/**
+ * PUT /v1/devices/{device_id}/config: the body validated here, then stored by the
+ * device's object (which registers with its roll-up shard first, like a first
+ * write). Answers the stored configuration.
+ */
+async function configure(request, env, cfg, path) {
+  const wanted = deviceConfigOf(await readJson(request, cfg));
+  let reply;
+  try {
+    reply = await env.DEVICES.get(env.DEVICES.idFromName(path.id)).configure({ device_id: path.id, ...wanted });
+  } catch (e) {
+    throw unavailable(e);
+  }
+  if (!reply.ok) throw new HttpError(reply.status, reply.code, reply.message, { "retry-after": "1" });
+  return json(200, reply.config);
+}
+
+/** GET /v1/devices/{device_id}/config; 404 `not_configured` without starting an unknown device's object. */
+async function configuration(env, path) {
+  const { device_id, device } = await knownDevice(env, path);
+  let stored = null;
+  try {
+    if (device) stored = await device.configuration();
+  } catch (e) {
+    throw unavailable(e);
+  }
+  if (!stored) throw new HttpError(404, "not_configured", `device ${JSON.stringify(device_id)} has no configuration; PUT one to this path`);
+  return json(200, stored);
+}
+
+function unavailable(e) {
+  return new HttpError(503, "device_unavailable", `could not reach the device object: ${e?.message ?? e}; retry`, { "retry-after": "1" });
+}
+
+/**
+ * The configuration a PUT body gives: `{codec, bin_depth_mm, offset_mm,
+ * reporting_period_s}`, absent or null members as their defaults. Throws a coded
+ * 400 naming the member and the rule it breaks (the first in that order).
+ */
+function deviceConfigOf(bytes) {
+  let text;
+  let body;
+  try {
+    text = new TextDecoder("utf-8", { fatal: true }).decode(bytes);
+    body = JSON.parse(text);
+  } catch (e) {
+    throw new HttpError(400, "invalid_json", `the body is not JSON: ${e.message}`);
+  }
+  const shape = (message) => new HttpError(400, "invalid_config_body", message);
+  if (body === null || typeof body !== "object" || Array.isArray(body)) {
+    throw shape(`the body must be a JSON object with the members ${CONFIG_MEMBERS.join(", ")}`);
+  }
+  const given = new Map(); // member → its value's text
+  for (const [name, value] of membersOf(text)) {
+    if (!CONFIG_MEMBERS.includes(name)) throw shape(`unknown member ${JSON.stringify(name).slice(0, 64)}; the members are ${CONFIG_MEMBERS.join(", ")}`);
+    if (given.has(name)) throw shape(`member ${JSON.stringify(name)} appears twice`);
+    given.set(name, value);
+  }
+  const codec = body.codec ?? null;
+  if (codec !== null && !CODECS.includes(codec)) {
+    throw new HttpError(400, "unknown_codec", `codec must be null (chosen from the uplink) or one of ${CODECS.join(", ")}; got ${shown(given.get("codec"))}`);
+  }
+  const out = { codec };
+  for (const [name, rule] of Object.entries(CONFIG_NUMBERS)) out[name] = wholeMember(name, rule, body[name] ?? null, given.get(name));
+  if (NEEDS_PERIOD.has(codec) && out.reporting_period_s === null) {
+    throw new HttpError(400, "missing_reporting_period", `codec ${codec} needs reporting_period_s: it times the readings of each uplink by the period`);
+  }
+  return out;
+}
+
+/** A numeric member: a whole number within its range, or its default when absent or null. */
+function wholeMember(name, { code, min, max, unit, absent }, value, text) {
+  const rule = `${name} must be a whole number of ${unit}, ${min} … ${max}`;
+  if (value === null) {
+    if (absent === undefined) throw new HttpError(400, code, `${rule}; it is required`);
+    return absent;
+  }
+  if (typeof value !== "number" || !wholeText(text) || !(value >= min && value <= max)) {
+    throw new HttpError(400, code, `${rule}; got ${shown(text)}`);
+  }
+  return value + 0; // -0 is 0
+}
+
+/**
+ * Whether a JSON number's text is whole, decided by its digits rather than its
+ * rounded double, as the core decides for `seq` (`1.0`, `1e3` and `-0` are;
+ * `1.5`, `1e-400` and `100.000000000000001` are not).
+ */
+function wholeText(text) {
+  const m = /^-?([0-9]+)(?:\.([0-9]+))?(?:[eE]([+-]?[0-9]+))?$/.exec(text);
+  if (!m) return false;
+  const digits = m[1] + (m[2] ?? "");
+  return /^0*$/.test(digits.slice(Math.max(0, m[1].length + Number(m[3] ?? 0))));
+}
+
+/**
+ * The members of the JSON object `text` (valid JSON, parsed already) as written:
+ * `[name, value's text]` in order, a member given twice twice (JSON.parse keeps
+ * only its last value).
+ */
+function membersOf(text) {
+  const members = [];
+  let depth = 0;
+  let wantName = false;
+  let name;
+  let from;
+  for (let i = 0; i < text.length; i++) {
+    const c = text[i];
+    if (c === '"') {
+      const start = i;
+      for (i++; text[i] !== '"'; i++) if (text[i] === "\\") i++;
+      if (depth === 1 && wantName) [name, wantName] = [JSON.parse(text.slice(start, i + 1)), false];
+    } else if (c === ":" && depth === 1) {
+      from = i + 1;
+    } else if (c === "{" || c === "[") {
+      depth += 1;
+      wantName ||= depth === 1;
+    } else if (c === "," || c === "}" || c === "]") {
+      if (depth === 1 && name !== undefined) members.push([name, text.slice(from, i).trim()]);
+      if (depth === 1) [name, wantName] = [undefined, c === ","];
+      if (c !== ",") depth -= 1;
+    }
+  }
+  return members;
+}
+
+/** A member's text in a message, at most 64 characters. */
+function shown(text) {
+  return text.length > 64 ? `${text.slice(0, 63)}…` : text;
 }
 
 // --- responses ------------------------------------------------------------------
