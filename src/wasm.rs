@@ -988,18 +988,31 @@ fn uplink_options(options: &JsValue) -> Result<(FieldNames, usize), Error> {
 /// Returns a {@link DecodedPayload}: the battery when the frame has one, and each level
 /// sample (the live one, history records with their device time, Tekelek's previous
 /// ones) with its distance in mm or why it has none (`no_reading`). Throws
-/// `unknown_codec`, `invalid_payload` (bytes the codec cannot read) or
-/// `unsupported_port` (a port without level data).
+/// `unknown_codec`, `invalid_payload` (bytes the codec cannot read),
+/// `unsupported_port` (a port without level data) or `invalid_burst` (a codec that is
+/// not a string, an fPort that is not a whole number 0 ..= 255, a payload that is not
+/// a readable `Uint8Array`).
 #[wasm_bindgen(js_name = decodePayload, unchecked_return_type = "DecodedPayload")]
 pub fn decode_payload_js(
     #[wasm_bindgen(unchecked_param_type = "string")] codec: JsValue,
     #[wasm_bindgen(unchecked_param_type = "number")] f_port: JsValue,
     #[wasm_bindgen(unchecked_param_type = "Uint8Array")] payload: JsValue,
 ) -> Result<JsValue, JsValue> {
-    let id = codec
-        .as_string()
-        .ok_or_else(|| to_js(Error::UnknownCodec(format!("{codec:?}"))))?;
-    let codec = Codec::from_id(&id).map_err(to_js)?;
+    // `as_string` and `type_name` run no caller code (a Proxy's traps, a toString).
+    let id = codec.as_string().ok_or_else(|| {
+        to_js(Error::BadArgument(format!(
+            "the codec must be a string, one of limits().codecs; got {}",
+            type_name(&codec)
+        )))
+    })?;
+    let codec = Codec::from_id(&id).map_err(|_| {
+        // The id as given, at most 64 characters.
+        let shown: String = match id.char_indices().nth(64) {
+            Some((at, _)) => format!("{}…", &id[..at]),
+            None => id.clone(),
+        };
+        to_js(Error::UnknownCodec(shown))
+    })?;
     let port = f_port
         .as_f64()
         .filter(|p| p.fract() == 0.0 && (0.0..=255.0).contains(p))
@@ -1008,14 +1021,13 @@ pub fn decode_payload_js(
                 "fPort must be a whole number 0 ..= 255".into(),
             ))
         })?;
-    let bytes = payload
-        .dyn_ref::<js_sys::Uint8Array>()
-        .map(js_sys::Uint8Array::to_vec)
-        .ok_or_else(|| {
-            to_js(Error::BadArgument(
-                "the payload must be a Uint8Array".into(),
-            ))
-        })?;
+    // Copied through a catching constructor: a Proxy or a detached buffer throws a
+    // coded error, not the runtime's TypeError.
+    let bytes = u8_arg(&payload, "the payload").unwrap_or_else(|| {
+        Err(to_js(Error::BadArgument(
+            "the payload must be a Uint8Array".into(),
+        )))
+    })?;
     let uplink = decode(codec, port as u32, &bytes).map_err(to_js)?;
     to_value(&Decoded::new(codec, &uplink))
 }

@@ -127,6 +127,17 @@ const rows = [
   ['restore: a Proxy of bytes whose get trap throws', () => Deduplicator.restore(new Proxy(base, { get() { throw new Error('trap'); } })), { code: 'invalid_burst' }, S],
   ['fromKeys: admission times as a Proxy whose get trap throws', () => Deduplicator.fromKeys(HELD_KEYS[0], new Proxy([NOW], { get() { throw new Error('trap'); } })), { code: 'invalid_burst' }, S],
   ['fromKeys: a Float64Array Proxy whose get trap throws', () => Deduplicator.fromKeys(HELD_KEYS[0], new Proxy(Float64Array.of(NOW), { get() { throw new Error('trap'); } })), { code: 'invalid_burst' }, S],
+  // decodePayload reads its arguments without running caller code it cannot catch:
+  // a coded error (invalid_burst for an argument of the wrong kind), never a bare
+  // TypeError, and never the value's Rust debug text or stack in the message.
+  ['decodePayload: a trapless Proxy of bytes', () => pkg.decodePayload('milesight-iot/em500-udl', 85, new Proxy(Uint8Array.of(1, 0x75, 90), {})), { code: 'invalid_burst' }, S],
+  ['decodePayload: a Proxy of bytes whose get trap throws', () => pkg.decodePayload('milesight-iot/em500-udl', 85, new Proxy(Uint8Array.of(1, 0x75, 90), { get() { throw new Error('trap'); } })), { code: 'invalid_burst' }, S],
+  ['decodePayload: bytes of a detached buffer', () => { const buf = new ArrayBuffer(3); const view = new Uint8Array(buf); structuredClone(buf, { transfer: [buf] }); return pkg.decodePayload('milesight-iot/em500-udl', 85, view); }, { code: 'invalid_burst' }, S],
+  ['decodePayload: a codec Proxy whose traps throw', () => pkg.decodePayload(new Proxy({}, { get() { throw new Error('trap'); }, getPrototypeOf() { throw new Error('trap'); } }), 85, Uint8Array.of(1, 0x75, 90)), { code: 'invalid_burst' }, S],
+  ['decodePayload: a codec that is not a string says what it is', () => { try { pkg.decodePayload(new Error('secret stack'), 85, Uint8Array.of(1, 0x75, 90)); } catch (e) { return [e.code, e.message]; } },
+    { result: ([code, m]) => { assert.equal(code, 'invalid_burst'); assert.match(m, /codec must be a string/); assert.doesNotMatch(m, /JsValue|secret stack|at file:/); } }, S],
+  ['decodePayload: an unknown codec id of 1 MB is not echoed whole', () => { try { pkg.decodePayload('x'.repeat(1_000_000), 85, Uint8Array.of(1)); } catch (e) { return [e.code, e.message.length]; } },
+    { result: ([code, n]) => { assert.equal(code, 'unknown_codec'); assert.ok(n < 200, `${n} characters`); } }, S],
   ['auditLine: a counts getter that throws', () => auditLine('burst_deduplicated', { get received() { throw new Error('boom'); } }, NOW), { code: 'invalid_burst' }, S],
 
   // One seq range everywhere: ±(2^53−1).
