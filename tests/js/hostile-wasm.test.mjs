@@ -123,6 +123,9 @@ const rows = [
   // A Proxy of a Uint8Array cannot be read as one even without traps (its `length`
   // getter refuses a Proxy as `this`): a coded error, never an uncaught one.
   ['processBurstJson: a trapless Proxy of bytes', (d) => d.processBurstJson(new Proxy(new TextEncoder().encode(JSON.stringify([HELD[0]])), {}), NOW), { code: 'invalid_burst' }, S],
+  ['parseUplink: a format that is a number, not a name', () => pkg.parseUplink(5, '{}'), { code: 'unknown_format' }, S],
+  ['parseUplink: a format that is an object whose toString throws', () => pkg.parseUplink({ toString() { throw new Error('boom'); } }, '{}'), { code: 'unknown_format' }, S],
+  ['auditLine: an event that is a number', () => auditLine(5, { received: 0, unique: 0, duplicates_suppressed: 0, rejected: 0, seq_reuses: 0, evicted_before_ttl: 0 }, NOW), { code: 'invalid_burst' }, S],
   ['parseUplink: a Proxy of bytes whose get trap throws', () => pkg.parseUplink('readings', new Proxy(new Uint8Array(2), { get() { throw new Error('trap'); } })), { code: 'invalid_burst' }, S],
   ['restore: a Proxy of bytes whose get trap throws', () => Deduplicator.restore(new Proxy(base, { get() { throw new Error('trap'); } })), { code: 'invalid_burst' }, S],
   ['fromKeys: admission times as a Proxy whose get trap throws', () => Deduplicator.fromKeys(HELD_KEYS[0], new Proxy([NOW], { get() { throw new Error('trap'); } })), { code: 'invalid_burst' }, S],
