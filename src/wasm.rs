@@ -180,6 +180,14 @@ fn threw_arg(what: &str, e: &JsValue) -> Error {
 }
 
 /// What kind of JS value `v` is, for messages; runs no caller code.
+/// A caller's text in a message: as given, at most 64 characters.
+fn shown(text: &str) -> String {
+    match text.char_indices().nth(64) {
+        Some((at, _)) => format!("{}…", &text[..at]),
+        None => text.to_owned(),
+    }
+}
+
 fn type_name(v: &JsValue) -> &'static str {
     if v.is_null() {
         "null"
@@ -820,18 +828,22 @@ impl JsDeduplicator {
 #[wasm_bindgen(js_name = auditLine)]
 pub fn audit_line(
     // A string, read below into `AuditEvent` (a bad one is `invalid_burst`).
-    #[wasm_bindgen(unchecked_param_type = "AuditEvent")] event: &str,
+    #[wasm_bindgen(unchecked_param_type = "AuditEvent")] event: JsValue,
     #[wasm_bindgen(unchecked_param_type = "AuditCounts")] counts: JsValue,
     #[wasm_bindgen(unchecked_param_type = "number")] now_ms: JsValue,
     #[wasm_bindgen(unchecked_optional_param_type = "AuditContext")] context: JsValue,
 ) -> Result<String, JsValue> {
     let now_ms = time_arg(&now_ms)?;
-    let event: AuditEvent =
-        serde_json::from_value(serde_json::Value::from(event)).map_err(|_| {
-            to_js(Error::BadArgument(format!(
-                "unknown audit event {event:?}; expected burst_deduplicated or burst_not_stored"
-            )))
-        })?;
+    let unknown = |given: String| {
+        to_js(Error::BadArgument(format!(
+            "unknown audit event {given}; expected burst_deduplicated or burst_not_stored"
+        )))
+    };
+    let name = event
+        .as_string()
+        .ok_or_else(|| unknown(format!("<{}>", type_name(&event))))?;
+    let event: AuditEvent = serde_json::from_value(serde_json::Value::from(name.as_str()))
+        .map_err(|_| unknown(format!("{:?}", shown(&name))))?;
     let counts = flat_copy(&counts).map_err(|e| to_js(threw_arg("the audit counts", &e)))?;
     let counts: AuditCounts = serde_wasm_bindgen::from_value(counts)
         .map_err(|e| to_js(Error::BadArgument(format!("audit counts: {e}"))))?;
@@ -934,12 +946,16 @@ pub struct UplinkOptions {
 /// `maxReadings`) or `invalid_config`.
 #[wasm_bindgen(js_name = parseUplink)]
 pub fn parse_uplink(
-    format: &str,
+    #[wasm_bindgen(unchecked_param_type = "string")] format: JsValue,
     // A JS union read by `body_bytes`, not a serde value: nothing to derive from.
     #[wasm_bindgen(unchecked_param_type = "string | Uint8Array")] body: JsValue,
     #[wasm_bindgen(unchecked_optional_param_type = "UplinkOptions")] options: JsValue,
 ) -> Result<String, JsValue> {
-    let format = Format::from_name(format).map_err(to_js)?;
+    // `as_string` and `type_name` run no caller code (a Proxy's traps, a toString).
+    let name = format
+        .as_string()
+        .ok_or_else(|| to_js(Error::UnknownFormat(format!("<{}>", type_name(&format)))))?;
+    let format = Format::from_name(&name).map_err(|_| to_js(Error::UnknownFormat(shown(&name))))?;
     let (names, max) = uplink_options(&options).map_err(to_js)?;
     let bytes = body_bytes(body, "parseUplink")?;
     let out = plan(format, &bytes, &names, max).map_err(to_js)?;
@@ -1005,14 +1021,7 @@ pub fn decode_payload_js(
             type_name(&codec)
         )))
     })?;
-    let codec = Codec::from_id(&id).map_err(|_| {
-        // The id as given, at most 64 characters.
-        let shown: String = match id.char_indices().nth(64) {
-            Some((at, _)) => format!("{}…", &id[..at]),
-            None => id.clone(),
-        };
-        to_js(Error::UnknownCodec(shown))
-    })?;
+    let codec = Codec::from_id(&id).map_err(|_| to_js(Error::UnknownCodec(shown(&id))))?;
     let port = f_port
         .as_f64()
         .filter(|p| p.fract() == 0.0 && (0.0..=255.0).contains(p))

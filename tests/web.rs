@@ -347,9 +347,10 @@ fn parse_uplink_maps_a_tts_webhook_and_its_readings_key_like_the_vectors() {
         "readings": vectors.iter().map(|v| v["reading"].clone()).collect::<Vec<_>>()
     });
     let bytes = Uint8Array::from(uplink.to_string().as_bytes());
-    let plan: Value =
-        serde_json::from_str(&parse_uplink("ttn", bytes.into(), JsValue::UNDEFINED).unwrap())
-            .unwrap();
+    let plan: Value = serde_json::from_str(
+        &parse_uplink("ttn".into(), bytes.into(), JsValue::UNDEFINED).unwrap(),
+    )
+    .unwrap();
     assert_eq!(plan["received"], vectors.len());
     assert_eq!(plan["rejected"], json!([]));
     let group = &plan["devices"][0];
@@ -394,15 +395,15 @@ fn parse_uplink_maps_a_tts_webhook_and_its_readings_key_like_the_vectors() {
     assert!(verdicts.iter().all(|v| *v == 2), "the replay is suppressed");
     // The docs sample itself has no fill level: rejected with a code, not dropped.
     let plan: Value = serde_json::from_str(
-        &parse_uplink("ttn", JsValue::from_str(sample), JsValue::UNDEFINED).unwrap(),
+        &parse_uplink("ttn".into(), JsValue::from_str(sample), JsValue::UNDEFINED).unwrap(),
     )
     .unwrap();
     assert_eq!(plan["rejected"][0]["code"], "missing_fill_pct");
     assert_eq!(plan["rejected"][0]["device_id"], "0004A30B001C0530");
-    let err = parse_uplink("mqtt", JsValue::from_str("{}"), JsValue::UNDEFINED).unwrap_err();
+    let err = parse_uplink("mqtt".into(), JsValue::from_str("{}"), JsValue::UNDEFINED).unwrap_err();
     assert_eq!(code_of(err), "unknown_format");
     let opts = js(&json!({"maxReadings": 1}));
-    let err = parse_uplink("readings", JsValue::from_str("[{},{}]"), opts).unwrap_err();
+    let err = parse_uplink("readings".into(), JsValue::from_str("[{},{}]"), opts).unwrap_err();
     assert_eq!(code_of(err), "too_many_readings");
 }
 
