@@ -16,7 +16,10 @@
 #[cfg(not(feature = "typescript"))]
 compile_error!("the JavaScript API needs the `typescript` feature (a default one): its .d.ts is generated with tsify");
 
-use crate::codec::{decode, Codec, Decoded};
+use crate::codec::{
+    decode, payload_readings, Codec, Decoded, DeviceConfig, FrameMeta, BIN_DEPTH_MM, OFFSET_MM,
+    REPORTING_PERIOD_S,
+};
 use crate::dedupe::dedup::{
     check_time, Audit, AuditContext, AuditCounts, AuditEvent, BurstOutcome, Deduplicator,
 };
@@ -30,8 +33,10 @@ use crate::dedupe::seen::{
     Config, SeenSet, Stats, DEFAULT_MAX_KEYS, DEFAULT_TTL_MS, MAX_COUNTER, MAX_MAX_KEYS, MAX_TTL_MS,
 };
 use crate::dedupe::timestamp::isoformat;
+use crate::dedupe::timestamp::parse_rfc3339;
 use crate::uplink::{plan, FieldNames, Format, DEFAULT_MAX_READINGS, MAX_MAX_READINGS};
 use serde::{Deserialize, Serialize};
+use std::num::NonZeroU32;
 use tsify::Tsify;
 use wasm_bindgen::prelude::*;
 
@@ -890,6 +895,30 @@ pub struct Limits {
     formats: &'static [&'static str],
     /// The `codec` ids `decodePayload` takes.
     codecs: &'static [&'static str],
+    /// The ranges of a device configuration's numbers (`PayloadConfig`, and the
+    /// worker's `PUT /v1/devices/{id}/config`).
+    device_config: DeviceConfigLimits,
+}
+
+/// A whole number's smallest and largest allowed values.
+#[derive(Serialize, Tsify)]
+pub struct Bounds {
+    min: u32,
+    max: u32,
+}
+
+impl From<(u32, u32)> for Bounds {
+    fn from((min, max): (u32, u32)) -> Bounds {
+        Bounds { min, max }
+    }
+}
+
+/// `limits().deviceConfig`: each number of a device configuration, by its member name.
+#[derive(Serialize, Tsify)]
+pub struct DeviceConfigLimits {
+    bin_depth_mm: Bounds,
+    offset_mm: Bounds,
+    reporting_period_s: Bounds,
 }
 
 /// The limits and names every layer reads from here: TTL and cap ranges, the
@@ -914,6 +943,11 @@ pub fn limits() -> Result<JsValue, JsValue> {
         },
         formats: Format::NAMES,
         codecs: &Codec::IDS,
+        device_config: DeviceConfigLimits {
+            bin_depth_mm: BIN_DEPTH_MM.into(),
+            offset_mm: OFFSET_MM.into(),
+            reporting_period_s: REPORTING_PERIOD_S.into(),
+        },
     })
 }
 
@@ -1021,7 +1055,21 @@ pub fn decode_payload_js(
             type_name(&codec)
         )))
     })?;
-    let codec = Codec::from_id(&id).map_err(|_| to_js(Error::UnknownCodec(shown(&id))))?;
+    let codec = codec_arg(&id)?;
+    let (port, bytes) = frame_args(&f_port, &payload)?;
+    let uplink = decode(codec, port, &bytes).map_err(to_js)?;
+    to_value(&Decoded::new(codec, &uplink))
+}
+
+/// A codec by its id (`unknown_codec`, the id shown at most 64 characters long).
+fn codec_arg(id: &str) -> Result<Codec, JsValue> {
+    Codec::from_id(id).map_err(|_| to_js(Error::UnknownCodec(shown(id))))
+}
+
+/// A frame's port (a whole number 0 ..= 255) and payload bytes, copied through a
+/// catching constructor: a Proxy or a detached buffer throws a coded error, not the
+/// runtime's TypeError.
+fn frame_args(f_port: &JsValue, payload: &JsValue) -> Result<(u32, Vec<u8>), JsValue> {
     let port = f_port
         .as_f64()
         .filter(|p| p.fract() == 0.0 && (0.0..=255.0).contains(p))
@@ -1030,15 +1078,140 @@ pub fn decode_payload_js(
                 "fPort must be a whole number 0 ..= 255".into(),
             ))
         })?;
-    // Copied through a catching constructor: a Proxy or a detached buffer throws a
-    // coded error, not the runtime's TypeError.
-    let bytes = u8_arg(&payload, "the payload").unwrap_or_else(|| {
+    let bytes = u8_arg(payload, "the payload").unwrap_or_else(|| {
         Err(to_js(Error::BadArgument(
             "the payload must be a Uint8Array".into(),
         )))
     })?;
-    let uplink = decode(codec, port as u32, &bytes).map_err(to_js)?;
-    to_value(&Decoded::new(codec, &uplink))
+    Ok((port as u32, bytes))
+}
+
+/// A device's bin and sensor for `readingsFromPayload`, as the worker's
+/// `PUT /v1/devices/{id}/config` stores them (ranges: `limits().deviceConfig`).
+#[derive(Deserialize, Tsify)]
+pub struct PayloadConfig {
+    /// One of `limits().codecs`.
+    codec: String,
+    bin_depth_mm: u32,
+    #[serde(default)]
+    offset_mm: u32,
+    #[serde(default)]
+    reporting_period_s: Option<u32>,
+}
+
+/// What the network server said about the frame, for `readingsFromPayload`.
+#[derive(Deserialize, Tsify)]
+pub struct PayloadFrame {
+    /// The receive time, RFC 3339.
+    received_at: String,
+    /// The LoRaWAN frame counter (absent: 0).
+    #[serde(default)]
+    f_cnt: i64,
+    /// The device's stored application-counter reference (`counter_ref` of its last
+    /// `PayloadReadings`; absent or null before the first).
+    #[serde(default)]
+    counter_ref: Option<i64>,
+}
+
+/// One uplink's raw payload as keyed readings of `deviceId`: decoded by the config's
+/// codec, each sample made a reading by the rules of README "Configure a device" (fill
+/// level from the bin's geometry; ts the device's time, Tekelek's slot or the receive
+/// time; seq the unwrapped application counter, the device time in seconds or the
+/// frame counter), validated and keyed as every reading is. Returns a
+/// {@link PayloadReadings}: the readings (`index`: the sample's place), the samples
+/// rejected (`no_reading` for a sentinel, `invalid_ts`, `invalid_seq`) and the counter
+/// reference to keep. Throws `invalid_device_id`, `unknown_codec`, `invalid_config`,
+/// `invalid_payload`, `unsupported_port`, `missing_reporting_period`, `invalid_ts` (a
+/// bad `received_at`) or `invalid_burst` (arguments of the wrong type).
+#[wasm_bindgen(js_name = readingsFromPayload, unchecked_return_type = "PayloadReadings")]
+pub fn readings_from_payload_js(
+    #[wasm_bindgen(unchecked_param_type = "string")] device_id: JsValue,
+    #[wasm_bindgen(unchecked_param_type = "PayloadConfig")] config: JsValue,
+    #[wasm_bindgen(unchecked_param_type = "number")] f_port: JsValue,
+    #[wasm_bindgen(unchecked_param_type = "Uint8Array")] payload: JsValue,
+    #[wasm_bindgen(unchecked_param_type = "PayloadFrame")] frame: JsValue,
+) -> Result<JsValue, JsValue> {
+    let device_id = match exact_string(&device_id) {
+        None => Err(Error::Invalid(Field::DeviceId, "must be a string")),
+        Some(Err(())) => Err(lone_surrogate(Field::DeviceId)),
+        Some(Ok(s)) => Ok(s),
+    }
+    .map_err(to_js)?;
+    let config: PayloadConfig = object_arg(
+        &config,
+        "the device config",
+        &["codec", "bin_depth_mm", "offset_mm", "reporting_period_s"],
+    )?;
+    let frame: PayloadFrame = object_arg(
+        &frame,
+        "the frame",
+        &["received_at", "f_cnt", "counter_ref"],
+    )?;
+    let codec = codec_arg(&config.codec)?;
+    let (port, bytes) = frame_args(&f_port, &payload)?;
+    // Zero is below every range's minimum (`payload_readings` checks the rest).
+    let nonzero = |name: &str, v: u32| {
+        NonZeroU32::new(v)
+            .ok_or_else(|| to_js(Error::InvalidConfig(format!("{name} must not be 0"))))
+    };
+    let device = DeviceConfig {
+        codec: Some(codec),
+        bin_depth_mm: nonzero("bin_depth_mm", config.bin_depth_mm)?,
+        offset_mm: config.offset_mm,
+        reporting_period_s: config
+            .reporting_period_s
+            .map(|p| nonzero("reporting_period_s", p))
+            .transpose()?,
+    };
+    let received_at = parse_rfc3339(&frame.received_at).map_err(|_| {
+        to_js(Error::Invalid(
+            Field::Ts,
+            "received_at must be an RFC 3339 time",
+        ))
+    })?;
+    let meta = FrameMeta {
+        received_at,
+        f_cnt: frame.f_cnt,
+    };
+    let out = payload_readings(
+        &device_id,
+        codec,
+        &device,
+        port,
+        &bytes,
+        &meta,
+        frame.counter_ref,
+    )
+    .map_err(to_js)?;
+    to_value(&out)
+}
+
+/// A plain object argument read into `T` through catching calls (a getter or Proxy
+/// that throws is `invalid_burst`); a member of the wrong type, or one not among
+/// `members`, is `invalid_burst` naming it (serde reads only the members it knows).
+fn object_arg<T: serde::de::DeserializeOwned>(
+    v: &JsValue,
+    what: &str,
+    members: &[&str],
+) -> Result<T, JsValue> {
+    let copy = flat_copy(v).map_err(|e| to_js(threw_arg(what, &e)))?;
+    if copy.is_object() {
+        // A plain copy: reading its keys runs no caller code.
+        let keys = js_sys::Object::keys(copy.unchecked_ref::<js_sys::Object>());
+        if let Some(unknown) = keys
+            .iter()
+            .filter_map(|k| k.as_string())
+            .find(|k| !members.contains(&k.as_str()))
+        {
+            return Err(to_js(Error::BadArgument(format!(
+                "{what}: unknown member {:?}; expected {}",
+                shown(&unknown),
+                members.join(", ")
+            ))));
+        }
+    }
+    serde_wasm_bindgen::from_value(copy)
+        .map_err(|e| to_js(Error::BadArgument(format!("{what}: {e}"))))
 }
 
 /// The floor of `npm run bench` (cargo feature `bench` only, never in `pkg/`): SHA-256

@@ -509,12 +509,16 @@ fn a_js_exception_while_reading_arguments_is_a_coded_error_that_admits_nothing()
     assert_eq!(out["unique"].as_array().unwrap().len(), 1);
 }
 
-/// Every device vector file (tests/vectors/devices/), every vector: `decodePayload` in
-/// the browser gives what the core's `decode` gives, member for member.
+/// Every device vector file (tests/vectors/devices/), every vector: `decodePayload` and
+/// `readingsFromPayload` in the browser give what the core's `decode` and
+/// `payload_readings` give, member for member.
 #[wasm_bindgen_test]
 fn every_device_vector_decodes_in_the_browser_as_in_the_core() {
-    use reconnect_dedupe::codec::{decode, Codec, Decoded};
-    use reconnect_dedupe::wasm::decode_payload_js;
+    use reconnect_dedupe::codec::{
+        decode, payload_readings, Codec, Decoded, DeviceConfig, FrameMeta,
+    };
+    use reconnect_dedupe::wasm::{decode_payload_js, readings_from_payload_js};
+    use std::num::NonZeroU32;
     let files = [
         (
             "milesight-iot/em310-udl",
@@ -563,6 +567,44 @@ fn every_device_vector_decodes_in_the_browser_as_in_the_core() {
                     assert_eq!(rust(&got.unwrap()), want, "{id} {text}");
                     decoded += 1;
                 }
+                Err(e) => assert_eq!(code_of(got.unwrap_err()), e.code(), "{id} {text}"),
+            }
+            // And as keyed readings of a device.
+            let config = DeviceConfig {
+                codec: Some(codec),
+                bin_depth_mm: NonZeroU32::new(2000).unwrap(),
+                offset_mm: 100,
+                reporting_period_s: NonZeroU32::new(3600),
+            };
+            let meta = FrameMeta {
+                received_at: 1_784_192_400_000_000,
+                f_cnt: 5,
+            };
+            let native = payload_readings(
+                "70b3d52dd600035a",
+                codec,
+                &config,
+                port as u32,
+                &bytes,
+                &meta,
+                Some(9),
+            );
+            let got = readings_from_payload_js(
+                "70b3d52dd600035a".into(),
+                js(
+                    &json!({"codec": id, "bin_depth_mm": 2000, "offset_mm": 100, "reporting_period_s": 3600}),
+                ),
+                (port as f64).into(),
+                Uint8Array::from(bytes.as_slice()).into(),
+                js(&json!({"received_at": "2026-07-16T09:00:00Z", "f_cnt": 5, "counter_ref": 9})),
+            );
+            match native {
+                // Through JSON.parse both, as a page sees numbers (0.0 is 0 there).
+                Ok(want) => assert_eq!(
+                    rust(&got.unwrap()),
+                    rust(&js(&serde_json::to_value(want).unwrap())),
+                    "{id} {text}"
+                ),
                 Err(e) => assert_eq!(code_of(got.unwrap_err()), e.code(), "{id} {text}"),
             }
         }

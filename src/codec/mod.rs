@@ -37,7 +37,8 @@ mod tekelek;
 mod test_kit;
 
 pub use readings::{
-    readings, unwrap_counter, DeviceConfig, FrameMeta, Readings, SampleReading, MIN_DEVICE_TIME_S,
+    payload_readings, readings, unwrap_counter, DeviceConfig, FrameMeta, PayloadReadings, Readings,
+    SampleReading, BIN_DEPTH_MM, MIN_DEVICE_TIME_S, OFFSET_MM, REPORTING_PERIOD_S,
 };
 
 /// A sensor model whose bytes the core reads.

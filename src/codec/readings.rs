@@ -50,10 +50,14 @@
 //! every `Ok` reading passes the core's own validation (`|seq| ≤ 2^53 − 1`, ts in years
 //! 0001 ..= 9999, fill 0 ..= 100).
 
-use super::{fill_pct, Codec, NoReading, Sample, Uplink};
-use crate::dedupe::error::{Error, Field};
-use crate::dedupe::reading::MAX_SAFE_SEQ;
+use super::{decode, fill_pct, Battery, Codec, NoReading, Sample, Uplink};
+use crate::dedupe::error::{Error, Field, Rejection};
+use crate::dedupe::key::idempotency_key;
+use crate::dedupe::reading::{canonical_device_id, check_device_id, Reading, MAX_SAFE_SEQ};
 use crate::dedupe::timestamp::{Micros, TsError, MAX_MICROS, MIN_MICROS};
+use crate::uplink::KeyedReading;
+use serde::Serialize;
+use std::borrow::Cow;
 use std::num::NonZeroU32;
 
 const MICROS_PER_SEC: i64 = 1_000_000;
@@ -150,6 +154,95 @@ pub fn readings(
         .map(|sample| reading(config, sample, meta, &mut counter_ref))
         .collect();
     Ok(Readings { each, counter_ref })
+}
+
+/// The ranges of a [`DeviceConfig`]'s numbers, as `PUT /v1/devices/{id}/config`
+/// checks them (`limits().deviceConfig` in the JavaScript API): (min, max).
+pub const BIN_DEPTH_MM: (u32, u32) = (1, 100_000);
+pub const OFFSET_MM: (u32, u32) = (0, 100_000);
+pub const REPORTING_PERIOD_S: (u32, u32) = (1, 7 * 86_400);
+
+/// One uplink's raw payload as keyed readings of `device_id`: what the worker admits.
+/// Serialises as `{codec, battery, readings: [{index, key, seq, ts, fill_pct,
+/// frame: null}], rejected: [{index, field, code, message}], counter_ref}`; `index` is
+/// the sample's place in the payload.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+#[cfg_attr(feature = "typescript", derive(tsify::Tsify))]
+pub struct PayloadReadings {
+    /// The codec's id.
+    pub codec: &'static str,
+    pub battery: Option<Battery>,
+    pub readings: Vec<KeyedReading>,
+    pub rejected: Vec<Rejection>,
+    /// The application-counter reference to store for the next uplink.
+    pub counter_ref: Option<i64>,
+}
+
+/// Decodes `bytes` with `codec`, makes each sample a reading by the module's rules
+/// and keys it for `device_id` (checked and written as every reading's: a DevEUI in
+/// upper case): decode, [`readings`] and the core's validation and key, in one call.
+///
+/// # Errors
+/// `invalid_device_id`; `invalid_config` for a number outside its range (the route
+/// checks them first); [`decode`]'s `invalid_payload` and `unsupported_port`;
+/// [`Error::MissingReportingPeriod`]. A sample's own problem is in
+/// [`PayloadReadings::rejected`].
+pub fn payload_readings(
+    device_id: &str,
+    codec: Codec,
+    config: &DeviceConfig,
+    f_port: u32,
+    bytes: &[u8],
+    meta: &FrameMeta,
+    counter_ref: Option<i64>,
+) -> Result<PayloadReadings, Error> {
+    check_device_id(device_id)?;
+    let within = |name: &str, v: u32, (min, max): (u32, u32)| {
+        if (min..=max).contains(&v) {
+            Ok(())
+        } else {
+            Err(Error::InvalidConfig(format!(
+                "{name} must be {min} ..= {max}, got {v}"
+            )))
+        }
+    };
+    within("bin_depth_mm", config.bin_depth_mm.get(), BIN_DEPTH_MM)?;
+    within("offset_mm", config.offset_mm, OFFSET_MM)?;
+    if let Some(period) = config.reporting_period_s {
+        within("reporting_period_s", period.get(), REPORTING_PERIOD_S)?;
+    }
+    let uplink = decode(codec, f_port, bytes)?;
+    let got = readings(config, &uplink, meta, counter_ref)?;
+    let device_id = canonical_device_id(Cow::Borrowed(device_id));
+    let mut out = PayloadReadings {
+        codec: codec.id(),
+        battery: uplink.battery,
+        readings: Vec::new(),
+        rejected: Vec::new(),
+        counter_ref: got.counter_ref,
+    };
+    for (index, each) in got.each.into_iter().enumerate() {
+        match each {
+            Ok(r) => {
+                let reading = Reading {
+                    device_id: device_id.clone(),
+                    seq: r.seq,
+                    ts: r.ts,
+                    fill_pct: r.fill_pct,
+                };
+                out.readings.push(KeyedReading {
+                    index,
+                    key: idempotency_key(&reading),
+                    seq: r.seq,
+                    ts: r.ts,
+                    fill_pct: r.fill_pct,
+                    frame: None,
+                });
+            }
+            Err(e) => out.rejected.push(Rejection::new(index, &e)),
+        }
+    }
+    Ok(out)
 }
 
 /// The value ≡ `counter` (mod 65 536) nearest to `reference` (ties: the later one), or
@@ -845,5 +938,98 @@ mod tests {
             ok > 4_000 && rejected > 4_000,
             "{ok} readings, {rejected} rejected"
         );
+    }
+
+    #[test]
+    fn a_payload_becomes_keyed_readings_of_its_device_whatever_the_frame_counter() {
+        let history = hex("20CE9E744663D20420CE3A824663D004");
+        let cfg = config(1500, 0, None);
+        let meta = |f_cnt| FrameMeta {
+            received_at: 1_700_000_000_000_000,
+            f_cnt,
+        };
+        let run = |id: &str, f_cnt| {
+            payload_readings(
+                id,
+                Codec::MilesightEm500Udl,
+                &cfg,
+                85,
+                &history,
+                &meta(f_cnt),
+                None,
+            )
+        };
+        let got = run("24e124136b502217", 7).unwrap();
+        assert_eq!(got.codec, "milesight-iot/em500-udl");
+        assert_eq!(got.readings.len(), 2);
+        assert!(got.rejected.is_empty());
+        for (i, r) in got.readings.iter().enumerate() {
+            let reading = Reading {
+                device_id: Cow::Borrowed("24E124136B502217"),
+                seq: r.seq,
+                ts: r.ts,
+                fill_pct: r.fill_pct,
+            };
+            assert_eq!(
+                (r.index, r.key.clone(), r.frame.clone()),
+                (i, idempotency_key(&reading), None)
+            );
+        }
+        // After a rejoin (a new frame counter) the same records key the same.
+        assert_eq!(run("24E124136B502217", 1).unwrap().readings, got.readings);
+        assert_eq!(run("", 7).unwrap_err().code(), "invalid_device_id");
+    }
+
+    #[test]
+    fn a_payload_with_a_sentinel_lists_it_and_bad_numbers_are_refused() {
+        // A live distance of 0xFFFD ("no target") next to a battery reading.
+        let bytes = hex("01756403 82FDFF");
+        let meta = FrameMeta {
+            received_at: 1_700_000_000_000_000,
+            f_cnt: 3,
+        };
+        let got = payload_readings(
+            "bin-1",
+            Codec::MilesightEm310Udl,
+            &config(1000, 0, None),
+            85,
+            &bytes,
+            &meta,
+            None,
+        )
+        .unwrap();
+        assert!(got.readings.is_empty());
+        assert_eq!(
+            (got.rejected[0].index, got.rejected[0].code),
+            (0, "no_reading")
+        );
+        for bad in [
+            config(100_001, 0, None),
+            config(1000, 100_001, None),
+            config(1000, 0, Some(7 * 86_400 + 1)),
+        ] {
+            let e = payload_readings(
+                "bin-1",
+                Codec::MilesightEm310Udl,
+                &bad,
+                85,
+                &bytes,
+                &meta,
+                None,
+            )
+            .unwrap_err();
+            assert_eq!(e.code(), "invalid_config");
+        }
+        let e = payload_readings(
+            "bin-1",
+            Codec::MilesightEm310Udl,
+            &config(1000, 0, None),
+            86,
+            &bytes,
+            &meta,
+            None,
+        )
+        .unwrap_err();
+        assert_eq!(e.code(), "unsupported_port");
     }
 }

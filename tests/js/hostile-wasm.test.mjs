@@ -123,6 +123,15 @@ const rows = [
   // A Proxy of a Uint8Array cannot be read as one even without traps (its `length`
   // getter refuses a Proxy as `this`): a coded error, never an uncaught one.
   ['processBurstJson: a trapless Proxy of bytes', (d) => d.processBurstJson(new Proxy(new TextEncoder().encode(JSON.stringify([HELD[0]])), {}), NOW), { code: 'invalid_burst' }, S],
+  ['readingsFromPayload: an EM500 history uplink is two keyed readings', () => pkg.readingsFromPayload('24e124136b502217', { codec: 'milesight-iot/em500-udl', bin_depth_mm: 1500 }, 85, Uint8Array.from(Buffer.from('20CE9E744663D20420CE3A824663D004', 'hex')), { received_at: '2026-07-16T09:00:00Z', f_cnt: 3 }),
+    { result: (v) => assert.deepEqual(v.readings.map((r) => [r.index, r.seq, r.key.split(':')[0]]), [[0, 1665561758, '24E124136B502217'], [1, 1665565242, '24E124136B502217']]) }, S],
+  ['readingsFromPayload: a device id that is a number', () => pkg.readingsFromPayload(7, { codec: 'dingtek/df703', bin_depth_mm: 1 }, 3, new Uint8Array(17), { received_at: '2026-07-16T09:00:00Z' }), { code: 'invalid_device_id' }, S],
+  ['readingsFromPayload: a config without bin_depth_mm', () => pkg.readingsFromPayload('d', { codec: 'dingtek/df703' }, 3, new Uint8Array(17), { received_at: '2026-07-16T09:00:00Z' }), { code: 'invalid_burst' }, S],
+  ['readingsFromPayload: a config with an unknown member', () => pkg.readingsFromPayload('d', { codec: 'dingtek/df703', bin_depth_mm: 1, depth: 2 }, 3, new Uint8Array(17), { received_at: '2026-07-16T09:00:00Z' }), { code: 'invalid_burst' }, S],
+  ['readingsFromPayload: bin_depth_mm 0', () => pkg.readingsFromPayload('d', { codec: 'dingtek/df703', bin_depth_mm: 0 }, 3, new Uint8Array(17), { received_at: '2026-07-16T09:00:00Z' }), { code: 'invalid_config' }, S],
+  ['readingsFromPayload: a config getter that throws', () => pkg.readingsFromPayload('d', { get codec() { throw new Error('boom'); }, bin_depth_mm: 1 }, 3, new Uint8Array(17), { received_at: '2026-07-16T09:00:00Z' }), { code: 'invalid_burst' }, S],
+  ['readingsFromPayload: a received_at that is not RFC 3339', () => pkg.readingsFromPayload('d', { codec: 'dingtek/df703', bin_depth_mm: 1 }, 3, new Uint8Array(17), { received_at: 'yesterday' }), { code: 'invalid_ts' }, S],
+  ['readingsFromPayload: Tekelek without a reporting period', () => pkg.readingsFromPayload('d', { codec: 'tekelek/tek766', bin_depth_mm: 1000 }, 16, Uint8Array.from(Buffer.from('10000000001b180000001b180000001b1800000000', 'hex').subarray(0, 20)), { received_at: '2026-07-16T09:00:00Z' }), { code: 'missing_reporting_period' }, S],
   ['parseUplink: a format that is a number, not a name', () => pkg.parseUplink(5, '{}'), { code: 'unknown_format' }, S],
   ['parseUplink: a format that is an object whose toString throws', () => pkg.parseUplink({ toString() { throw new Error('boom'); } }, '{}'), { code: 'unknown_format' }, S],
   ['auditLine: an event that is a number', () => auditLine(5, { received: 0, unique: 0, duplicates_suppressed: 0, rejected: 0, seq_reuses: 0, evicted_before_ttl: 0 }, NOW), { code: 'invalid_burst' }, S],

@@ -17,6 +17,7 @@ import init, {
   checkUplinkOptions,
   decodePayload,
   idempotencyKey,
+  readingsFromPayload,
   isoTime,
   limits,
   parseUplink,
@@ -24,7 +25,12 @@ import init, {
 import type {
   Admitted,
   Battery,
+  Bounds,
   DecodedPayload,
+  DeviceConfigLimits,
+  PayloadConfig,
+  PayloadFrame,
+  PayloadReadings,
   DecodedSample,
   Audit,
   AuditContext,
@@ -76,7 +82,12 @@ export const shapes = {
     memory_bytes: true, ttl_ms: true, max_keys: true,
   } satisfies Members<DeduplicatorStats>,
   range: { min: true, max: true, default: true } satisfies Members<Range>,
-  limits: { ttlMs: true, maxKeys: true, maxReadings: true, formats: true, codecs: true } satisfies Members<Limits>,
+  limits: { ttlMs: true, maxKeys: true, maxReadings: true, formats: true, codecs: true, deviceConfig: true } satisfies Members<Limits>,
+  deviceConfig: { bin_depth_mm: true, offset_mm: true, reporting_period_s: true } satisfies Members<DeviceConfigLimits>,
+  bounds: { min: true, max: true } satisfies Members<Bounds>,
+  payloadConfig: { codec: true, bin_depth_mm: true, offset_mm: true, reporting_period_s: true } satisfies Members<PayloadConfig>,
+  payloadFrame: { received_at: true, f_cnt: true, counter_ref: true } satisfies Members<PayloadFrame>,
+  payloadReadings: { codec: true, battery: true, readings: true, rejected: true, counter_ref: true } satisfies Members<PayloadReadings>,
   decoded: { codec: true, battery: true, samples: true } satisfies Members<DecodedPayload>,
   sample: {
     distance_mm: true, no_reading: true, device_time_s: true, app_counter: true, periods_ago: true,
@@ -252,4 +263,16 @@ export function codecs(bytes: Uint8Array): number[] {
   decodePayload(ids[0], "85", bytes);
   void [battery, why];
   return mm;
+}
+
+/** A raw payload as keyed readings of a device, ready to admit. */
+export function payloadReadings(bytes: Uint8Array): string[] {
+  const config: PayloadConfig = { codec: "milesight-iot/em500-udl", bin_depth_mm: limits().deviceConfig.bin_depth_mm.max };
+  const frame: PayloadFrame = { received_at: "2026-07-16T09:00:00Z", f_cnt: 3, counter_ref: null };
+  const out: PayloadReadings = readingsFromPayload("24E124136B502217", config, 85, bytes, frame);
+  const next: number | null = out.counter_ref;
+  // @ts-expect-error bin_depth_mm is required
+  readingsFromPayload("d", { codec: "dingtek/df703" }, 3, bytes, frame);
+  void next;
+  return out.readings.map((r: KeyedReading) => r.key);
 }
