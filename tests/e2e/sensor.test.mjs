@@ -1,0 +1,145 @@
+// The demo page's "Real sensor bytes" section (www/sensor.js) in Debian's headless
+// Chromium: an EM500-UDL's vendor uplinks decoded, keyed and deduplicated, the same
+// uplinks replayed after a rejoin (the history records come out as duplicates), and
+// bad lines shown with their code while the page keeps working.
+// Needs www/pkg/ (`npm run build`); never downloads a browser.
+import { test, before, after } from 'node:test';
+import assert from 'node:assert/strict';
+import fs from 'node:fs';
+import { launchChromium, watch, listen, closeAll } from './browser.mjs';
+import { serveWww } from '../../scripts/serve-www.mjs';
+
+const OUT = new URL('../../test-output/', import.meta.url);
+const WAIT = { timeout: 60_000 };
+const EM500 = 'milesight-iot/em500-udl';
+const DEVICE = '24E124136B502217';
+// tests/vectors/devices/milesight-em500-udl.json, the history vector: two 20 CE records
+// (device time 1665561758 s, 1234 mm; 1665565242 s, 1232 mm). With the page's default
+// bin (3000 mm deep, offset 0) they are 58.9 % full; seq is the device time.
+const HISTORY_SEQS = [1665561758, 1665565242];
+const LIVE_LINES = 3; // the vendor vectors without history, one live reading each
+
+assert.ok(
+  fs.existsSync(new URL('../../www/pkg/reconnect_dedupe_bg.wasm', import.meta.url)),
+  'www/pkg/ is missing: run `npm run build` first',
+);
+
+let server;
+let browser;
+let base;
+
+before(async () => {
+  fs.mkdirSync(OUT, { recursive: true });
+  server = serveWww();
+  base = await listen(server);
+  browser = await launchChromium();
+});
+
+after(async () => {
+  await closeAll(browser, server);
+});
+
+async function open(viewport, query = '') {
+  const page = await browser.newPage({ viewport });
+  const problems = watch(page, base);
+  const wasmLoads = [];
+  page.on('request', (r) => r.url().endsWith('.wasm') && wasmLoads.push(r.url()));
+  await page.goto(`${base}${query}`);
+  await page.waitForSelector('#sensor[data-sensor="ready"]', WAIT);
+  await page.waitForSelector('body[data-run="idle"]', WAIT); // the simulation is up beside it
+  return { page, problems, wasmLoads };
+}
+
+const count = async (page, name) => Number(await page.textContent(`[data-sensor-count="${name}"]`));
+
+/** Every reading row shown: its line, key, verdict and whether it carries a device time. */
+const rows = (page) =>
+  page.$$eval('#sensor-results tbody tr', (trs) =>
+    trs.map((tr) => ({
+      line: Number(tr.closest('article').dataset.line),
+      key: tr.querySelector('.key').textContent,
+      verdict: tr.dataset.verdict,
+      dated: tr.hasAttribute('data-dated'),
+    })),
+  );
+
+test('an EM500-UDL: vendor uplinks admitted, the history replayed after a rejoin is duplicate', async () => {
+  const { page, problems, wasmLoads } = await open({ width: 1280, height: 900 });
+  const codecs = await page.$$eval('#sensor-codec option', (os) => os.map((o) => o.value));
+  assert.equal(codecs.length, 7, 'every codec of limits() is offered');
+  await page.selectOption('#sensor-codec', EM500);
+  const lines = await page.inputValue('#sensor-lines');
+  assert.match(lines, /^85 20CE9E744663D20420CE3A824663D004$/m, 'prefilled with the history vector');
+
+  await page.click('#sensor-send');
+  await page.waitForSelector('#sensor-results article', WAIT);
+  const sent = await rows(page);
+  assert.equal(sent.length, LIVE_LINES + HISTORY_SEQS.length);
+  assert.ok(sent.every((r) => r.verdict === 'admitted'), JSON.stringify(sent));
+  assert.equal(await count(page, 'admitted'), LIVE_LINES + HISTORY_SEQS.length);
+  assert.equal(await count(page, 'duplicate'), 0);
+  assert.equal(await count(page, 'keys'), LIVE_LINES + HISTORY_SEQS.length);
+  // The keys shown are the core's: device:seq:16 hex; live readings take the frame
+  // counter (100, 101, 103: the history uplink is f_cnt 102), history records their device time.
+  for (const r of sent) assert.match(r.key, new RegExp(`^${DEVICE}:\\d+:[0-9a-f]{16}$`));
+  const seqs = (rs) => rs.map((r) => Number(r.key.split(':')[1]));
+  assert.deepEqual(seqs(sent.filter((r) => r.dated)), HISTORY_SEQS);
+  assert.deepEqual(seqs(sent.filter((r) => !r.dated)), [100, 101, 103]);
+  const battery = await page.textContent('#sensor-results article:first-child .small');
+  assert.match(battery, /battery 100 %/);
+  assert.ok(await page.isEnabled('#sensor-replay'));
+
+  await page.click('#sensor-replay');
+  await page.waitForFunction(() => /^Replayed/.test(document.getElementById('sensor-status').textContent), null, WAIT);
+  const replayed = await rows(page);
+  const history = replayed.filter((r) => r.dated);
+  assert.equal(history.length, HISTORY_SEQS.length);
+  assert.ok(history.every((r) => r.verdict === 'duplicate'), JSON.stringify(history));
+  assert.deepEqual(history.map((r) => r.key), sent.filter((r) => r.dated).map((r) => r.key), 'the same keys as the first delivery');
+  // Live readings have no device time: after the rejoin (f_cnt from 0) they key anew.
+  assert.deepEqual(seqs(replayed.filter((r) => !r.dated)), [0, 1, 3]);
+  assert.ok(replayed.filter((r) => !r.dated).every((r) => r.verdict === 'admitted'));
+  assert.equal(await count(page, 'duplicate'), HISTORY_SEQS.length);
+  assert.match(await page.textContent('#sensor-status'), /2 of 2 dated readings duplicate/);
+  assert.match(await page.textContent('#sensor-why'), /device time/);
+  assert.match(await page.textContent('#sensor-results'), /received 2026-07-16 14:/, 'replayed two hours later');
+
+  // The simulation beside it is untouched: minute 0, nothing received.
+  assert.equal(await page.evaluate(() => window.demo.snapshot().minute), 0);
+  assert.equal(await page.textContent('[data-counter="received"]'), '0');
+  await page.screenshot({ path: new URL('demo-sensor.png', OUT).pathname, fullPage: true });
+  assert.deepEqual(wasmLoads, [`${base}pkg/reconnect_dedupe_bg.wasm`], 'the Wasm module is fetched once');
+  assert.deepEqual(problems, []);
+  await page.close();
+});
+
+test('bad lines show their code and the page keeps working', async () => {
+  const { page, problems } = await open({ width: 375, height: 812 }, '?minutes=60');
+  await page.selectOption('#sensor-codec', EM500);
+  const good = '85 01756403821E00';
+  await page.fill('#sensor-lines', [good, '85 0175', '85 0382FDFF', '10 01756403821E00', '85 zz', 'hello', good].join('\n'));
+  await page.click('#sensor-send');
+  await page.waitForSelector('#sensor-results article', WAIT);
+  const codes = await page.$$eval('#sensor-results article', (arts) =>
+    arts.map((a) => a.querySelector('[data-code]')?.dataset.code ?? [...a.querySelectorAll('tbody tr')].map((tr) => tr.dataset.verdict).join(',')),
+  );
+  assert.deepEqual(codes, ['admitted', 'invalid_payload', 'rejected', 'unsupported_port', 'invalid_line', 'invalid_line', 'admitted']);
+  assert.match(await page.textContent('#sensor-results article[data-line="2"] .error'), /^invalid_payload /);
+  assert.match(await page.textContent('#sensor-results article[data-line="3"] td.verdict'), /rejected \(no_reading\)/);
+  assert.match(await page.textContent('#sensor-results article[data-line="3"]'), /none: Milesight distance 0xFFFD/);
+  assert.equal(await count(page, 'lines'), 4);
+  assert.equal(await count(page, 'admitted'), 2, 'the same bytes a frame later are a new live reading');
+
+  // Still working: a change of sensor starts a new device, and the simulation runs.
+  await page.selectOption('#sensor-codec', 'decentlab/dl-mbx');
+  assert.equal(await count(page, 'keys'), 0);
+  await page.click('#sensor-send');
+  await page.waitForFunction(() => /^Sent/.test(document.getElementById('sensor-status').textContent), null, WAIT);
+  assert.equal(await count(page, 'admitted'), 1);
+  const overflow = await page.evaluate(() => document.documentElement.scrollWidth - window.innerWidth);
+  assert.ok(overflow <= 0, `the page scrolls sideways by ${overflow}px`);
+  await page.click('#toEnd');
+  await page.waitForSelector('body[data-run="done"]', WAIT);
+  assert.deepEqual(problems, []);
+  await page.close();
+});
