@@ -73,8 +73,11 @@ async function basicRefusal(credentials, cfg) {
   // Every check runs, in constant time, whatever the outcome of the others.
   const [rightPassword, userIsToken] = await Promise.all([sameSecret(password, cfg.INGEST_TOKEN), sameSecret(user, cfg.INGEST_TOKEN)]);
   if (userIsToken) return "Authorization: Basic with the token as the user name";
-  if (cfg.BASIC_AUTH_USER && user !== cfg.BASIC_AUTH_USER) return `Authorization: Basic for user ${shown(user)}, not the user name BASIC_AUTH_USER sets`;
-  return rightPassword ? null : `Authorization: Basic for user ${shown(user)} with a wrong password`;
+  // A user name holding the token ("Bearer <token>"), or the start of a token that
+  // holds a colon (the bare token encoded), would show the secret.
+  const who = user.includes(cfg.INGEST_TOKEN) || cfg.INGEST_TOKEN.startsWith(decoded.slice(0, colon + 1)) ? "(not shown: it holds the token)" : shown(user);
+  if (cfg.BASIC_AUTH_USER && user !== cfg.BASIC_AUTH_USER) return `Authorization: Basic for user ${who}, not the user name BASIC_AUTH_USER sets`;
+  return rightPassword ? null : `Authorization: Basic for user ${who} with a wrong password`;
 }
 
 /** A user name, JSON-quoted, cut to SHOWN_USER characters. */

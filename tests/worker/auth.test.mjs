@@ -38,6 +38,7 @@ const ROWS = [
   { name: "Basic with a long user name: shown cut to 64 characters", auth: basic(`${LONG_USER}:${WRONG}`), status: 401, message: new RegExp(`Basic for user "${LONG_USER.slice(0, 64)}" \\(first 64 of 100 characters\\) with a wrong password`), secrets: [WRONG, LONG_USER.slice(0, 65)] },
   { name: "Basic with a user name needing JSON escapes", auth: basic(`a"b\\c:${WRONG}`), status: 401, message: /Basic for user "a\\"b\\\\c" with a wrong password/, secrets: [WRONG] },
   { name: "Basic with the token as user name", auth: basic(`${TOKEN}:`), status: 401, message: /^Authorization: Basic with the token as the user name; expected/ },
+  { name: "Basic with a user name holding the token is not shown", auth: basic(`Bearer ${TOKEN}:${WRONG}`), status: 401, message: /^Authorization: Basic for user \(not shown: it holds the token\) with a wrong password; expected/, secrets: [WRONG] },
   { name: "Basic with the token and no colon", auth: basic(TOKEN), status: 401, message: /^Authorization: Basic whose credentials are not base64 of "user:password"/ },
   { name: "Basic with the bare token, not base64", auth: `Basic ${TOKEN}`, status: 401, message: /^Authorization: Basic whose credentials are not base64 of "user:password"/ },
   { name: "Basic of bytes that are not UTF-8", auth: `Basic ${Buffer.from([0x75, 0x3a, 0xff, 0xfe]).toString("base64")}`, status: 401, message: /Basic whose credentials are not base64 of "user:password"/ },
@@ -121,5 +122,20 @@ test("auth config: BASIC_AUTH_USER of white space only is not set; one with spac
     assert.equal((await post(padded.call, "/v1/readings", [reading("auth-cfg-3")], { authorization: basic(`anyone:${TOKEN}`) })).status, 401);
   } finally {
     await Promise.all([blank.mf.dispose(), padded.mf.dispose()]);
+  }
+});
+
+test("auth: a token that holds a colon, sent bare as Basic credentials: 401 without the token's start", async () => {
+  const token = "tenant7:s3cr3t-part";
+  const w = await start({ vars: { INGEST_TOKEN: token } });
+  try {
+    const res = await post(w.call, "/v1/readings", [reading("auth-colon")], { authorization: basic(token) });
+    const text = await res.text();
+    assert.equal(res.status, 401, text);
+    assert.equal(text.includes("tenant7"), false, text);
+    assert.match(JSON.parse(text).error.message, /Basic for user \(not shown: it holds the token\) with a wrong password/);
+    assert.equal((await post(w.call, "/v1/readings", [reading("auth-colon")], { authorization: basic(`u:${token}`) })).status, 200);
+  } finally {
+    await w.mf.dispose();
   }
 });
