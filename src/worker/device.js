@@ -267,18 +267,25 @@ export class DeviceObject extends DurableObject {
    * counting nothing: a verdict per reading, DUPLICATE for a key the seen-set holds
    * (admitted within the TTL and not evicted by the cap; asked with `contains`,
    * which changes nothing) or earlier in the same uplink, else 0 (admitted).
+   * `{ok: false, code, message}` when the device could not answer (its seen-set
+   * could not be rebuilt from its rows: a real uplink would not be admitted either).
    */
   preview({ device_id, readings }) {
     const cfg = config(this.env);
     const now = Date.now();
     const seen = new Set();
-    const held = this.prepared ? guarded(() => this.seen(now, cfg)) : null;
-    const verdicts = this.reframe(device_id, readings, now, cfg).map(({ key, seq, ts, fill_pct }) => {
-      const duplicate = seen.has(key) || (held !== null && guarded(() => held.contains({ device_id, seq, ts, fill_pct }, now)));
-      seen.add(key);
-      return duplicate ? DUPLICATE : 0;
-    });
-    return { verdicts };
+    try {
+      const held = this.prepared ? guarded(() => this.seen(now, cfg)) : null;
+      const verdicts = this.reframe(device_id, readings, now, cfg).map(({ key, seq, ts, fill_pct }) => {
+        const duplicate = seen.has(key) || (held !== null && guarded(() => held.contains({ device_id, seq, ts, fill_pct }, now)));
+        seen.add(key);
+        return duplicate ? DUPLICATE : 0;
+      });
+      return { ok: true, verdicts };
+    } catch (e) {
+      this.drop();
+      return { ok: false, code: e?.code ?? "internal_error", message: String(e?.message ?? e) };
+    }
   }
 
   /**

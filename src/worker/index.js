@@ -221,7 +221,16 @@ async function acknowledge(env, route, event, burst_id) {
 async function simulate(env, plan, context) {
   const verdicts = await mapAtMost(DEVICE_CALLS_AT_ONCE, plan.devices, async ({ device_id, readings }) => {
     const { device } = await knownDevice(env, { id: device_id, given: device_id });
-    if (device) return (await device.preview({ device_id, readings })).verdicts;
+    if (device) {
+      let reply;
+      try {
+        reply = await device.preview({ device_id, readings });
+      } catch (e) {
+        throw unavailable(e);
+      }
+      if (!reply.ok) throw new HttpError(503, "device_unavailable", `device ${JSON.stringify(device_id)} could not preview the readings (${reply.code}: ${reply.message}); a real uplink would not be stored either`, { "retry-after": "1" });
+      return reply.verdicts;
+    }
     const seen = new Set();
     return readings.map(({ key }) => (seen.has(key) ? DUPLICATE : (seen.add(key), 0)));
   });

@@ -224,3 +224,39 @@ test("a burst its device cannot admit (its stored keys are corrupt) still writes
     assert.deepEqual([lines[0].payload.received, lines[0].payload.not_stored, lines[0].error], [2, 2, "invalid_key"]);
   });
 });
+
+test("a simulated uplink on a device whose stored keys are corrupt: a coded error, as the real uplink gets, not 500 internal_error", async () => {
+  const eui = "E000000000000005";
+  const uplink = (seq, simulated) => {
+    const v = JSON.parse(fs.readFileSync(new URL("../fixtures/webhooks/tts/simulated_uplink.json", import.meta.url), "utf8"));
+    v.end_device_ids.dev_eui = eui;
+    v.uplink_message.decoded_payload = { seq, ts: "2026-07-16T09:00:00Z", fill_pct: 20 };
+    if (!simulated) delete v.simulated;
+    return JSON.stringify(v);
+  };
+  const dir = tempDir();
+  try {
+    const first = await start({ persist: dir });
+    try {
+      assert.equal((await post(first.call, "/v1/uplinks/ttn", uplink(1, false))).status, 200);
+    } finally {
+      await first.mf.dispose();
+    }
+    sqlite(databases(dir, "DeviceObject"), "UPDATE readings SET key = 'corrupt';");
+    const w = await start({ persist: dir });
+    try {
+      const real = await post(w.call, "/v1/uplinks/ttn", uplink(2, false));
+      const realBody = await real.json();
+      assert.deepEqual([real.status, realBody.errors?.map((e) => e.code)], [503, ["invalid_key"]], JSON.stringify(realBody));
+      const sim = await post(w.call, "/v1/uplinks/ttn", uplink(2, true));
+      const body = await sim.json();
+      assert.notEqual(body.error?.code, "internal_error", JSON.stringify(body));
+      assert.deepEqual([sim.status, body.error?.code], [503, "device_unavailable"], JSON.stringify(body));
+      assert.match(body.error.message, /invalid_key|key/);
+    } finally {
+      await w.mf.dispose();
+    }
+  } finally {
+    fs.rmSync(dir, { recursive: true, force: true });
+  }
+});
