@@ -24,6 +24,9 @@ CREATE TABLE IF NOT EXISTS readings (
 );
 CREATE INDEX IF NOT EXISTS readings_by_admission ON readings (admitted_at);
 CREATE INDEX IF NOT EXISTS readings_due ON readings (state, next_attempt_at);
+-- The last bursts counted that stored no row (only duplicates or refused readings):
+-- a retried call of one counts nothing again (recognise). At most COUNTED_BURSTS rows.
+CREATE TABLE IF NOT EXISTS counted_bursts (burst_id TEXT PRIMARY KEY);
 -- The device's bin and sensor (PUT /v1/devices/{id}/config): one row, or none.
 CREATE TABLE IF NOT EXISTS config (
   id INTEGER PRIMARY KEY CHECK (id = 0),
@@ -57,6 +60,8 @@ LEFT JOIN readings AS o ON o.key = n.key AND o.state = 'pending' AND o.batch_id 
 
 /** Writes of one burst's transaction, the first included, before it answers 503. */
 const STORE_WRITES = 3;
+/** Bursts without a row of their own remembered for a retried call: far more than race one retry. */
+const COUNTED_BURSTS = 64;
 
 export class DeviceObject extends DurableObject {
   constructor(ctx, env) {
@@ -191,7 +196,7 @@ export class DeviceObject extends DurableObject {
       if (attempt > 0) out = this.recognise(out, readings, context, now);
       const counts = out.counts;
       // Stored and counted by the earlier call: nothing to write.
-      if (out.already && !counts.received) break;
+      if (out.counted && !counts.received) break;
       try {
         this.ctx.storage.transactionSync(() => {
           readings.forEach((r, i) => {
@@ -199,6 +204,10 @@ export class DeviceObject extends DurableObject {
             this.sql.exec(INSERT, r.key, device_id, r.seq, r.ts, r.fill_pct, now, burst_id, state, state === "pending" ? now : null, r.frame ?? null);
           });
           countBurst(this.sql, device_id, counts);
+          if (!counts.unique) {
+            this.sql.exec("INSERT OR REPLACE INTO counted_bursts (burst_id) VALUES (?)", burst_id);
+            this.sql.exec("DELETE FROM counted_bursts WHERE rowid <= (SELECT MAX(rowid) FROM counted_bursts) - ?", COUNTED_BURSTS);
+          }
         });
         break;
       } catch (e) {
@@ -216,7 +225,7 @@ export class DeviceObject extends DurableObject {
         return { ok: false, status: 503, code: "storage_unavailable", message: `could not store the burst (${write} attempts): ${e.message}` };
       }
     }
-    if (out.already) console.log(JSON.stringify({ level: "INFO", event: "burst_already_stored", device_id, burst_id, attempt, readings: out.already }));
+    if (out.counted) console.log(JSON.stringify({ level: "INFO", event: "burst_already_stored", device_id, burst_id, attempt, readings: out.already }));
     if (out.line) console.log(out.line);
     // Delivers the new rows right away (unless a batch is open: they wait for it);
     // also re-arms an alarm lost with a restart while a backlog waits. The rows are
@@ -294,7 +303,9 @@ export class DeviceObject extends DurableObject {
    * committed this device's whole share of the burst with its counts, so only what
    * this one admits anew (normally nothing) is counted and audited. Returns `out`
    * unchanged when no row is this burst's, else `{verdicts, counts, line, already}`
-   * (`line` null when nothing is new; `already`, how many were recognised).
+   * (`line` null when nothing is new; `already`, how many were recognised;
+   * `counted`). A burst that stored no row is known by `counted_bursts`: its
+   * counts are not added again either.
    */
   recognise(out, readings, context, now) {
     const verdicts = Uint8Array.from(out.verdicts);
@@ -307,10 +318,10 @@ export class DeviceObject extends DurableObject {
       mine.add(r.key);
     });
     const already = mine.size;
-    if (!already) return out;
+    if (!already && !this.sql.exec("SELECT 1 FROM counted_bursts WHERE burst_id = ?", context.burst_id).toArray().length) return out;
     const counts = { ...out.counts, received: out.counts.unique, duplicates_suppressed: 0, rejected: 0 };
     const line = counts.received ? guarded(() => auditLine("burst_deduplicated", counts, now, context)) : null;
-    return { verdicts, counts, line, already };
+    return { verdicts, counts, line, already, counted: true };
   }
 
   /**

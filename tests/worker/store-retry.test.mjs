@@ -260,3 +260,28 @@ test("a simulated uplink on a device whose stored keys are corrupt: a coded erro
     fs.rmSync(dir, { recursive: true, force: true });
   }
 });
+
+test("a retried call (attempt > 0) of a burst whose first call admitted nothing (only duplicates and a refused reading) counts nothing twice", async () => {
+  // As above: the device object called directly, as the worker's retry of a call
+  // that committed (its counts) but whose answer was lost.
+  const dir = tempDir();
+  const w = await start({ persist: dir });
+  try {
+    assert.equal((await (await post(w.call, "/v1/readings", [reading(2)])).json()).unique, 1);
+    const text = JSON.stringify([reading(2), reading(4, 101)]);
+    const first = await (await post(w.call, "/v1/readings", text)).json();
+    assert.deepEqual([first.unique, first.duplicates, first.rejected.length], [0, [0], 1]);
+    const plan = JSON.parse(pkg.parseUplink("readings", new TextEncoder().encode(text), { maxReadings: 10_000 }));
+    const ns = await w.mf.getDurableObjectNamespace("DEVICES");
+    const retried = await ns.get(ns.idFromName(DEV)).ingest({ device_id: DEV, readings: plan.devices[0].readings, refused: 1, route: "readings", burst_id: first.burst_id, attempt: 1 });
+    assert.deepEqual([retried.ok, [...retried.verdicts]], [true, [2]]);
+  } finally {
+    await w.mf.dispose();
+  }
+  try {
+    // Two bursts: 1 reading, then 2 (a duplicate, a refused one); the retry counted with the second.
+    assert.deepEqual(counters(dir), { received: 3, unique: 1, duplicates_suppressed: 1, rejected: 1 });
+  } finally {
+    fs.rmSync(dir, { recursive: true, force: true });
+  }
+});
