@@ -4,8 +4,9 @@
 // unless BASIC_AUTH_USER is set), or as the bare value of AUTH_HEADER (its name is
 // validated in config.js). Both sides are trimmed; the comparison is constant-time.
 // A 401 says what was received and what is expected, and never shows a token or a
-// password: a user name is shown JSON-quoted (at most 64 characters) unless it is
-// the token, a scheme only when it could be a scheme name and is not the token.
+// password: a user name is shown JSON-quoted (at most 64 characters) unless it holds
+// the token or the token holds a colon, a scheme only when it could be a scheme name
+// and does not hold the token.
 import { HttpError } from "./core.js";
 
 /** Every 401 offers both schemes the worker reads from `Authorization`. */
@@ -75,7 +76,9 @@ async function basicRefusal(credentials, cfg) {
   if (userIsToken) return "Authorization: Basic with the token as the user name";
   // A user name holding the token ("Bearer <token>"), or the start of a token that
   // holds a colon (the bare token encoded), would show the secret.
-  const who = user.includes(cfg.INGEST_TOKEN) || cfg.INGEST_TOKEN.startsWith(decoded.slice(0, colon + 1)) ? "(not shown: it holds the token)" : shown(user);
+  // Never shown when it holds the token, nor when the token holds a colon: a user name
+  // shown or hidden depending on the token's first part would tell a guesser which.
+  const who = cfg.INGEST_TOKEN.includes(":") || user.includes(cfg.INGEST_TOKEN) ? "(not shown)" : shown(user);
   if (cfg.BASIC_AUTH_USER && user !== cfg.BASIC_AUTH_USER) return `Authorization: Basic for user ${who}, not the user name BASIC_AUTH_USER sets`;
   return rightPassword ? null : `Authorization: Basic for user ${who} with a wrong password`;
 }
@@ -93,7 +96,7 @@ function shown(user) {
  * value may well be the token itself.
  */
 async function unsupported(scheme, rest, cfg) {
-  if (!rest || !SCHEME_NAME.test(scheme) || (await sameSecret(scheme, cfg.INGEST_TOKEN))) return "a value with no known scheme (not shown)";
+  if (!rest || !SCHEME_NAME.test(scheme) || scheme.includes(cfg.INGEST_TOKEN)) return "a value with no known scheme (not shown)";
   if (scheme.length > SHOWN_SCHEME) return `a scheme of ${scheme.length} characters (not shown), which is not supported`;
   return `the scheme ${JSON.stringify(scheme)}, which is not supported`;
 }
