@@ -213,8 +213,8 @@ async function acknowledge(env, route, event, burst_id) {
 
 /**
  * The Things Stack's "Simulate uplink": answered with the outcome the readings would
- * have had (a key already in the device's ledger within the TTL, or earlier in this
- * uplink, is a duplicate), and nothing else: not stored, not forwarded, not counted
+ * have had (a key the device's seen-set holds, or one earlier in this uplink, is a
+ * duplicate: device.js `preview`), and nothing else: not stored, not forwarded, not counted
  * with real readings, no device object started for a device without a ledger.
  * Counted in /v1/stats `simulated_uplinks`.
  */
