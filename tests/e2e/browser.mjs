@@ -1,6 +1,11 @@
 // Shared by the browser tests: Debian's Chromium through playwright-core (never a
-// downloaded browser), and a recorder of everything that should not happen on a page.
+// downloaded browser), a recorder of everything that should not happen on a page, and
+// the demo page served from www/ for a test file (`servedPage`).
 import { chromium } from 'playwright-core';
+import assert from 'node:assert/strict';
+import fs from 'node:fs';
+import { before, after } from 'node:test';
+import { serveWww } from '../../scripts/serve-www.mjs';
 
 export function launchChromium() {
   return chromium.launch({
@@ -32,4 +37,43 @@ export async function listen(server) {
 export async function closeAll(browser, server) {
   await browser?.close();
   await new Promise((resolve) => (server ? server.close(resolve) : resolve()));
+}
+
+/** Where the browser tests write their screenshots. */
+export const OUT = new URL('../../test-output/', import.meta.url);
+/** How long a page may take to reach a state. */
+export const WAIT = { timeout: 60_000 };
+
+/**
+ * Serves www/ and launches Chromium for the calling test file (its before/after hooks);
+ * returns `open(viewport, query)`, which opens the page, records what should not
+ * happen (`watch`) and the Wasm fetches, waits for each selector of `ready`, and
+ * answers `{page, problems, wasmLoads, base}` (`base`: the served URL).
+ */
+export function servedPage(ready) {
+  assert.ok(
+    fs.existsSync(new URL('../../www/pkg/reconnect_dedupe_bg.wasm', import.meta.url)),
+    'www/pkg/ is missing: run `npm run build` first',
+  );
+  let server;
+  let browser;
+  let base;
+  before(async () => {
+    fs.mkdirSync(OUT, { recursive: true });
+    server = serveWww();
+    base = await listen(server);
+    browser = await launchChromium();
+  });
+  after(async () => {
+    await closeAll(browser, server);
+  });
+  return async function open(viewport, query = '') {
+    const page = await browser.newPage({ viewport });
+    const problems = watch(page, base);
+    const wasmLoads = [];
+    page.on('request', (r) => r.url().endsWith('.wasm') && wasmLoads.push(r.url()));
+    await page.goto(`${base}${query}`);
+    for (const selector of ready) await page.waitForSelector(selector, WAIT);
+    return { page, problems, wasmLoads, base };
+  };
 }

@@ -1,51 +1,18 @@
 // The demo page (www/) in Debian's headless Chromium through playwright-core: a
 // fixed-seed run to the end, scored against the simulator's ground truth.
 // Needs www/pkg/ (`npm run build`); never downloads a browser.
-import { test, before, after } from 'node:test';
+import { test } from 'node:test';
 import assert from 'node:assert/strict';
-import fs from 'node:fs';
-import { launchChromium, watch, listen, closeAll } from './browser.mjs';
-import { serveWww } from '../../scripts/serve-www.mjs';
+import { OUT, servedPage, WAIT } from './browser.mjs';
 
-const OUT = new URL('../../test-output/', import.meta.url);
 const SEED = 20260716; // the page's default; any fixed seed works
-const WAIT = { timeout: 60_000 };
 
-assert.ok(
-  fs.existsSync(new URL('../../www/pkg/reconnect_dedupe_bg.wasm', import.meta.url)),
-  'www/pkg/ is missing: run `npm run build` first',
-);
-
-let server;
-let browser;
-let base;
-
-before(async () => {
-  fs.mkdirSync(OUT, { recursive: true });
-  server = serveWww();
-  base = await listen(server);
-  browser = await launchChromium();
-});
-
-after(async () => {
-  await closeAll(browser, server);
-});
-
-/** Opens the page, recording what should not happen (see browser.mjs) and Wasm fetches. */
-async function open(viewport, query = '') {
-  const page = await browser.newPage({ viewport });
-  const problems = watch(page, base);
-  const wasmLoads = [];
-  page.on('request', (r) => r.url().endsWith('.wasm') && wasmLoads.push(r.url()));
-  await page.goto(`${base}${query}`);
-  await page.waitForSelector('body[data-run="idle"]', WAIT);
-  return { page, problems, wasmLoads };
-}
+const open = servedPage(['body[data-run="idle"]']);
 
 const num = async (page, sel) => Number((await page.textContent(sel)).replace(/,/g, ''));
 
 test('a fixed-seed run: reconnect-dedupe loses nothing and passes no duplicate, naive loses', async () => {
-  const { page, problems, wasmLoads } = await open({ width: 1280, height: 900 }, `?seed=${SEED}`);
+  const { page, problems, wasmLoads, base } = await open({ width: 1280, height: 900 }, `?seed=${SEED}`);
   assert.equal(await page.inputValue('#seed'), String(SEED));
 
   // Step once by hand, then run the rest through the page's own button.

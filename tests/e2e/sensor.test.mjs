@@ -3,14 +3,10 @@
 // uplinks replayed after a rejoin (the history records come out as duplicates), and
 // bad lines shown with their code while the page keeps working.
 // Needs www/pkg/ (`npm run build`); never downloads a browser.
-import { test, before, after } from 'node:test';
+import { test } from 'node:test';
 import assert from 'node:assert/strict';
-import fs from 'node:fs';
-import { launchChromium, watch, listen, closeAll } from './browser.mjs';
-import { serveWww } from '../../scripts/serve-www.mjs';
+import { OUT, servedPage, WAIT } from './browser.mjs';
 
-const OUT = new URL('../../test-output/', import.meta.url);
-const WAIT = { timeout: 60_000 };
 const EM500 = 'milesight-iot/em500-udl';
 const DEVICE = '24E124136B502217';
 // tests/vectors/devices/milesight-em500-udl.json, the history vector: two 20 CE records
@@ -19,36 +15,8 @@ const DEVICE = '24E124136B502217';
 const HISTORY_SEQS = [1665561758, 1665565242];
 const LIVE_LINES = 3; // the vendor vectors without history, one live reading each
 
-assert.ok(
-  fs.existsSync(new URL('../../www/pkg/reconnect_dedupe_bg.wasm', import.meta.url)),
-  'www/pkg/ is missing: run `npm run build` first',
-);
-
-let server;
-let browser;
-let base;
-
-before(async () => {
-  fs.mkdirSync(OUT, { recursive: true });
-  server = serveWww();
-  base = await listen(server);
-  browser = await launchChromium();
-});
-
-after(async () => {
-  await closeAll(browser, server);
-});
-
-async function open(viewport, query = '') {
-  const page = await browser.newPage({ viewport });
-  const problems = watch(page, base);
-  const wasmLoads = [];
-  page.on('request', (r) => r.url().endsWith('.wasm') && wasmLoads.push(r.url()));
-  await page.goto(`${base}${query}`);
-  await page.waitForSelector('#sensor[data-sensor="ready"]', WAIT);
-  await page.waitForSelector('body[data-run="idle"]', WAIT); // the simulation is up beside it
-  return { page, problems, wasmLoads };
-}
+// Ready: the section, and the simulation beside it.
+const open = servedPage(['#sensor[data-sensor="ready"]', 'body[data-run="idle"]']);
 
 const count = async (page, name) => Number(await page.textContent(`[data-sensor-count="${name}"]`));
 
@@ -64,7 +32,7 @@ const rows = (page) =>
   );
 
 test('an EM500-UDL: vendor uplinks admitted, the history replayed after a rejoin is duplicate', async () => {
-  const { page, problems, wasmLoads } = await open({ width: 1280, height: 900 });
+  const { page, problems, wasmLoads, base } = await open({ width: 1280, height: 900 });
   const codecs = await page.$$eval('#sensor-codec option', (os) => os.map((o) => o.value));
   assert.equal(codecs.length, 7, 'every codec of limits() is offered');
   await page.selectOption('#sensor-codec', EM500);
