@@ -15,14 +15,13 @@ import { execFileSync } from "node:child_process";
 import fs from "node:fs";
 import os from "node:os";
 import path from "node:path";
-import { Miniflare } from "miniflare";
+import { post, start } from "../worker/harness.mjs";
 import { option } from "./workload.mjs";
 
 const UPLINKS = option("uplinks", 2000);
 const DEVICES = option("devices", 50);
 const CONCURRENCY = option("concurrency", 8);
 const ROUNDS = option("rounds", 7);
-const TOKEN = "dev-token";
 const root = new URL("../../", import.meta.url).pathname;
 const wasm = path.join(root, "pkg/reconnect_dedupe_bg.wasm");
 if (!fs.existsSync(wasm)) throw new Error("pkg/ is missing: run `npm run build`");
@@ -67,21 +66,8 @@ for (const [name, opts] of [["decoded ts (no frame)", { ownTs: true }], ["receiv
 
 // 2. The worker, in workerd.
 const dir = fs.mkdtempSync(path.join(os.tmpdir(), "rd-bench-webhooks-"));
-const mf = new Miniflare({
-  modules: true,
-  modulesRoot: root,
-  scriptPath: path.join(root, "src/worker/index.js"),
-  modulesRules: [
-    { type: "ESModule", include: ["**/*.js"] },
-    { type: "CompiledWasm", include: ["**/*.wasm"] },
-  ],
-  compatibilityDate: "2026-04-01",
-  bindings: { INGEST_TOKEN: TOKEN },
-  durableObjects: { DEVICES: { className: "DeviceObject", useSQLite: true }, FLEET: { className: "FleetObject", useSQLite: true } },
-  durableObjectsPersist: dir,
-  handleRuntimeStdio: (stdout, stderr) => (stdout.resume(), stderr.resume()),
-});
-const url = new URL("/v1/uplinks/ttn", await mf.ready);
+// The worker as the worker tests start it (tests/worker/harness.mjs), its storage on disk.
+const worker = await start({ persist: dir });
 
 /** Posts the bodies `CONCURRENCY` at a time; requests/s, p50, p99 and the verdict counts. */
 async function run(name, list) {
@@ -93,7 +79,7 @@ async function run(name, list) {
     while (next < list.length) {
       const body = list[next++];
       const t0 = performance.now();
-      const res = await mf.dispatchFetch(url, { method: "POST", headers: { authorization: `Bearer ${TOKEN}`, "content-type": "application/json" }, body });
+      const res = await post(worker.call, "/v1/uplinks/ttn", body);
       const reply = await res.json();
       latencies.push(performance.now() - t0);
       if (res.status !== 200) verdicts.other += 1;
@@ -123,7 +109,7 @@ try {
   await run("delivered again 5 min later (a lookup that hits)", chunk(1, { late: true }));
   await run("replay of decoded-ts ones (no lookup)", chunk(0, { ownTs: true }));
 } finally {
-  await mf.dispose();
+  await worker.mf.dispose();
 }
 
 // 3. What the frame identity takes on disk: its column's bytes and its index's pages.
