@@ -412,17 +412,17 @@ function decimal(params, name, dflt) {
 
 // --- device configuration -------------------------------------------------------
 
-// The codecs the core decodes, by the TTN device repository's `brand_id/model_id`.
-const CODECS = limits().codecs;
+// The codecs the core decodes, by the TTN device repository's `brand_id/model_id`, and
+// the ranges of a configuration's numbers, defined once in the core (src/codec/readings.rs).
+const { codecs: CODECS, deviceConfig: RANGES } = limits();
 // Codecs that time their readings by the reporting period (Tekelek: four per uplink).
 const NEEDS_PERIOD = new Set(["tekelek/tek766"]);
-// The numeric members of a device's configuration: code, range and unit (the core's
-// `DeviceConfig` holds the same ranges), and the value when absent or null
-// (undefined: required).
+// The numeric members of a device's configuration: code, range and unit, and the value
+// when absent or null (undefined: required).
 const CONFIG_NUMBERS = {
-  bin_depth_mm: { code: "invalid_bin_depth", min: 1, max: 100_000, unit: "millimetres" },
-  offset_mm: { code: "invalid_offset", min: 0, max: 100_000, unit: "millimetres", absent: 0 },
-  reporting_period_s: { code: "invalid_reporting_period", min: 1, max: 7 * 86_400, unit: "seconds", absent: null },
+  bin_depth_mm: { code: "invalid_bin_depth", ...RANGES.bin_depth_mm, unit: "millimetres" },
+  offset_mm: { code: "invalid_offset", ...RANGES.offset_mm, unit: "millimetres", absent: 0 },
+  reporting_period_s: { code: "invalid_reporting_period", ...RANGES.reporting_period_s, unit: "seconds", absent: null },
 };
 const CONFIG_MEMBERS = ["codec", ...Object.keys(CONFIG_NUMBERS)];
 
