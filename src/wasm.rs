@@ -521,10 +521,20 @@ pub fn idempotency_key_js(
 pub fn check_device_id_js(
     #[wasm_bindgen(unchecked_param_type = "string")] id: JsValue,
 ) -> Result<String, JsValue> {
-    match exact_string(&id) {
+    let id = device_id_arg(&id)?;
+    check_device_id(&id)
+        .map(|()| canonical_device_id(id.into()).into_owned())
+        .map_err(to_js)
+}
+
+/// A device id argument: a JS string that is valid Unicode (a lone surrogate would be
+/// mapped to U+FFFD, and two ids would collide), else `invalid_device_id`. The id's
+/// rules are the core's to check.
+fn device_id_arg(v: &JsValue) -> Result<String, JsValue> {
+    match exact_string(v) {
         None => Err(Error::Invalid(Field::DeviceId, "must be a string")),
         Some(Err(())) => Err(lone_surrogate(Field::DeviceId)),
-        Some(Ok(s)) => check_device_id(&s).map(|()| canonical_device_id(s.into()).into_owned()),
+        Some(Ok(s)) => Ok(s),
     }
     .map_err(to_js)
 }
@@ -1131,12 +1141,7 @@ pub fn readings_from_payload_js(
     #[wasm_bindgen(unchecked_param_type = "Uint8Array")] payload: JsValue,
     #[wasm_bindgen(unchecked_param_type = "PayloadFrame")] frame: JsValue,
 ) -> Result<JsValue, JsValue> {
-    let device_id = match exact_string(&device_id) {
-        None => Err(Error::Invalid(Field::DeviceId, "must be a string")),
-        Some(Err(())) => Err(lone_surrogate(Field::DeviceId)),
-        Some(Ok(s)) => Ok(s),
-    }
-    .map_err(to_js)?;
+    let device_id = device_id_arg(&device_id)?;
     let config: PayloadConfig = object_arg(
         &config,
         "the device config",
