@@ -99,16 +99,13 @@ pub(super) fn message<'a>(root: &'a Object<'a>) -> Result<Message<'a>, Error> {
             "not a The Things Stack uplink: \"uplink_message\" is not an object".into(),
         )
     })?;
-    let ids = root.get("end_device_ids");
-    let named = |name| {
-        ids.and_then(Json::as_object)
-            .is_some_and(|o| o.get(name).is_some())
+    // Absent, or an object without either identifier: the mask removed them.
+    let masked = match root.get("end_device_ids") {
+        None => true,
+        Some(Json::Object(ids)) => ids.get("dev_eui").is_none() && ids.get("device_id").is_none(),
+        Some(_) => false,
     };
-    if ids.is_none()
-        || (ids.is_some_and(|v| v.as_object().is_some())
-            && !named("dev_eui")
-            && !named("device_id"))
-    {
+    if masked {
         return Err(Error::FieldMaskIncomplete(MASK_HINT));
     }
     let device_id = dev_eui(path(root, &["end_device_ids", "dev_eui"])).or_else(|| {
