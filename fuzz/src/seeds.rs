@@ -37,7 +37,7 @@ pub fn check_fn(target: &str) -> Option<fn(&[u8])> {
     })
 }
 
-const WEBHOOKS: [(&str, &str, &[u8]); 31] = [
+const WEBHOOKS: [(&str, &str, &[u8]); 33] = [
     ("ttn", "tts-v3-uplink-docs-example.json", include_bytes!("../../tests/fixtures/webhooks/tts-v3-uplink-docs-example.json")),
     ("ttn", "with-fill-tts-v3-uplink.json", include_bytes!("../../tests/fixtures/webhooks/with-fill/tts-v3-uplink.json")),
     ("chirpstack", "chirpstack-v4-up-docs-example.json", include_bytes!("../../tests/fixtures/webhooks/chirpstack-v4-up-docs-example.json")),
@@ -68,6 +68,10 @@ const WEBHOOKS: [(&str, &str, &[u8]); 31] = [
     ("loriot", "loriot-cq_response.json", include_bytes!("../../tests/fixtures/webhooks/loriot/cq_response.json")),
     ("loriot", "loriot-gw.json", include_bytes!("../../tests/fixtures/webhooks/loriot/gw.json")),
     ("loriot", "loriot-tx.json", include_bytes!("../../tests/fixtures/webhooks/loriot/tx.json")),
+    // Raw payloads with hints (`Plan::raw`): the EM500-UDL history vector from a
+    // device registered from the TTN device repository, and a tagged ChirpStack device.
+    ("ttn", "raw-tts-em500-history.json", br#"{"end_device_ids":{"device_id":"em500","dev_eui":"24E124126C000001"},"received_at":"2026-07-16T09:00:01Z","uplink_message":{"f_cnt":7,"f_port":85,"frm_payload":"IM6edEZj0gQgzjqCRmPQBA==","version_ids":{"brand_id":"milesight-iot","model_id":"em500-udl"},"received_at":"2026-07-16T09:00:00.123456789Z"}}"#),
+    ("chirpstack", "raw-chirpstack-tags.json", br#"{"time":"2026-07-16T09:00:00Z","deviceInfo":{"devEui":"a84041000181c061","deviceProfileName":"dragino/ldds75","tags":{"codec":"dingtek/df703","bin_depth_mm":"1200","offset_mm":"150","reporting_period_s":"3600"}},"devAddr":"00189440","fCnt":9,"fPort":3,"data":"gAAAAAAAAAAAAAAAAAAAgQ=="}"#),
     ("readings", "readings-seed-example.json", br#"[{"device_id":"bin-A17","seq":41,"ts":"2026-07-16T09:00:00Z","fill_pct":62.5},{"device_id":"bin-A17","seq":41,"ts":"2026-07-16T09:00:00Z","fill_pct":62.5},{"device_id":"bin-B04","seq":8,"ts":"2026-07-16T09:00:05Z","fill_pct":15.0}]"#),
 ];
 

@@ -13,12 +13,20 @@
 //! hex digits and only where a network server's receive time keys the reading;
 //! planned device ids are canonical (a DevEUI upper-cased). A native burst (`readings`) gives the same readings keyed and
 //! the same rejections (codes included) through `Deduplicator::process_json`.
+//! A raw payload (`Plan::raw`) only on a network server's uplink that planned no
+//! reading and whose every rejection is `missing_fill_pct` for its device; its payload
+//! is 1 ..= 255 bytes in lower-case hex (even length), its port 1 ..= 255, its frame
+//! counter 0 ..= 2^32 − 1, its receive time in range, its codec hint a known codec id,
+//! its config hint within the config route's ranges.
 
+use reconnect_dedupe::codec::{Codec, BIN_DEPTH_MM, OFFSET_MM, REPORTING_PERIOD_S};
 use reconnect_dedupe::dedupe::reading::{
     canonical_device_id, check_device_id, Scalar, MAX_SAFE_SEQ,
 };
 use reconnect_dedupe::timestamp::{isoformat, MAX_MICROS, MIN_MICROS};
-use reconnect_dedupe::uplink::{plan, FieldNames, Format, Plan, DEFAULT_MAX_READINGS};
+use reconnect_dedupe::uplink::{
+    plan, FieldNames, Format, Plan, RawUplink, DEFAULT_MAX_READINGS, MAX_PAYLOAD_BYTES,
+};
 use reconnect_dedupe::{
     idempotency_key, parse_key, validate, Deduplicator, Error, RawReading, Reading,
 };
@@ -131,6 +139,9 @@ fn check_message(format: Format, p: &Plan) {
         !p.simulated || format == Format::Tts,
         "simulated {format:?}"
     );
+    if let Some(raw) = &p.raw {
+        check_raw(format, p, raw);
+    }
     for r in p.devices.iter().flat_map(|g| &g.readings) {
         if let Some(frame) = &r.frame {
             assert!(format != Format::Readings, "a native reading with a frame");
@@ -260,4 +271,71 @@ fn check_plan(p: &Plan, limit: usize) {
     let json: serde_json::Value =
         serde_json::from_str(&p.to_json()).expect("the plan's JSON parses");
     assert_eq!(json["received"], p.received, "the plan's JSON");
+}
+
+/// A plan's raw payload: only where the module docs say, and well formed.
+fn check_raw(format: Format, p: &Plan, raw: &RawUplink) {
+    assert!(
+        format != Format::Readings && !p.ignored,
+        "raw on {format:?}"
+    );
+    assert!(p.devices.is_empty(), "raw beside planned readings");
+    assert!(!p.rejected.is_empty(), "raw without a rejection");
+    for r in &p.rejected {
+        assert_eq!(r.rejection.code, "missing_fill_pct", "raw beside {r:?}");
+        assert_eq!(r.device_id.as_deref(), Some(raw.device_id.as_str()));
+    }
+    check_device_id(&raw.device_id).expect("raw names a valid device");
+    let hex = raw.payload.as_bytes();
+    assert!(
+        !hex.is_empty()
+            && hex.len().is_multiple_of(2)
+            && hex.len() <= 2 * MAX_PAYLOAD_BYTES
+            && hex
+                .iter()
+                .all(|b| b.is_ascii_digit() || (b'a'..=b'f').contains(b)),
+        "payload {:?}",
+        raw.payload
+    );
+    assert!((1..=255).contains(&raw.f_port), "f_port {}", raw.f_port);
+    assert!(
+        (0..=i64::from(u32::MAX)).contains(&raw.f_cnt),
+        "f_cnt {}",
+        raw.f_cnt
+    );
+    assert!(
+        (MIN_MICROS..=MAX_MICROS).contains(&raw.received_at),
+        "received_at {}",
+        raw.received_at
+    );
+    if let Some(id) = raw.codec_hint {
+        assert!(Codec::IDS.contains(&id), "codec_hint {id:?}");
+        assert!(
+            matches!(format, Format::Tts | Format::ChirpStack),
+            "a codec hint from {format:?}"
+        );
+    }
+    let hint = raw.config_hint;
+    for (value, (min, max)) in [
+        (hint.bin_depth_mm, BIN_DEPTH_MM),
+        (hint.offset_mm, OFFSET_MM),
+        (hint.reporting_period_s, REPORTING_PERIOD_S),
+    ] {
+        if let Some(v) = value {
+            assert!(
+                format == Format::ChirpStack,
+                "a config hint from {format:?}"
+            );
+            assert!(
+                (min..=max).contains(&v),
+                "config hint {v} outside {min}..={max}"
+            );
+        }
+    }
+    let json: serde_json::Value = serde_json::from_str(&p.to_json()).expect("JSON");
+    assert_eq!(
+        json["raw"]["payload"],
+        raw.payload.as_str(),
+        "the plan's JSON"
+    );
 }

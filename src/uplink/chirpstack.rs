@@ -12,8 +12,16 @@
 //! * `object` is the device profile codec's output, absent without a codec.
 //! * `fCnt` is the frame counter (absent counts as 0), `time` the gateway or
 //!   receive time (RFC 3339 with nanoseconds and an offset).
+//! * The raw payload ([`super::Plan::raw`]) is `data` (base64) on `fPort`. The device
+//!   profile and tags are the user's: the codec hint is the tag `codec`, else the
+//!   device-profile name (`deviceInfo.deviceProfileName`), when either is exactly a
+//!   codec id (`milesight-iot/em500-udl`, ...); the tags `bin_depth_mm`, `offset_mm`
+//!   and `reporting_period_s` (ChirpStack tags are strings: decimal digits) are the
+//!   config hint.
 
+use super::json::Json;
 use super::json::Object;
+use super::raw::{named_codec, tags_config, Encoding, RawParts};
 use super::{atom, dev_eui, frame_counter, path, scalar, Envelope, Frame};
 
 /// The server's name in messages.
@@ -34,6 +42,21 @@ pub(super) fn envelope<'a>(root: &'a Object<'a>) -> Envelope<'a> {
             counter: atom(root.get("fCnt")),
             port: atom(root.get("fPort")),
             payload: atom(root.get("data")),
+        },
+        raw: {
+            let tags = path(root, &["deviceInfo", "tags"]).and_then(Json::as_object);
+            let profile = path(root, &["deviceInfo", "deviceProfileName"]);
+            RawParts {
+                codec_hint: named_codec(tags.and_then(|t| t.get("codec")))
+                    .or_else(|| named_codec(profile)),
+                config_hint: tags_config(tags),
+                ..RawParts::new(
+                    "data",
+                    Encoding::Base64,
+                    root.get("data"),
+                    root.get("fPort"),
+                )
+            }
         },
     }
 }

@@ -10,8 +10,11 @@
 //!   hotspot and not used). The docs' own sample has one digit too many
 //!   (`15868685461234`, year 2472); it is still a valid instant and converted as
 //!   given.
+//! * The raw payload ([`super::Plan::raw`]) is `payload` (base64) on `port`; Helium
+//!   names no device model, so there is no codec hint.
 
 use super::json::{Json, Object};
+use super::raw::{Encoding, RawParts};
 use super::{atom, dev_eui, frame_counter, ms_to_rfc3339, path, Envelope, Frame, Message};
 use crate::dedupe::error::Error;
 
@@ -36,7 +39,7 @@ pub(super) fn message<'a>(root: &'a Object<'a>) -> Result<Message<'a>, Error> {
             ))
         }
     }
-    Ok(Message::Uplink(Envelope {
+    Ok(Message::Uplink(Box::new(Envelope {
         event: "uplink",
         simulated: false,
         device_id: dev_eui(root.get("dev_eui")),
@@ -49,7 +52,13 @@ pub(super) fn message<'a>(root: &'a Object<'a>) -> Result<Message<'a>, Error> {
             port: atom(root.get("port")),
             payload: atom(root.get("payload")),
         },
-    }))
+        raw: RawParts::new(
+            "payload",
+            Encoding::Base64,
+            root.get("payload"),
+            root.get("port"),
+        ),
+    })))
 }
 
 #[cfg(test)]

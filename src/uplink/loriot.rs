@@ -12,10 +12,13 @@
 //!   receive time in milliseconds since the epoch, written here as an RFC 3339 UTC
 //!   string.
 //! * `data` is the payload in hex (`encdata` when LORIOT does not hold the AppSKey).
-//!   LORIOT documents no decoded payload: until the worker decodes raw payloads
-//!   itself, every LORIOT reading is rejected with `missing_fill_pct`, saying so.
+//!   LORIOT documents no decoded payload: every LORIOT reading is rejected with
+//!   `missing_fill_pct`, saying so, and its `data` on `port` is the plan's raw
+//!   payload ([`super::Plan::raw`]; `encdata` gives none, and the rejection says
+//!   why). LORIOT names no device model, so there is no codec hint.
 
 use super::json::{Json, Object};
+use super::raw::{Encoding, Payload, RawParts};
 use super::{atom, dev_eui, frame_counter, ms_to_rfc3339, Envelope, Frame, Message};
 use crate::dedupe::error::Error;
 use std::borrow::Cow;
@@ -55,7 +58,7 @@ pub(super) fn message<'a>(root: &'a Object<'a>) -> Result<Message<'a>, Error> {
             ))
         }
     };
-    Ok(Message::Uplink(Envelope {
+    Ok(Message::Uplink(Box::new(Envelope {
         event,
         simulated: false,
         device_id: dev_eui(root.get("EUI")),
@@ -70,7 +73,14 @@ pub(super) fn message<'a>(root: &'a Object<'a>) -> Result<Message<'a>, Error> {
                 atom(root.get("data").or_else(|| root.get("encdata"))).to_ascii_lowercase(),
             ),
         },
-    }))
+        raw: match root.get("data") {
+            None if root.get("encdata").is_some() => RawParts {
+                payload: Payload::Encrypted,
+                ..RawParts::new("data", Encoding::Hex, None, root.get("port"))
+            },
+            data => RawParts::new("data", Encoding::Hex, data, root.get("port")),
+        },
+    })))
 }
 
 #[cfg(test)]

@@ -38,8 +38,10 @@
 //!   which an uplink does not carry. A reading without it is rejected with
 //!   `missing_fill_pct`, never dropped; compute `fill_pct` in the network server's
 //!   payload formatter, or name the decoder's percentage field in [`FieldNames`].
-//!   Sensor codecs, should they come, would sit beside these files (`codec/`) and
-//!   take over from `decoded_reading`, which reads the decoded payload.
+//! * Such an uplink hands its raw payload on instead: [`Plan::raw`] (`raw.rs`) holds
+//!   its bytes, port, frame counter and receive time and the codec and bin its
+//!   network server names, for the worker to decode with the sensor's codec
+//!   (`codec/`). The decoded payload keeps precedence whenever it gives a fill level.
 //!
 //! A value that is present but wrong (`"seq": "41"`, `"ts": 1665561758`) is kept
 //! as it is, so the core rejects it with its usual code instead of a fallback
@@ -57,6 +59,7 @@ mod helium;
 mod json;
 mod loriot;
 mod native;
+mod raw;
 mod ttn;
 
 use crate::dedupe::error::{Error, Field, Rejection};
@@ -71,6 +74,8 @@ use std::borrow::Cow;
 use std::collections::HashMap;
 
 pub use field::{FieldNames, FieldPath};
+use raw::RawParts;
+pub use raw::{ConfigHint, RawUplink, MAX_PAYLOAD_BYTES};
 
 /// Default cap on readings per request, in line with the worker's documented limit.
 pub const DEFAULT_MAX_READINGS: usize = 10_000;
@@ -149,7 +154,8 @@ impl Format {
 /// One request, validated, keyed and split per device. Serialises as
 /// `{event, ignored, simulated, received, devices: [{device_id, readings: [{index,
 /// key, seq, ts, fill_pct, frame}]}], rejected: [{index, field, code, message,
-/// device_id}]}`.
+/// device_id}], raw: null | {device_id, f_port, payload, received_at, f_cnt,
+/// codec_hint, config_hint: {bin_depth_mm?, offset_mm?, reporting_period_s?}}}`.
 #[derive(Debug, Clone, PartialEq, Serialize)]
 #[cfg_attr(feature = "typescript", derive(tsify::Tsify))]
 #[cfg_attr(feature = "typescript", tsify(rename = "UplinkPlan"))]
@@ -171,6 +177,19 @@ pub struct Plan {
     pub devices: Vec<DeviceReadings>,
     /// Readings refused here, in request order.
     pub rejected: Vec<Refused>,
+    /// The raw payload of a network server's uplink that gives no reading with a
+    /// fill level (every reading rejected `missing_fill_pct`), for the worker to
+    /// decode; `None` for any other plan, and when the payload, its port, frame
+    /// counter or receive time is absent or unreadable (`raw.rs` lists the rules).
+    ///
+    /// Contract: with `raw` set, [`Plan::rejected`] still holds the uplink's
+    /// `missing_fill_pct` rows unchanged, and [`Plan::devices`] is empty. The worker
+    /// that decodes `raw` replaces those rows with the codec's readings and
+    /// rejections (their `index` is then the sample's); a worker that does not
+    /// decode it answers them as they are. Without `raw`, a payload that is there
+    /// but does not decode (bad base64 or hex, too long, LORIOT's `encdata`) is
+    /// said in those rows' message; their code stays `missing_fill_pct`.
+    pub raw: Option<RawUplink>,
 }
 
 /// The valid readings of one device, in request order.
@@ -262,13 +281,15 @@ pub fn plan(
     };
     within(envelope.burst().map_or(1, <[Json]>::len), max_readings)?;
     let readings = uplink_readings(format, &envelope, names);
-    Ok(route(
+    let mut planned = route(
         format,
         names,
         envelope.event,
         envelope.simulated,
         readings.into_iter(),
-    ))
+    );
+    raw::attach(&envelope, &mut planned);
+    Ok(planned)
 }
 
 /// Reads a native burst body (`[reading, ...]` or `{"readings": [...]}`) into the
@@ -308,6 +329,7 @@ impl Plan {
             received: 0,
             devices: Vec::new(),
             rejected: Vec::new(),
+            raw: None,
         }
     }
 }
@@ -361,6 +383,7 @@ fn route<'a>(
         received,
         devices,
         rejected,
+        raw: None,
     }
 }
 
@@ -426,7 +449,8 @@ fn label(format: Format) -> &'static str {
 
 /// What a network server posted: an uplink, or another event, acknowledged unread.
 enum Message<'a> {
-    Uplink(Envelope<'a>),
+    /// Boxed: an envelope is some hundred bytes, an acknowledged event one name.
+    Uplink(Box<Envelope<'a>>),
     /// Not an uplink; its event name, as [`Plan::event`] gives it.
     Ignored(&'static str),
 }
@@ -447,6 +471,8 @@ struct Envelope<'a> {
     received_at: Option<Scalar<'a>>,
     /// What identifies the radio frame besides the device and its counter.
     frame: Frame<'a>,
+    /// The raw payload, its port and the device hints, for [`Plan::raw`].
+    raw: RawParts<'a>,
 }
 
 /// The parts of an uplink that identify its radio frame, as text: the session
@@ -519,7 +545,7 @@ fn message<'a>(format: Format, root: &'a Json<'a>) -> Result<Message<'a>, Error>
     };
     match format {
         Format::Tts => ttn::message(root),
-        Format::ChirpStack => Ok(Message::Uplink(chirpstack::envelope(root))),
+        Format::ChirpStack => Ok(Message::Uplink(Box::new(chirpstack::envelope(root)))),
         Format::Helium => helium::message(root),
         Format::Loriot => loriot::message(root),
         Format::Readings => Err(Error::InvalidBurst(

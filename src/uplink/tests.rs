@@ -176,7 +176,7 @@ fn the_plan_json_is_the_documented_shape() {
     let one = r#"[{"device_id":"bin-A17","seq":41,"ts":"2026-07-16T09:00:00Z","fill_pct":62.5}]"#;
     assert_eq!(
         plan_of(Format::Readings, one).to_json(),
-        r#"{"event":"readings","ignored":false,"simulated":false,"received":1,"devices":[{"device_id":"bin-A17","readings":[{"index":0,"key":"bin-A17:41:76c73ee2946cc70e","seq":41,"ts":"2026-07-16T09:00:00+00:00","fill_pct":62.5,"frame":null}]}],"rejected":[]}"#
+        r#"{"event":"readings","ignored":false,"simulated":false,"received":1,"devices":[{"device_id":"bin-A17","readings":[{"index":0,"key":"bin-A17:41:76c73ee2946cc70e","seq":41,"ts":"2026-07-16T09:00:00+00:00","fill_pct":62.5,"frame":null}]}],"rejected":[],"raw":null}"#
     );
     let readings = [
         json!({"device_id": "b", "seq": 2, "ts": "2026-07-16T11:00:00.5+02:00", "fill_pct": -0.0}),
@@ -218,7 +218,8 @@ fn the_plan_json_is_the_documented_shape() {
                  "message": "device_id must be a string", "device_id": null},
                 {"index": 4, "field": "reading", "code": "invalid_reading",
                  "message": "a reading must be a JSON object", "device_id": null}
-            ]
+            ],
+            "raw": null
         })
     );
     // Integral fill levels keep their `.0`, as serde_json writes an f64.
@@ -786,4 +787,451 @@ fn json_pointers_read_nested_decoder_output() {
         "{}",
         p.rejected[0].rejection.message
     );
+}
+
+// ---- The raw payload of an uplink without a fill level (`Plan::raw`, raw.rs) ----
+
+const TTS_UPLINK: &str = include_str!("../../tests/fixtures/webhooks/tts/uplink_message.json");
+const CHIRPSTACK_UP: &str = include_str!("../../tests/fixtures/webhooks/chirpstack/up.json");
+const HELIUM_UPLINK: &str = include_str!("../../tests/fixtures/webhooks/helium/uplink.json");
+const LORIOT_RX: &str = include_str!("../../tests/fixtures/webhooks/loriot/rx.json");
+const LORIOT_GW: &str = include_str!("../../tests/fixtures/webhooks/loriot/gw.json");
+
+/// The EM500-UDL history vector of tests/vectors/devices/milesight-em500-udl.json
+/// (two `20 CE` records), and its bytes in base64.
+const EM500_HISTORY_HEX: &str = "20ce9e744663d20420ce3a824663d004";
+const EM500_HISTORY_B64: &str = "IM6edEZj0gQgzjqCRmPQBA==";
+
+/// The plan's `raw` as JSON (`null` when none).
+fn raw_of(format: Format, body: &str) -> Value {
+    serde_json::to_value(&plan_of(format, body).raw).unwrap()
+}
+
+/// The TTS uplink fixture carrying the EM500-UDL history vector on port 85, as a
+/// device registered from the TTN device repository sends it.
+fn tts_em500() -> String {
+    let body = with(
+        TTS_UPLINK,
+        &["uplink_message"],
+        json!({"frm_payload": EM500_HISTORY_B64, "f_port": 85}),
+    );
+    with(
+        &body,
+        &["uplink_message", "version_ids"],
+        json!({"brand_id": "milesight-iot", "model_id": "em500-udl"}),
+    )
+}
+
+#[test]
+fn the_history_vector_in_base64_is_its_hex() {
+    use base64::Engine;
+    let bytes = base64::engine::general_purpose::STANDARD
+        .decode(EM500_HISTORY_B64)
+        .unwrap();
+    let vectors: Value = serde_json::from_str(include_str!(
+        "../../tests/vectors/devices/milesight-em500-udl.json"
+    ))
+    .unwrap();
+    let listed = vectors["vectors"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .any(|v| v["hex"].as_str().unwrap().to_lowercase() == EM500_HISTORY_HEX);
+    assert!(listed, "the EM500 history vector");
+    let hex: String = bytes.iter().map(|b| format!("{b:02x}")).collect();
+    assert_eq!(hex, EM500_HISTORY_HEX);
+}
+
+#[test]
+fn a_tts_uplink_without_a_fill_level_hands_on_its_raw_payload_and_codec() {
+    let body = tts_em500();
+    let p = plan_of(Format::Tts, &body);
+    assert_eq!(
+        serde_json::to_value(&p.raw).unwrap(),
+        json!({"device_id": "0004A30B001C0530", "f_port": 85, "payload": EM500_HISTORY_HEX,
+               "received_at": "2020-02-12T15:15:45.789585+00:00", "f_cnt": 1,
+               "codec_hint": "milesight-iot/em500-udl", "config_hint": {}})
+    );
+    // The rejected row stays as it is, and nothing is planned.
+    assert!(p.devices.is_empty());
+    assert_eq!(
+        rejections(&plan_of(Format::Tts, &body)),
+        rejections(&plan_of(Format::Tts, TTS_UPLINK))
+    );
+    assert_eq!(p.rejected[0].rejection.code, "missing_fill_pct");
+    // The JSON text: the plan's last member.
+    assert!(p.to_json().ends_with(
+        r#""raw":{"device_id":"0004A30B001C0530","f_port":85,"payload":"20ce9e744663d20420ce3a824663d004","received_at":"2020-02-12T15:15:45.789585+00:00","f_cnt":1,"codec_hint":"milesight-iot/em500-udl","config_hint":{}}}"#
+    ), "{}", p.to_json());
+}
+
+#[test]
+fn the_raw_payload_is_what_the_codec_reads() {
+    use crate::codec::{payload_readings, Codec, DeviceConfig, FrameMeta};
+    use std::num::NonZeroU32;
+    let raw = plan_of(Format::Tts, &tts_em500()).raw.unwrap();
+    let codec = Codec::from_id(raw.codec_hint.unwrap()).unwrap();
+    let bytes: Vec<u8> = (0..raw.payload.len())
+        .step_by(2)
+        .map(|i| u8::from_str_radix(&raw.payload[i..i + 2], 16).unwrap())
+        .collect();
+    let config = DeviceConfig {
+        codec: None,
+        bin_depth_mm: NonZeroU32::new(1500).unwrap(),
+        offset_mm: 0,
+        reporting_period_s: None,
+    };
+    let meta = FrameMeta {
+        received_at: raw.received_at,
+        f_cnt: raw.f_cnt,
+    };
+    let got = payload_readings(
+        &raw.device_id,
+        codec,
+        &config,
+        raw.f_port,
+        &bytes,
+        &meta,
+        None,
+    )
+    .unwrap();
+    let seqs: Vec<i64> = got.readings.iter().map(|r| r.seq).collect();
+    assert_eq!(
+        seqs,
+        [1_665_561_758, 1_665_565_242],
+        "one per history record"
+    );
+    assert!(got.rejected.is_empty());
+}
+
+#[test]
+fn tts_hints_only_an_exact_known_codec_id() {
+    let port = |b: &str| with(b, &["uplink_message"], json!({"f_port": 1}));
+    // The fixture as the docs have it: no f_port, so no raw.
+    assert_eq!(raw_of(Format::Tts, TTS_UPLINK), Value::Null);
+    // With a port: its `gkHe`, and `the-things-products/the-things-uno` is no codec.
+    let raw = raw_of(Format::Tts, &port(TTS_UPLINK));
+    assert_eq!(
+        (&raw["payload"], &raw["f_port"], &raw["codec_hint"]),
+        (&json!("8241de"), &json!(1), &Value::Null)
+    );
+    for (brand, model) in [
+        (json!("milesight-iot"), json!("EM500-UDL")),
+        (json!("Milesight-IoT"), json!("em500-udl")),
+        (json!("milesight-iot/em500-udl"), json!("")),
+        (json!("milesight-iot"), json!(null)),
+        (json!(7), json!("em500-udl")),
+    ] {
+        let b = with(
+            &tts_em500(),
+            &["uplink_message", "version_ids"],
+            json!({"brand_id": brand, "model_id": model}),
+        );
+        assert_eq!(raw_of(Format::Tts, &b)["codec_hint"], Value::Null, "{b}");
+    }
+    for id in crate::codec::Codec::IDS {
+        let (brand, model) = id.split_once('/').unwrap();
+        let b = with(
+            &tts_em500(),
+            &["uplink_message", "version_ids"],
+            json!({"brand_id": brand, "model_id": model}),
+        );
+        assert_eq!(raw_of(Format::Tts, &b)["codec_hint"], json!(id));
+    }
+    // A simulated uplink (no f_cnt) has one too, at frame 0.
+    let sim: &str = include_str!("../../tests/fixtures/webhooks/tts/simulated_uplink.json");
+    let raw = raw_of(Format::Tts, sim);
+    assert_eq!(
+        (&raw["f_cnt"], &raw["payload"]),
+        (&json!(0), &json!("202c"))
+    );
+}
+
+#[test]
+fn an_uplink_with_a_fill_level_has_no_raw() {
+    for (format, body) in [
+        (Format::Tts, TTS_WITH_FILL.to_owned()),
+        (Format::ChirpStack, CHIRPSTACK_WITH_FILL.to_owned()),
+        (
+            Format::Tts,
+            with(
+                &tts_em500(),
+                &["uplink_message", "decoded_payload"],
+                json!({"fill_pct": 5}),
+            ),
+        ),
+        (
+            Format::Helium,
+            with(
+                HELIUM_UPLINK,
+                &["decoded"],
+                json!({"payload": {"fill_pct": 5}}),
+            ),
+        ),
+    ] {
+        let p = plan_of(format, &body);
+        assert!(!p.devices.is_empty());
+        assert_eq!(p.raw, None, "{body}");
+    }
+    // One reading of a burst with a fill level is enough; another rejection for
+    // another reason too.
+    for readings in [
+        json!([{"fill_pct": 5}, {"seq": 9}]),
+        json!([{"fill_pct": 101}, {"seq": 9}]),
+        json!([{"seq": "x"}]),
+        json!([]),
+    ] {
+        let b = with(CHIRPSTACK_UP, &["object"], json!({ "readings": readings }));
+        assert_eq!(raw_of(Format::ChirpStack, &b), Value::Null, "{readings}");
+    }
+    let b = with(
+        CHIRPSTACK_UP,
+        &["object"],
+        json!({"readings": [{"seq": 8}, {"seq": 9}]}),
+    );
+    assert_eq!(raw_of(Format::ChirpStack, &b)["payload"], json!("aa"));
+    // No device, no raw.
+    let b = with(CHIRPSTACK_UP, &["deviceInfo"], json!({"devEui": ""}));
+    assert_eq!(raw_of(Format::ChirpStack, &b), Value::Null);
+    // A native burst never has one; nor does an acknowledged event.
+    assert_eq!(
+        raw_of(Format::Readings, r#"[{"device_id":"a","seq":1}]"#),
+        Value::Null
+    );
+    let join: &str = include_str!("../../tests/fixtures/webhooks/tts/join_accept.json");
+    assert_eq!(raw_of(Format::Tts, join), Value::Null);
+}
+
+#[test]
+fn chirpstack_names_its_codec_and_bin_in_tags_or_the_profile_name() {
+    let raw = raw_of(Format::ChirpStack, CHIRPSTACK_UP);
+    assert_eq!(
+        raw,
+        json!({"device_id": "0101010101010101", "f_port": 1, "payload": "aa",
+               "received_at": "2022-07-18T09:34:15.775023+00:00", "f_cnt": 0,
+               "codec_hint": null, "config_hint": {}})
+    );
+    let tagged = |tags: Value, profile: &str| {
+        let b = with(
+            CHIRPSTACK_UP,
+            &["deviceInfo"],
+            json!({"tags": tags, "deviceProfileName": profile}),
+        );
+        raw_of(Format::ChirpStack, &b)
+    };
+    let raw = tagged(
+        json!({"codec": "dingtek/df703", "bin_depth_mm": "1200", "offset_mm": "0",
+               "reporting_period_s": "3600", "key": "value"}),
+        "dragino/ldds75",
+    );
+    assert_eq!(raw["codec_hint"], json!("dingtek/df703"), "the tag first");
+    assert_eq!(
+        raw["config_hint"],
+        json!({"bin_depth_mm": 1200, "offset_mm": 0, "reporting_period_s": 3600})
+    );
+    // An unknown tag value falls back to the profile name; neither known: none.
+    assert_eq!(
+        tagged(json!({"codec": "DF703"}), "dragino/ldds75")["codec_hint"],
+        json!("dragino/ldds75")
+    );
+    assert_eq!(
+        tagged(json!({"codec": 703}), "Dragino/LDDS75")["codec_hint"],
+        Value::Null
+    );
+    // Only decimal digits within the config route's ranges; the rest is left out.
+    for (name, bad) in [
+        ("bin_depth_mm", json!("0")),
+        ("bin_depth_mm", json!("100001")),
+        ("bin_depth_mm", json!(1200)),
+        ("bin_depth_mm", json!("1200.0")),
+        ("bin_depth_mm", json!("+1200")),
+        ("bin_depth_mm", json!(" 1200")),
+        ("bin_depth_mm", json!("1e3")),
+        ("bin_depth_mm", json!("")),
+        ("bin_depth_mm", json!("99999999999999999999")),
+        ("offset_mm", json!("-1")),
+        ("offset_mm", json!("100001")),
+        ("reporting_period_s", json!("0")),
+        ("reporting_period_s", json!("604801")),
+        ("reporting_period_s", json!("٣٦٠٠")),
+    ] {
+        let raw = tagged(json!({ name: bad }), "");
+        assert_eq!(raw["config_hint"], json!({}), "{name}: {bad}");
+    }
+    let edges = tagged(
+        json!({"bin_depth_mm": "100000", "offset_mm": "0100000", "reporting_period_s": "604800"}),
+        "",
+    );
+    assert_eq!(
+        edges["config_hint"],
+        json!({"bin_depth_mm": 100000, "offset_mm": 100000, "reporting_period_s": 604800})
+    );
+    // Tags that are not an object are no tags.
+    assert_eq!(tagged(json!(["codec"]), "")["config_hint"], json!({}));
+}
+
+#[test]
+fn helium_hands_on_its_payload_without_a_hint() {
+    let raw = raw_of(Format::Helium, HELIUM_UPLINK);
+    assert_eq!(
+        raw,
+        json!({"device_id": "1C29FBD1D2084E21", "f_port": 1,
+               "payload": "48656c6c6f2c20776f726c6421",
+               "received_at": "2472-11-09T08:11:01.234000+00:00", "f_cnt": 19,
+               "codec_hint": null, "config_hint": {}})
+    );
+}
+
+#[test]
+fn loriot_rx_and_gw_hand_on_the_same_hex_and_encdata_says_why_not() {
+    let rx = raw_of(Format::Loriot, LORIOT_RX);
+    assert_eq!(
+        rx,
+        json!({"device_id": "0102030405060708", "f_port": 1, "payload": "0102aabb",
+               "received_at": "2016-08-10T17:37:55.433000+00:00", "f_cnt": 1,
+               "codec_hint": null, "config_hint": {}})
+    );
+    assert_eq!(raw_of(Format::Loriot, LORIOT_GW), rx);
+    assert_eq!(raw_of(Format::Loriot, LORIOT), rx);
+    let lower = with(LORIOT_GW, &[], json!({"data": "0102aabb"}));
+    assert_eq!(raw_of(Format::Loriot, &lower), rx);
+    // encdata: LORIOT could not decrypt it.
+    let mut v: Value = serde_json::from_str(LORIOT_RX).unwrap();
+    v.as_object_mut().unwrap().remove("data");
+    v["encdata"] = json!("0102AABB");
+    let p = plan_of(Format::Loriot, &v.to_string());
+    assert_eq!(p.raw, None);
+    let r = &p.rejected[0].rejection;
+    assert_eq!(r.code, "missing_fill_pct");
+    assert!(
+        r.message
+            .contains("\"encdata\", which LORIOT could not decrypt"),
+        "{}",
+        r.message
+    );
+}
+
+#[test]
+fn a_payload_that_does_not_decode_gives_no_raw_and_says_so() {
+    let cases = [
+        (
+            Format::Tts,
+            with(
+                &tts_em500(),
+                &["uplink_message"],
+                json!({"frm_payload": "IM6e dEZj"}),
+            ),
+            "(\"frm_payload\") is not valid base64",
+        ),
+        (
+            Format::ChirpStack,
+            with(CHIRPSTACK_UP, &[], json!({"data": "qg="})),
+            "(\"data\") is not valid base64",
+        ),
+        (
+            Format::Helium,
+            with(HELIUM_UPLINK, &[], json!({"payload": "SGVsbG8_"})),
+            "(\"payload\") is not valid base64",
+        ),
+        (
+            Format::Loriot,
+            with(LORIOT_RX, &[], json!({"data": "0102AAB"})),
+            "(\"data\") is not valid hex",
+        ),
+        (
+            Format::Loriot,
+            with(LORIOT_RX, &[], json!({"data": "0x0102"})),
+            "(\"data\") is not valid hex",
+        ),
+        (
+            Format::Loriot,
+            with(LORIOT_RX, &[], json!({"data": 102})),
+            "(\"data\") is not a string",
+        ),
+        (
+            Format::Loriot,
+            with(LORIOT_RX, &[], json!({"data": "00".repeat(256)})),
+            "(\"data\") is longer than a LoRaWAN frame's 255 bytes",
+        ),
+    ];
+    for (format, body, said) in cases {
+        let p = plan_of(format, &body);
+        assert_eq!(p.raw, None, "{body}");
+        let r = &p.rejected[0].rejection;
+        assert_eq!((r.code, r.field), ("missing_fill_pct", "fill_pct"));
+        assert!(
+            r.message.starts_with("fill_pct is missing: "),
+            "{}",
+            r.message
+        );
+        assert!(
+            r.message.ends_with(&format!(
+                "; its raw payload {said}, so it cannot be decoded either"
+            )),
+            "{}",
+            r.message
+        );
+    }
+    // 255 bytes is a frame.
+    let longest = with(LORIOT_RX, &[], json!({"data": "ff".repeat(255)}));
+    assert_eq!(
+        raw_of(Format::Loriot, &longest)["payload"],
+        json!("ff".repeat(255))
+    );
+}
+
+#[test]
+fn no_payload_port_counter_or_time_gives_no_raw_quietly() {
+    let quiet = |format: Format, body: &str| {
+        let p = plan_of(format, body);
+        assert_eq!(p.raw, None, "{body}");
+        let message = &p.rejected[0].rejection.message;
+        assert!(
+            !message.contains("decoded either") && !message.contains("encdata"),
+            "{message}"
+        );
+    };
+    let mut no_port: Value = serde_json::from_str(CHIRPSTACK_UP).unwrap();
+    no_port.as_object_mut().unwrap().remove("fPort");
+    quiet(Format::ChirpStack, &no_port.to_string());
+    let mut no_data: Value = serde_json::from_str(LORIOT_RX).unwrap();
+    no_data.as_object_mut().unwrap().remove("data");
+    quiet(Format::Loriot, &no_data.to_string());
+    // An integer 1 ..= 255, written as one (as `seq` is read).
+    for port in ["0", "256", "-1", "\"1\"", "1.5", "1.0", "1e0", "null"] {
+        let body = edit(HELIUM_UPLINK, "\"port\": 1,", &format!("\"port\": {port},"));
+        quiet(Format::Helium, &body);
+    }
+    for ok in [json!(1), json!(255)] {
+        let b = with(HELIUM_UPLINK, &[], json!({ "port": ok }));
+        assert_ne!(raw_of(Format::Helium, &b), Value::Null, "{ok}");
+    }
+    // An empty frame carries no payload.
+    quiet(
+        Format::ChirpStack,
+        &with(CHIRPSTACK_UP, &[], json!({"data": ""})),
+    );
+    // A frame counter beyond 32 bits, or a seq given while the counter is bad.
+    let b = with(CHIRPSTACK_UP, &[], json!({"fCnt": 4294967296_i64}));
+    quiet(Format::ChirpStack, &b);
+    let b = with(
+        CHIRPSTACK_UP,
+        &[],
+        json!({"fCnt": "7", "object": {"seq": 7}}),
+    );
+    quiet(Format::ChirpStack, &b);
+    assert_eq!(
+        raw_of(
+            Format::ChirpStack,
+            &with(CHIRPSTACK_UP, &[], json!({"fCnt": 4294967295_u32}))
+        )["f_cnt"],
+        json!(4294967295_u32)
+    );
+    // A receive time that does not parse, while the decoded payload dates the reading.
+    let b = with(
+        CHIRPSTACK_UP,
+        &[],
+        json!({"time": "yesterday", "object": {"ts": "2026-07-16T09:00:00Z"}}),
+    );
+    quiet(Format::ChirpStack, &b);
 }

@@ -30,8 +30,14 @@
 //!   in the mask, a simulated uplink cannot be told from a real one.
 //! * The frame's identity: `uplink_message.session_key_id` (a new one with every
 //!   join), `f_cnt`, `f_port`, `frm_payload`.
+//! * The raw payload ([`super::Plan::raw`]) is `uplink_message.frm_payload` (base64,
+//!   protobuf's JSON of bytes; absent when empty) on `f_port`; the codec hint is
+//!   `uplink_message.version_ids` (`brand_id`, `model_id`: the device's entry in the
+//!   TTN device repository, set when it was registered from it) read as
+//!   `brand_id/model_id`.
 
 use super::json::{Json, Object};
+use super::raw::{version_ids_codec, Encoding, RawParts};
 use super::{atom, dev_eui, frame_counter, path, scalar, Envelope, Frame, Message};
 use crate::dedupe::error::Error;
 
@@ -113,7 +119,7 @@ pub(super) fn message<'a>(root: &'a Object<'a>) -> Result<Message<'a>, Error> {
             .filter(|v| v.as_str() != Some(""))
             .map(scalar)
     });
-    Ok(Message::Uplink(Envelope {
+    Ok(Message::Uplink(Box::new(Envelope {
         event: EVENTS[0],
         simulated: matches!(root.get("simulated"), Some(Json::Bool(true))),
         device_id,
@@ -129,7 +135,16 @@ pub(super) fn message<'a>(root: &'a Object<'a>) -> Result<Message<'a>, Error> {
             port: atom(msg.get("f_port")),
             payload: atom(msg.get("frm_payload")),
         },
-    }))
+        raw: RawParts {
+            codec_hint: version_ids_codec(msg.get("version_ids")),
+            ..RawParts::new(
+                "frm_payload",
+                Encoding::Base64,
+                msg.get("frm_payload"),
+                msg.get("f_port"),
+            )
+        },
+    })))
 }
 
 #[cfg(test)]

@@ -144,4 +144,16 @@ test('parseUplink returns the JSON text of an UplinkPlan', () => {
     assert.ok(p.devices.length > 0, file);
     conforms(p, type, `parseUplink ${format}`);
   }
+  // A plan with a raw payload (ChirpStack tags give both hints; LORIOT neither).
+  const up = JSON.parse(fs.readFileSync(new URL('../chirpstack/up.json', fixtures), 'utf8'));
+  up.deviceInfo.tags = { codec: 'dingtek/df703', bin_depth_mm: '1200' };
+  const tagged = JSON.parse(parseUplink('chirpstack', JSON.stringify(up)));
+  assert.deepEqual(tagged.raw, {
+    device_id: '0101010101010101', f_port: 1, payload: 'aa', received_at: '2022-07-18T09:34:15.775023+00:00',
+    f_cnt: 0, codec_hint: 'dingtek/df703', config_hint: { bin_depth_mm: 1200 },
+  });
+  conforms(tagged, type, 'parseUplink chirpstack, raw');
+  const gw = JSON.parse(parseUplink('loriot', fs.readFileSync(new URL('../loriot/gw.json', fixtures))));
+  assert.equal(gw.raw.payload, '0102aabb');
+  conforms(gw, type, 'parseUplink loriot, raw');
 });

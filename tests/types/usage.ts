@@ -38,6 +38,7 @@ import type {
   AuditEvent,
   Burst,
   BurstOutcome,
+  ConfigHint,
   DeduplicatorOptions,
   DeduplicatorStats,
   DeviceReadings,
@@ -45,6 +46,7 @@ import type {
   KeyedReading,
   Limits,
   Range,
+  RawUplink,
   Reading,
   Refused,
   Rejection,
@@ -92,7 +94,13 @@ export const shapes = {
   sample: {
     distance_mm: true, no_reading: true, device_time_s: true, app_counter: true, periods_ago: true,
   } satisfies Members<DecodedSample>,
-  plan: { event: true, ignored: true, simulated: true, received: true, devices: true, rejected: true } satisfies Members<UplinkPlan>,
+  plan: {
+    event: true, ignored: true, simulated: true, received: true, devices: true, rejected: true, raw: true,
+  } satisfies Members<UplinkPlan>,
+  raw: {
+    device_id: true, f_port: true, payload: true, received_at: true, f_cnt: true, codec_hint: true, config_hint: true,
+  } satisfies Members<RawUplink>,
+  configHint: { bin_depth_mm: true, offset_mm: true, reporting_period_s: true } satisfies Members<ConfigHint>,
   device: { device_id: true, readings: true } satisfies Members<DeviceReadings>,
   keyed: { index: true, key: true, seq: true, ts: true, fill_pct: true, frame: true } satisfies Members<KeyedReading>,
   refused: {
@@ -198,6 +206,17 @@ export function worker(body: Uint8Array): string[] {
   const skip: boolean = plan.ignored || plan.simulated;
   const frames: (string | null)[] = plan.devices.flatMap((d) => d.readings.map((r) => r.frame));
   void [what, skip, frames];
+  // An uplink without a fill level: its raw payload, for the codec (the rows stay rejected).
+  const raw: RawUplink | null = plan.raw;
+  if (raw !== null) {
+    const hex: string = raw.payload;
+    const codec: string | null = raw.codec_hint;
+    const depth: number | undefined = raw.config_hint.bin_depth_mm;
+    const at: [number, number, string] = [raw.f_port, raw.f_cnt, raw.received_at];
+    // @ts-expect-error the hint may be absent
+    const offset: number = raw.config_hint.offset_mm;
+    void [hex, codec, depth, at, offset];
+  }
   parseUplink("readings", "[]");
   // @ts-expect-error the option is fillField
   parseUplink("ttn", body, { fill_field: "level" });

@@ -1,0 +1,351 @@
+//! The raw payload of an uplink that has no fill level ([`Plan::raw`]), for the
+//! worker to decode with a codec (`codec::payload_readings`).
+//!
+//! # When a plan has `raw`
+//! All of these hold, else `raw` is `null`:
+//! * the message is a network server's uplink (never a native burst, never an
+//!   acknowledged event);
+//! * its decoded payload gives no reading with a fill level: no reading is planned,
+//!   and every reading it gives is rejected `missing_fill_pct` (there is at least
+//!   one; without a decoded payload there is exactly one). The core checks
+//!   `device_id`, `seq` and `ts` before `fill_pct`, so the device id is valid;
+//! * the uplink carries a payload that decodes to 1 ..= 255 bytes: The Things Stack
+//!   `uplink_message.frm_payload`, ChirpStack `data`, Helium `payload` (base64, the
+//!   standard alphabet, padded or not at all, no whitespace), LORIOT `data` (hex, either
+//!   case; `encdata` is the payload LORIOT could not decrypt, which nobody here
+//!   can read). A LoRaWAN frame is at most 255 bytes, so a longer payload does not
+//!   decode either;
+//! * its port is an integer 1 ..= 255 (The Things Stack `f_port`, ChirpStack
+//!   `fPort`, Helium and LORIOT `port`; port 0 carries MAC commands, not data);
+//! * its frame counter is an integer 0 ..= 2^32 − 1 (absent: 0) and its receive time
+//!   (the one a reading without its own `ts` gets) a valid RFC 3339 time.
+//!
+//! # The rejected rows stay
+//! With `raw` set, the plan's `missing_fill_pct` rejections are unchanged: the
+//! worker decodes `raw` and replaces those rows with the codec's readings and
+//! rejections (or parks the uplink, `device_not_configured`). Without `raw`, they are
+//! the uplink's answer; when the payload is there but does not decode (bad base64 or
+//! hex, too long) or is LORIOT's `encdata`, their message says so. The code stays
+//! `missing_fill_pct`, since that is what the reading lacks; `invalid_payload` remains
+//! the codec's code for bytes it cannot read, an uplink-level error of the worker.
+//!
+//! # Hints
+//! `codec_hint` is a codec id ([`Codec::IDS`]) the uplink names, or `null`:
+//! The Things Stack `uplink_message.version_ids` as `brand_id/model_id` when that
+//! exact text is a codec id; ChirpStack `deviceInfo.tags.codec`, else
+//! `deviceInfo.deviceProfileName`, the first that is exactly a codec id. Helium and
+//! LORIOT name no device model.
+//!
+//! `config_hint` holds what ChirpStack device tags (`deviceInfo.tags`, string values)
+//! say of the bin: `bin_depth_mm`, `offset_mm`, `reporting_period_s`, each a string
+//! of ASCII decimal digits within the range of `PUT /v1/devices/{id}/config`
+//! ([`BIN_DEPTH_MM`], [`OFFSET_MM`], [`REPORTING_PERIOD_S`]). A tag that is anything
+//! else (a sign, a space, a fraction, out of range) is left out, as is every tag of
+//! another name; the other servers give `{}`. Which of a stored configuration and
+//! these hints wins is the worker's rule.
+
+use super::json::{Json, Object};
+use super::{isoformat_text, Envelope, Plan};
+use crate::codec::{Codec, BIN_DEPTH_MM, OFFSET_MM, REPORTING_PERIOD_S};
+use crate::dedupe::error::{Error, Field};
+use crate::dedupe::reading::Scalar;
+use crate::dedupe::timestamp::{parse_rfc3339, Micros};
+use base64::engine::general_purpose;
+use base64::Engine;
+use serde::Serialize;
+
+/// The most bytes a LoRaWAN frame's payload can have (a PHYPayload is at most 255).
+pub const MAX_PAYLOAD_BYTES: usize = 255;
+
+/// The raw payload of an uplink without a fill level, and what the network server
+/// says about its device. Serialises as `{device_id, f_port, payload, received_at,
+/// f_cnt, codec_hint, config_hint}`.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+#[cfg_attr(feature = "typescript", derive(tsify::Tsify))]
+pub struct RawUplink {
+    /// The device, as the plan's rows name it (a DevEUI in upper case).
+    pub device_id: String,
+    /// The LoRaWAN port, 1 ..= 255.
+    pub f_port: u32,
+    /// The payload's bytes in lower-case hex (2 ..= 510 digits).
+    pub payload: String,
+    /// The receive time, written as the plan writes `ts`.
+    #[serde(serialize_with = "isoformat_text")]
+    #[cfg_attr(feature = "typescript", tsify(type = "string"))]
+    pub received_at: Micros,
+    /// The LoRaWAN frame counter, 0 ..= 2^32 − 1 (absent in the message: 0).
+    pub f_cnt: i64,
+    /// A codec id ([`Codec::IDS`], `limits().codecs`) the uplink names; `null` when
+    /// it names none.
+    pub codec_hint: Option<&'static str>,
+    pub config_hint: ConfigHint,
+}
+
+/// What the uplink says of the bin (ChirpStack device tags); absent members are left
+/// out of the JSON.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default, Serialize)]
+#[cfg_attr(feature = "typescript", derive(tsify::Tsify))]
+pub struct ConfigHint {
+    #[serde(skip_serializing_if = "Option::is_none")]
+    #[cfg_attr(feature = "typescript", tsify(optional))]
+    pub bin_depth_mm: Option<u32>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    #[cfg_attr(feature = "typescript", tsify(optional))]
+    pub offset_mm: Option<u32>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    #[cfg_attr(feature = "typescript", tsify(optional))]
+    pub reporting_period_s: Option<u32>,
+}
+
+/// How a network server writes its raw payload member.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(super) enum Encoding {
+    Base64,
+    Hex,
+}
+
+/// An uplink's raw payload member as the envelope found it.
+#[derive(Debug, Default)]
+pub(super) enum Payload<'a> {
+    /// No payload member (or an empty frame: The Things Stack omits empty bytes).
+    #[default]
+    Absent,
+    /// The member `name`'s value, written in `encoding`.
+    Text {
+        name: &'static str,
+        encoding: Encoding,
+        value: &'a Json<'a>,
+    },
+    /// LORIOT's `encdata`: a payload LORIOT could not decrypt.
+    Encrypted,
+}
+
+/// What an envelope holds for [`Plan::raw`]: the payload, the port and the hints.
+#[derive(Debug, Default)]
+pub(super) struct RawParts<'a> {
+    pub(super) payload: Payload<'a>,
+    pub(super) port: Option<&'a Json<'a>>,
+    pub(super) codec_hint: Option<Codec>,
+    pub(super) config_hint: ConfigHint,
+}
+
+impl<'a> RawParts<'a> {
+    /// The payload member `name` (absent → [`Payload::Absent`]) and the port.
+    pub(super) fn new(
+        name: &'static str,
+        encoding: Encoding,
+        payload: Option<&'a Json<'a>>,
+        port: Option<&'a Json<'a>>,
+    ) -> RawParts<'a> {
+        RawParts {
+            payload: payload.map_or(Payload::Absent, |value| Payload::Text {
+                name,
+                encoding,
+                value,
+            }),
+            port,
+            ..RawParts::default()
+        }
+    }
+}
+
+/// The codec a The Things Stack `version_ids` object names as `brand_id/model_id`.
+pub(super) fn version_ids_codec(version_ids: Option<&Json<'_>>) -> Option<Codec> {
+    let ids = version_ids?.as_object()?;
+    let brand = ids.get("brand_id")?.as_str()?;
+    let model = ids.get("model_id")?.as_str()?;
+    Codec::ALL.into_iter().find(|c| {
+        c.id()
+            .split_once('/')
+            .is_some_and(|(b, m)| b == brand && m == model)
+    })
+}
+
+/// The codec a text names exactly (a ChirpStack tag or device-profile name).
+pub(super) fn named_codec(text: Option<&Json<'_>>) -> Option<Codec> {
+    Codec::from_id(text?.as_str()?).ok()
+}
+
+/// The bin's numbers in ChirpStack device tags (module docs, "Hints").
+pub(super) fn tags_config(tags: Option<&Object<'_>>) -> ConfigHint {
+    let number = |name: &str, (min, max): (u32, u32)| {
+        let text = tags?.get(name)?.as_str()?;
+        if text.is_empty() || !text.bytes().all(|b| b.is_ascii_digit()) {
+            return None;
+        }
+        text.parse::<u32>().ok().filter(|n| (min..=max).contains(n))
+    };
+    ConfigHint {
+        bin_depth_mm: number("bin_depth_mm", BIN_DEPTH_MM),
+        offset_mm: number("offset_mm", OFFSET_MM),
+        reporting_period_s: number("reporting_period_s", REPORTING_PERIOD_S),
+    }
+}
+
+/// Why an uplink without a fill level has no `raw`: the text appended to its
+/// rejections, when there is one to say.
+enum NoRaw {
+    /// Nothing worth saying (no payload, no port, no frame counter, ...).
+    Quiet,
+    /// Appended to each `missing_fill_pct` message.
+    Said(String),
+}
+
+/// Sets `plan.raw` when the uplink of `envelope` qualifies (module docs), or says in
+/// its rejections why its payload cannot be decoded.
+pub(super) fn attach(envelope: &Envelope<'_>, plan: &mut Plan) {
+    let missing = Error::Missing(Field::FillPct).code();
+    let Some(first) = plan.rejected.first() else {
+        return;
+    };
+    if !plan.devices.is_empty() || plan.rejected.iter().any(|r| r.rejection.code != missing) {
+        return;
+    }
+    let Some(device_id) = first.device_id.clone() else {
+        return;
+    };
+    match uplink(envelope, device_id) {
+        Ok(raw) => plan.raw = Some(raw),
+        Err(NoRaw::Said(why)) => {
+            for r in &mut plan.rejected {
+                r.rejection.message.push_str(&why);
+            }
+        }
+        Err(NoRaw::Quiet) => {}
+    }
+}
+
+fn uplink(envelope: &Envelope<'_>, device_id: String) -> Result<RawUplink, NoRaw> {
+    let parts = &envelope.raw;
+    let (name, encoding, value) = match &parts.payload {
+        Payload::Absent => return Err(NoRaw::Quiet),
+        Payload::Encrypted => {
+            return Err(NoRaw::Said(
+                "; its payload is \"encdata\", which LORIOT could not decrypt: give LORIOT \
+                 the device's AppSKey"
+                    .into(),
+            ))
+        }
+        Payload::Text {
+            name,
+            encoding,
+            value,
+        } => (*name, *encoding, *value),
+    };
+    let bytes = decode(encoding, value).map_err(|why| {
+        NoRaw::Said(format!(
+            "; its raw payload (\"{name}\") {why}, so it cannot be decoded either"
+        ))
+    })?;
+    if bytes.is_empty() {
+        return Err(NoRaw::Quiet);
+    }
+    let f_port = parts
+        .port
+        .and_then(Json::as_i64)
+        .and_then(|p| u32::try_from(p).ok())
+        .filter(|p| (1..=255).contains(p))
+        .ok_or(NoRaw::Quiet)?;
+    let f_cnt = match envelope.frame_counter {
+        Scalar::Int(n) if (0..=i64::from(u32::MAX)).contains(&n) => n,
+        _ => return Err(NoRaw::Quiet),
+    };
+    let received_at = match &envelope.received_at {
+        Some(Scalar::Str(text)) => parse_rfc3339(text).map_err(|_| NoRaw::Quiet)?,
+        _ => return Err(NoRaw::Quiet),
+    };
+    Ok(RawUplink {
+        device_id,
+        f_port,
+        payload: hex(&bytes),
+        received_at,
+        f_cnt,
+        codec_hint: parts.codec_hint.map(Codec::id),
+        config_hint: parts.config_hint,
+    })
+}
+
+/// Base64 as the network servers write it (the standard alphabet, padded), or
+/// with no padding at all, as protobuf's JSON parsers also accept; never partly
+/// padded, no whitespace, no stray bits in the last character.
+fn unbase64(text: &str) -> Option<Vec<u8>> {
+    let engine = if text.contains('=') {
+        &general_purpose::STANDARD
+    } else {
+        &general_purpose::STANDARD_NO_PAD
+    };
+    engine.decode(text).ok()
+}
+
+/// The bytes of a payload member, or what is wrong with it (for the message).
+fn decode(encoding: Encoding, value: &Json<'_>) -> Result<Vec<u8>, &'static str> {
+    let Some(text) = value.as_str() else {
+        return Err("is not a string");
+    };
+    let bytes = match encoding {
+        Encoding::Base64 => unbase64(text).ok_or("is not valid base64")?,
+        Encoding::Hex => unhex(text).ok_or("is not valid hex")?,
+    };
+    if bytes.len() > MAX_PAYLOAD_BYTES {
+        return Err("is longer than a LoRaWAN frame's 255 bytes");
+    }
+    Ok(bytes)
+}
+
+/// Hex digits in either case, two per byte.
+fn unhex(text: &str) -> Option<Vec<u8>> {
+    let digit = |b: u8| char::from(b).to_digit(16);
+    let text = text.as_bytes();
+    if text.len() % 2 != 0 {
+        return None;
+    }
+    text.chunks_exact(2)
+        .map(|pair| u8::try_from(digit(pair[0])? << 4 | digit(pair[1])?).ok())
+        .collect()
+}
+
+/// Bytes as lower-case hex.
+fn hex(bytes: &[u8]) -> String {
+    const DIGITS: &[u8; 16] = b"0123456789abcdef";
+    let mut out = String::with_capacity(bytes.len() * 2);
+    for b in bytes {
+        out.push(char::from(DIGITS[usize::from(b >> 4)]));
+        out.push(char::from(DIGITS[usize::from(b & 15)]));
+    }
+    out
+}
+
+#[cfg(test)]
+mod tests {
+    use super::{hex, unbase64, unhex};
+
+    #[test]
+    fn hex_round_trips_in_lower_case_and_refuses_what_is_not_hex() {
+        let all: Vec<u8> = (0..=255).collect();
+        let text = hex(&all);
+        assert_eq!(&text[..8], "00010203");
+        assert_eq!(&text[text.len() - 4..], "feff");
+        assert_eq!(unhex(&text), Some(all.clone()));
+        assert_eq!(unhex(&text.to_uppercase()), Some(all));
+        assert_eq!(unhex(""), Some(vec![]));
+        for bad in ["0", "012", "0g", "+1", " 01", "0x01", "é1"] {
+            assert_eq!(unhex(bad), None, "{bad}");
+        }
+    }
+
+    #[test]
+    fn base64_is_the_standard_alphabet_padded_or_not_at_all() {
+        assert_eq!(unbase64("gkHe"), Some(vec![0x82, 0x41, 0xde]));
+        assert_eq!(unbase64("qg=="), Some(vec![0xaa]));
+        assert_eq!(unbase64("qg"), Some(vec![0xaa]));
+        assert_eq!(unbase64("+/8="), Some(vec![0xfb, 0xff]));
+        assert_eq!(unbase64(""), Some(vec![]));
+        // Partial padding, stray bits, the URL-safe alphabet, whitespace, a lone
+        // character, padding inside.
+        for bad in [
+            "qg=", "qh==", "qh", "-_8=", "qg== ", "q g=", "q", "qg==qg==",
+        ] {
+            assert_eq!(unbase64(bad), None, "{bad}");
+        }
+    }
+}
