@@ -70,7 +70,7 @@ export const shapes = {
   audit: { logged_at: true, level: true, event: true, payload: true } satisfies Members<Audit>,
   counts: {
     received: true, unique: true, duplicates_suppressed: true, pending: true,
-    rejected: true, not_stored: true, seq_reuses: true, evicted_before_ttl: true,
+    rejected: true, not_stored: true, parked: true, seq_reuses: true, evicted_before_ttl: true,
   } satisfies Members<AuditCounts>,
   context: { device_id: true, route: true, burst_id: true, error: true } satisfies Members<AuditContext>,
   admission: { verdicts: true, counts: true, line: true } satisfies Members<KeyAdmission>,
@@ -157,7 +157,8 @@ export function bursts(): number {
   const counts: AuditCounts = audit.payload;
   const notStored: number = counts.not_stored ?? 0;
   const received: number =
-    counts.unique + counts.duplicates_suppressed + (counts.pending ?? 0) + counts.rejected + notStored;
+    counts.unique + counts.duplicates_suppressed + (counts.pending ?? 0) + counts.rejected + notStored +
+    (counts.parked ?? 0);
   // @ts-expect-error the ticket is null outside provisional admission
   const ticketNow: number = out.ticket;
   // @ts-expect-error no such member: the count is duplicates_suppressed
@@ -245,6 +246,8 @@ export function worker(body: Uint8Array): string[] {
   };
   lines.push(auditLine(event, counts, NOW, { route: "ttn", error: "origin down" }));
   auditLine("burst_not_stored", { ...counts, rejected: 0, not_stored: plan.received }, NOW);
+  // An uplink kept undecoded until its device is configured.
+  auditLine("burst_deduplicated", { ...counts, rejected: 0, parked: plan.received }, NOW);
   // @ts-expect-error an event the core does not know
   auditLine("burst_dropped", counts, NOW);
   // @ts-expect-error a context member the core does not know
