@@ -98,7 +98,8 @@ export const shapes = {
     event: true, ignored: true, simulated: true, received: true, devices: true, rejected: true, raw: true,
   } satisfies Members<UplinkPlan>,
   raw: {
-    device_id: true, f_port: true, payload: true, received_at: true, f_cnt: true, codec_hint: true, config_hint: true,
+    device_id: true, f_port: true, payload: true, received_at: true, f_cnt: true, frame: true, codec_hint: true,
+    config_hint: true,
   } satisfies Members<RawUplink>,
   configHint: { bin_depth_mm: true, offset_mm: true, reporting_period_s: true } satisfies Members<ConfigHint>,
   device: { device_id: true, readings: true } satisfies Members<DeviceReadings>,
@@ -214,9 +215,10 @@ export function worker(body: Uint8Array): string[] {
     const codec: string | null = raw.codec_hint;
     const depth: number | undefined = raw.config_hint.bin_depth_mm;
     const at: [number, number, string] = [raw.f_port, raw.f_cnt, raw.received_at];
+    const frame: string = raw.frame;
     // @ts-expect-error the hint may be absent
     const offset: number = raw.config_hint.offset_mm;
-    void [hex, codec, depth, at, offset];
+    void [hex, codec, depth, at, frame, offset];
   }
   parseUplink("readings", "[]");
   // @ts-expect-error the option is fillField
