@@ -220,7 +220,10 @@ pub struct KeyedReading {
     /// server, session, frame counter, port, raw payload and the reading's place in
     /// the uplink. A copy of the frame received later has the same `frame` and a
     /// later `ts`; the worker keys it with the first copy's `ts` (README "The same
-    /// frame twice"). `None` when the reading carries its own `ts`.
+    /// frame twice"). `None` when the reading carries its own `ts`. A reading a codec
+    /// decoded from [`RawUplink`] has one of [`RawUplink::frame`] and its sample's
+    /// place instead (`codec::payload_readings`), when its `ts` derives from the
+    /// receive time.
     pub frame: Option<String>,
 }
 

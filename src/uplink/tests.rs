@@ -885,6 +885,7 @@ fn the_raw_payload_is_what_the_codec_reads() {
     let meta = FrameMeta {
         received_at: raw.received_at,
         f_cnt: raw.f_cnt,
+        frame: Some(u64::from_str_radix(&raw.frame, 16).unwrap()),
     };
     let got = payload_readings(
         &raw.device_id,
@@ -903,6 +904,8 @@ fn the_raw_payload_is_what_the_codec_reads() {
         "one per history record"
     );
     assert!(got.rejected.is_empty());
+    // Dated by the device's clock: no frame identity.
+    assert!(got.readings.iter().all(|r| r.frame.is_none()));
 }
 
 #[test]

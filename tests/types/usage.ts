@@ -88,7 +88,7 @@ export const shapes = {
   deviceConfig: { bin_depth_mm: true, offset_mm: true, reporting_period_s: true } satisfies Members<DeviceConfigLimits>,
   bounds: { min: true, max: true } satisfies Members<Bounds>,
   payloadConfig: { codec: true, bin_depth_mm: true, offset_mm: true, reporting_period_s: true } satisfies Members<PayloadConfig>,
-  payloadFrame: { received_at: true, f_cnt: true, counter_ref: true } satisfies Members<PayloadFrame>,
+  payloadFrame: { received_at: true, f_cnt: true, counter_ref: true, frame: true } satisfies Members<PayloadFrame>,
   payloadReadings: { codec: true, battery: true, readings: true, rejected: true, counter_ref: true } satisfies Members<PayloadReadings>,
   decoded: { codec: true, battery: true, samples: true } satisfies Members<DecodedPayload>,
   sample: {
@@ -292,11 +292,15 @@ export function codecs(bytes: Uint8Array): number[] {
 /** A raw payload as keyed readings of a device, ready to admit. */
 export function payloadReadings(bytes: Uint8Array): string[] {
   const config: PayloadConfig = { codec: "milesight-iot/em500-udl", bin_depth_mm: limits().deviceConfig.bin_depth_mm.max };
-  const frame: PayloadFrame = { received_at: "2026-07-16T09:00:00Z", f_cnt: 3, counter_ref: null };
+  // frame: a plan's raw.frame.
+  const frame: PayloadFrame = { received_at: "2026-07-16T09:00:00Z", f_cnt: 3, counter_ref: null, frame: "0123456789abcdef" };
   const out: PayloadReadings = readingsFromPayload("24E124136B502217", config, 85, bytes, frame);
   const next: number | null = out.counter_ref;
+  const frames: (string | null)[] = out.readings.map((r) => r.frame);
   // @ts-expect-error bin_depth_mm is required
   readingsFromPayload("d", { codec: "dingtek/df703" }, 3, bytes, frame);
-  void next;
+  // @ts-expect-error a frame identity is hex text
+  readingsFromPayload("d", config, 85, bytes, { ...frame, frame: 0x0123 });
+  void [next, frames];
   return out.readings.map((r: KeyedReading) => r.key);
 }
