@@ -1121,6 +1121,13 @@ pub struct PayloadFrame {
     /// `PayloadReadings`; absent or null before the first).
     #[serde(default)]
     counter_ref: Option<i64>,
+    /// The radio frame's identity, the plan's `raw.frame` (16 lower-case hex digits):
+    /// each reading keyed at the receive time then carries one of its own, as a
+    /// decoded payload's reading does, so a later copy of the frame is re-keyed by the
+    /// worker. Absent or null: every reading's `frame` is null.
+    #[serde(default, deserialize_with = "frame_id")]
+    #[tsify(type = "string | null")]
+    frame: Option<u64>,
 }
 
 /// One uplink's raw payload as keyed readings of `deviceId`: decoded by the config's
@@ -1128,11 +1135,13 @@ pub struct PayloadFrame {
 /// level from the bin's geometry; ts the device's time, Tekelek's slot or the receive
 /// time; seq the unwrapped application counter, the device time in seconds or the
 /// frame counter), validated and keyed as every reading is. Returns a
-/// {@link PayloadReadings}: the readings (`index`: the sample's place), the samples
-/// rejected (`no_reading` for a sentinel, `invalid_ts`, `invalid_seq`) and the counter
-/// reference to keep. Throws `invalid_device_id`, `unknown_codec`, `invalid_config`,
-/// `invalid_payload`, `unsupported_port`, `missing_reporting_period`, `invalid_ts` (a
-/// bad `received_at`) or `invalid_burst` (arguments of the wrong type).
+/// {@link PayloadReadings}: the readings (`index`: the sample's place; `frame`: the
+/// sample's identity in `frame.frame` when its ts derives from the receive time, else
+/// null), the samples rejected (`no_reading` for a sentinel, `invalid_ts`,
+/// `invalid_seq`) and the counter reference to keep. Throws `invalid_device_id`,
+/// `unknown_codec`, `invalid_config`, `invalid_payload`, `unsupported_port`,
+/// `missing_reporting_period`, `invalid_ts` (a bad `received_at`) or `invalid_burst`
+/// (arguments of the wrong type, a `frame.frame` that is not 16 lower-case hex digits).
 #[wasm_bindgen(js_name = readingsFromPayload, unchecked_return_type = "PayloadReadings")]
 pub fn readings_from_payload_js(
     #[wasm_bindgen(unchecked_param_type = "string")] device_id: JsValue,
@@ -1150,7 +1159,7 @@ pub fn readings_from_payload_js(
     let frame: PayloadFrame = object_arg(
         &frame,
         "the frame",
-        &["received_at", "f_cnt", "counter_ref"],
+        &["received_at", "f_cnt", "counter_ref", "frame"],
     )?;
     let codec = codec_arg(&config.codec)?;
     let (port, bytes) = frame_args(&f_port, &payload)?;
@@ -1177,6 +1186,7 @@ pub fn readings_from_payload_js(
     let meta = FrameMeta {
         received_at,
         f_cnt: frame.f_cnt,
+        frame: frame.frame,
     };
     let out = payload_readings(
         &device_id,
@@ -1189,6 +1199,26 @@ pub fn readings_from_payload_js(
     )
     .map_err(to_js)?;
     to_value(&out)
+}
+
+/// `PayloadFrame::frame`: absent or null, or a frame identity as `RawUplink::frame`
+/// writes it, exactly 16 lower-case hex digits; anything else names the member.
+fn frame_id<'de, D: serde::Deserializer<'de>>(d: D) -> Result<Option<u64>, D::Error> {
+    let rule = |got: &str| {
+        serde::de::Error::custom(format!(
+            "member \"frame\" must be 16 lower-case hex digits (a plan's raw.frame), got {got}"
+        ))
+    };
+    let Some(text) = Option::<String>::deserialize(d).map_err(|_| rule("no string"))? else {
+        return Ok(None);
+    };
+    let lower_hex =
+        text.len() == 16 && text.bytes().all(|b| matches!(b, b'0'..=b'9' | b'a'..=b'f'));
+    u64::from_str_radix(&text, 16)
+        .ok()
+        .filter(|_| lower_hex)
+        .map(Some)
+        .ok_or_else(|| rule(&format!("{:?}", shown(&text))))
 }
 
 /// A plain object argument read into `T` through catching calls (a getter or Proxy

@@ -579,6 +579,7 @@ fn every_device_vector_decodes_in_the_browser_as_in_the_core() {
             let meta = FrameMeta {
                 received_at: 1_784_192_400_000_000,
                 f_cnt: 5,
+                frame: Some(0x0123_4567_89ab_cdef),
             };
             let native = payload_readings(
                 "70b3d52dd600035a",
@@ -596,7 +597,10 @@ fn every_device_vector_decodes_in_the_browser_as_in_the_core() {
                 ),
                 (port as f64).into(),
                 Uint8Array::from(bytes.as_slice()).into(),
-                js(&json!({"received_at": "2026-07-16T09:00:00Z", "f_cnt": 5, "counter_ref": 9})),
+                js(
+                    &json!({"received_at": "2026-07-16T09:00:00Z", "f_cnt": 5, "counter_ref": 9,
+                            "frame": "0123456789abcdef"}),
+                ),
             );
             match native {
                 // Through JSON.parse both, as a page sees numbers (0.0 is 0 there).
@@ -627,4 +631,89 @@ fn every_device_vector_decodes_in_the_browser_as_in_the_core() {
         code("milesight-iot/em310-udl", 86.0, bytes()),
         "unsupported_port"
     );
+}
+
+/// A raw uplink's `frame` handed to `readingsFromPayload`: LORIOT's `rx` and its later
+/// `gw` give a live reading the same frame identity, a reading dated by the device
+/// none, and a `frame` that is not 16 lower-case hex digits is refused naming it.
+#[wasm_bindgen_test]
+fn a_raw_frame_gives_decoded_readings_their_frames() {
+    use reconnect_dedupe::wasm::readings_from_payload_js;
+    // The fixture carrying `data` on port 85, received `later_ms` after its `ts`.
+    let decoded = |fixture: &str, data: &str, later_ms: i64, codec: &str| {
+        let mut body: Value = serde_json::from_str(fixture).unwrap();
+        body["data"] = json!(data);
+        body["port"] = json!(85);
+        body["ts"] = json!(body["ts"].as_i64().unwrap() + later_ms);
+        let plan: Value = serde_json::from_str(
+            &parse_uplink(
+                "loriot".into(),
+                JsValue::from_str(&body.to_string()),
+                JsValue::UNDEFINED,
+            )
+            .unwrap(),
+        )
+        .unwrap();
+        let raw = &plan["raw"];
+        let bytes: Vec<u8> = (0..data.len() / 2)
+            .map(|i| u8::from_str_radix(&data[2 * i..2 * i + 2], 16).unwrap())
+            .collect();
+        let frame = json!({"received_at": raw["received_at"], "f_cnt": raw["f_cnt"], "frame": raw["frame"]});
+        let out = readings_from_payload_js(
+            raw["device_id"].as_str().unwrap().into(),
+            js(&json!({"codec": codec, "bin_depth_mm": 1500})),
+            85.0.into(),
+            Uint8Array::from(bytes.as_slice()).into(),
+            js(&frame),
+        );
+        (raw["frame"].clone(), rust(&out.unwrap()))
+    };
+    let rx = include_str!("fixtures/webhooks/loriot/rx.json");
+    let gw = include_str!("fixtures/webhooks/loriot/gw.json");
+    let live = "0175640382d204";
+    let (frame, first) = decoded(rx, live, 0, "milesight-iot/em310-udl");
+    let (again_frame, again) = decoded(gw, live, 4_000, "milesight-iot/em310-udl");
+    assert_eq!(again_frame, frame);
+    let reading = &first["readings"][0];
+    let id = reading["frame"].as_str().unwrap();
+    assert!(id.len() == 16 && id != frame.as_str().unwrap(), "{id}");
+    assert_eq!(again["readings"][0]["frame"], reading["frame"]);
+    assert_ne!(again["readings"][0]["ts"], reading["ts"], "received later");
+    let history = "20ce9e744663d20420ce3a824663d004";
+    let (_, dated) = decoded(rx, history, 0, "milesight-iot/em500-udl");
+    let frames: Vec<&Value> = dated["readings"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|r| &r["frame"])
+        .collect();
+    assert_eq!(frames, [&Value::Null, &Value::Null]);
+    let refused = |frame: Value| {
+        let err = readings_from_payload_js(
+            "0102030405060708".into(),
+            js(&json!({"codec": "milesight-iot/em310-udl", "bin_depth_mm": 1500})),
+            85.0.into(),
+            Uint8Array::from(&[1u8, 0x75, 0x64][..]).into(),
+            js(&json!({"received_at": "2026-07-16T09:00:00Z", "frame": frame})),
+        )
+        .unwrap_err();
+        let message = Reflect::get(&err, &"message".into())
+            .unwrap()
+            .as_string()
+            .unwrap();
+        (code_of(err), message.contains("\"frame\""))
+    };
+    for bad in [
+        json!("0123456789ABCDEF"),
+        json!("0123"),
+        json!("+123456789abcdef"),
+        json!(" 0123456789abcde"),
+        json!(5),
+    ] {
+        assert_eq!(
+            refused(bad.clone()),
+            ("invalid_burst".to_owned(), true),
+            "{bad}"
+        );
+    }
 }

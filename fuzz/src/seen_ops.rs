@@ -564,6 +564,7 @@ impl Run {
             pending: pending.len(),
             rejected: rejected.len(),
             not_stored: 0,
+            parked: 0,
             seq_reuses: reuses,
             evicted_before_ttl: m.stats.evicted_before_ttl - evicted,
         };

@@ -16,8 +16,9 @@
 //! A raw payload (`Plan::raw`) only on a network server's uplink that planned no
 //! reading and whose every rejection is `missing_fill_pct` for its device; its payload
 //! is 1 ..= 255 bytes in lower-case hex (even length), its port 1 ..= 255, its frame
-//! counter 0 ..= 2^32 − 1, its receive time in range, its codec hint a known codec id,
-//! its config hint within the config route's ranges.
+//! counter 0 ..= 2^32 − 1, its frame identity 16 lower-case hex digits, its receive
+//! time in range, its codec hint a known codec id, its config hint within the config
+//! route's ranges.
 
 use reconnect_dedupe::codec::{Codec, BIN_DEPTH_MM, OFFSET_MM, REPORTING_PERIOD_S};
 use reconnect_dedupe::dedupe::reading::{
@@ -145,15 +146,17 @@ fn check_message(format: Format, p: &Plan) {
     for r in p.devices.iter().flat_map(|g| &g.readings) {
         if let Some(frame) = &r.frame {
             assert!(format != Format::Readings, "a native reading with a frame");
-            assert!(
-                frame.len() == 16
-                    && frame
-                        .bytes()
-                        .all(|b| b.is_ascii_hexdigit() && !b.is_ascii_uppercase()),
-                "frame {frame:?}"
-            );
+            assert!(is_frame_id(frame), "frame {frame:?}");
         }
     }
+}
+
+/// A frame identity as the core writes one: 16 lower-case hex digits.
+fn is_frame_id(text: &str) -> bool {
+    text.len() == 16
+        && text
+            .bytes()
+            .all(|b| b.is_ascii_hexdigit() && !b.is_ascii_uppercase())
 }
 
 fn check_plan(p: &Plan, limit: usize) {
@@ -298,6 +301,7 @@ fn check_raw(format: Format, p: &Plan, raw: &RawUplink) {
         raw.payload
     );
     assert!((1..=255).contains(&raw.f_port), "f_port {}", raw.f_port);
+    assert!(is_frame_id(&raw.frame), "frame {:?}", raw.frame);
     assert!(
         (0..=i64::from(u32::MAX)).contains(&raw.f_cnt),
         "f_cnt {}",

@@ -52,7 +52,7 @@
 
 use super::{decode, fill_pct, Battery, Codec, NoReading, Sample, Uplink};
 use crate::dedupe::error::{Error, Field, Rejection};
-use crate::dedupe::key::idempotency_key;
+use crate::dedupe::key::{digest_of_parts, idempotency_key};
 use crate::dedupe::reading::{canonical_device_id, check_device_id, Reading, MAX_SAFE_SEQ};
 use crate::dedupe::timestamp::{Micros, TsError, MAX_MICROS, MIN_MICROS};
 use crate::uplink::KeyedReading;
@@ -88,6 +88,11 @@ pub struct FrameMeta {
     pub received_at: Micros,
     /// The LoRaWAN frame counter (restarts on a rejoin).
     pub f_cnt: i64,
+    /// The radio frame's identity (`RawUplink::frame`, as a number), when known: each
+    /// reading keyed at the receive time then gets one of its own
+    /// ([`payload_readings`]), so the worker keys a later copy of the frame with the
+    /// first copy's `ts`.
+    pub frame: Option<u64>,
 }
 
 /// One sample's reading, the fields of the core's `Reading` but the device id.
@@ -125,7 +130,7 @@ pub struct Readings {
 /// let bytes = [0x20, 0xCE, 0x9E, 0x74, 0x46, 0x63, 0xD2, 0x04,
 ///              0x20, 0xCE, 0x3A, 0x82, 0x46, 0x63, 0xD0, 0x04];
 /// let uplink = decode(Codec::MilesightEm500Udl, 85, &bytes).unwrap();
-/// let meta = FrameMeta { received_at: 1_700_000_000_000_000, f_cnt: 7 };
+/// let meta = FrameMeta { received_at: 1_700_000_000_000_000, f_cnt: 7, frame: None };
 /// let got = readings(&config, &uplink, &meta, None).unwrap();
 /// let first = got.each[0].as_ref().unwrap();
 /// assert_eq!((first.seq, first.ts, first.fill_pct), (1665561758, 1665561758_000_000, 17.7));
@@ -164,8 +169,8 @@ pub const REPORTING_PERIOD_S: (u32, u32) = (1, 7 * 86_400);
 
 /// One uplink's raw payload as keyed readings of `device_id`: what the worker admits.
 /// Serialises as `{codec, battery, readings: [{index, key, seq, ts, fill_pct,
-/// frame: null}], rejected: [{index, field, code, message}], counter_ref}`; `index` is
-/// the sample's place in the payload.
+/// frame}], rejected: [{index, field, code, message}], counter_ref}`; `index` is the
+/// sample's place in the payload.
 #[derive(Debug, Clone, PartialEq, Serialize)]
 #[cfg_attr(feature = "typescript", derive(tsify::Tsify))]
 pub struct PayloadReadings {
@@ -181,6 +186,14 @@ pub struct PayloadReadings {
 /// Decodes `bytes` with `codec`, makes each sample a reading by the module's rules
 /// and keys it for `device_id` (checked and written as every reading's: a DevEUI in
 /// upper case): decode, [`readings`] and the core's validation and key, in one call.
+///
+/// A reading's `frame` is the sample's identity in the radio frame `meta.frame` (16
+/// hex digits of SHA-256 over the frame's and the sample's index, length-prefixed)
+/// when its `ts` derives from the receive time (rules 2 and 3 of ts: Tekelek's slot,
+/// the receive time itself), as a network server's reading keyed at its receive time
+/// has one: a copy of the frame received later gives the same. `None` for a reading
+/// dated by the device's clock, whose `ts` no copy changes, and for every reading
+/// when `meta.frame` is `None`.
 ///
 /// # Errors
 /// `invalid_device_id`; `invalid_config` for a number outside its range (the route
@@ -221,7 +234,7 @@ pub fn payload_readings(
         rejected: Vec::new(),
         counter_ref: got.counter_ref,
     };
-    for (index, each) in got.each.into_iter().enumerate() {
+    for (index, (each, sample)) in got.each.into_iter().zip(&uplink.samples).enumerate() {
         match each {
             Ok(r) => {
                 let reading = Reading {
@@ -236,13 +249,23 @@ pub fn payload_readings(
                     seq: r.seq,
                     ts: r.ts,
                     fill_pct: r.fill_pct,
-                    frame: None,
+                    frame: meta
+                        .frame
+                        .filter(|_| sample.device_time_s.is_none())
+                        .map(|frame| sample_frame(frame, index)),
                 });
             }
             Err(e) => out.rejected.push(Rejection::new(index, &e)),
         }
     }
     Ok(out)
+}
+
+/// The identity of sample `index` of the radio frame `frame`, in 16 lower-case hex
+/// digits.
+fn sample_frame(frame: u64, index: usize) -> String {
+    let (frame, index) = (format!("{frame:016x}"), index.to_string());
+    format!("{:016x}", digest_of_parts([frame.as_str(), index.as_str()]))
 }
 
 /// The value ≡ `counter` (mod 65 536) nearest to `reference` (ties: the later one), or
@@ -403,6 +426,7 @@ mod tests {
         FrameMeta {
             received_at: at(received_at),
             f_cnt,
+            frame: None,
         }
     }
 
@@ -652,6 +676,7 @@ mod tests {
             let m = FrameMeta {
                 received_at: 0,
                 f_cnt,
+                frame: None,
             };
             let got = readings(&cfg, &uplink, &m, None)
                 .unwrap()
@@ -696,6 +721,7 @@ mod tests {
         let late = FrameMeta {
             received_at: MAX_MICROS + 1,
             f_cnt: 1,
+            frame: None,
         };
         let live_one = of(vec![live(Ok(100))]);
         let got = readings(&cfg, &live_one, &late, None)
@@ -888,6 +914,7 @@ mod tests {
             let m = FrameMeta {
                 received_at: pick_i64(&mut rng, &micros),
                 f_cnt: pick_i64(&mut rng, &counters),
+                frame: None,
             };
             let reference = rng.bool().then(|| pick_i64(&mut rng, &counters));
             let got = readings(&cfg, &uplink, &m, reference);
@@ -947,6 +974,7 @@ mod tests {
         let meta = |f_cnt| FrameMeta {
             received_at: 1_700_000_000_000_000,
             f_cnt,
+            frame: None,
         };
         let run = |id: &str, f_cnt| {
             payload_readings(
@@ -980,6 +1008,64 @@ mod tests {
         assert_eq!(run("", 7).unwrap_err().code(), "invalid_device_id");
     }
 
+    /// The frames of a payload's readings, keyed with frame identity `frame`, received
+    /// at `received_at`.
+    fn frames_of(
+        codec: Codec,
+        f_port: u32,
+        bytes: &[u8],
+        received_at: &str,
+        frame: Option<u64>,
+    ) -> Vec<Option<String>> {
+        let meta = FrameMeta {
+            frame,
+            ..meta(received_at, 7)
+        };
+        let got = payload_readings(
+            "bin-1",
+            codec,
+            &config(3000, 200, Some(6 * HOUR_S)),
+            f_port,
+            bytes,
+            &meta,
+            None,
+        )
+        .unwrap();
+        assert!(got.rejected.is_empty());
+        got.readings.into_iter().map(|r| r.frame).collect()
+    }
+
+    #[test]
+    fn a_reading_dated_by_the_receive_time_gets_its_sample_identity_in_the_frame() {
+        const FRAME: u64 = 0x0123_4567_89ab_cdef;
+        // SHA-256 of "16:0123456789abcdef1:0" and "16:0123456789abcdef1:1" (Python's
+        // hashlib), the first 8 bytes.
+        assert_eq!(sample_frame(FRAME, 0), "f38390fddd9cd03d");
+        assert_eq!(sample_frame(FRAME, 1), "3efdd590fb5bd2c3");
+        // A live sample: its receive time is its ts. A copy of the frame, received
+        // later, gives the same identity; another frame another.
+        let live = hex("0175640382D204");
+        let at = "2026-07-16T09:00:05Z";
+        let em310 =
+            |received_at, frame| frames_of(Codec::MilesightEm310Udl, 85, &live, received_at, frame);
+        assert_eq!(em310(at, Some(FRAME)), vec![Some(sample_frame(FRAME, 0))]);
+        assert_eq!(
+            em310("2026-07-16T09:03:00Z", Some(FRAME)),
+            em310(at, Some(FRAME))
+        );
+        assert_ne!(em310(at, Some(FRAME + 1)), em310(at, Some(FRAME)));
+        assert_eq!(em310(at, None), vec![None], "no frame given: none");
+        // Tekelek's four readings are dated by slots of the receive time: each its own.
+        let tek = hex("1000000001121B7701131BAA01121BA90114F274");
+        let frames = frames_of(Codec::TekelekTek766, 16, &tek, at, Some(FRAME));
+        let want: Vec<_> = (0..4).map(|i| Some(sample_frame(FRAME, i))).collect();
+        assert_eq!(frames, want);
+        // History records are dated by the device's clock, which no copy changes.
+        let history = hex("20CE9E744663D20420CE3A824663D004");
+        let frames = frames_of(Codec::MilesightEm500Udl, 85, &history, at, Some(FRAME));
+        assert_eq!(frames, vec![None, None]);
+    }
+
     #[test]
     fn a_payload_with_a_sentinel_lists_it_and_bad_numbers_are_refused() {
         // A live distance of 0xFFFD ("no target") next to a battery reading.
@@ -987,6 +1073,7 @@ mod tests {
         let meta = FrameMeta {
             received_at: 1_700_000_000_000_000,
             f_cnt: 3,
+            frame: None,
         };
         let got = payload_readings(
             "bin-1",

@@ -47,9 +47,9 @@ impl Serialize for Admitted<'_> {
 }
 
 /// The counts of one burst, as written to the audit line:
-/// `received = unique + duplicates_suppressed + pending + rejected + not_stored`.
-/// `pending` (provisional admissions, library only) and `not_stored` (a burst whose
-/// rows could not be written) are written only when not zero.
+/// `received = unique + duplicates_suppressed + pending + rejected + not_stored +
+/// parked`. `pending` (provisional admissions, library only), `not_stored` (a burst
+/// whose rows could not be written) and `parked` are written only when not zero.
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize, Deserialize)]
 #[cfg_attr(feature = "typescript", derive(tsify::Tsify))]
 #[serde(deny_unknown_fields)]
@@ -62,6 +62,12 @@ pub struct AuditCounts {
     pub rejected: usize,
     #[serde(default, skip_serializing_if = "is_zero")]
     pub not_stored: usize,
+    /// Readings of an uplink the worker kept undecoded because its device has no
+    /// usable configuration (`device_not_configured`): neither admitted nor
+    /// rejected yet. When the device is configured they are decoded and counted
+    /// again, as received, in the line of that burst.
+    #[serde(default, skip_serializing_if = "is_zero")]
+    pub parked: usize,
     pub seq_reuses: usize,
     /// Keys pushed out by the cap during this burst, before their TTL ran out.
     pub evicted_before_ttl: u64,
@@ -80,6 +86,7 @@ impl AuditCounts {
             self.pending,
             self.rejected,
             self.not_stored,
+            self.parked,
         ]
         .into_iter()
         .try_fold(self.unique, usize::checked_add)
@@ -432,6 +439,7 @@ impl Deduplicator {
             pending: pending.len(),
             rejected: rejected.len(),
             not_stored: 0,
+            parked: 0,
             seq_reuses,
             evicted_before_ttl: self.seen.stats().evicted_before_ttl - evicted_before,
         };
@@ -971,8 +979,9 @@ mod tests {
         assert_eq!(d.stats().keys, 2);
     }
 
-    /// Audit lines: the seed's members first, then the context; `pending` and
-    /// `not_stored` only when not zero; counts that do not reconcile are refused.
+    /// Audit lines: the seed's members first, then the context; `pending`,
+    /// `not_stored` and `parked` only when not zero; counts that do not reconcile are
+    /// refused.
     #[test]
     fn audit_lines_are_written_by_the_core() {
         let counts = AuditCounts {
@@ -1007,11 +1016,34 @@ mod tests {
             line,
             r#"{"logged_at":"2026-07-16T09:00:00+00:00","level":"ERROR","event":"burst_not_stored","payload":{"received":2,"unique":0,"duplicates_suppressed":0,"rejected":0,"not_stored":2,"seq_reuses":0,"evicted_before_ttl":0},"error":"storage_unavailable"}"#
         );
+        // An uplink of two readings, one parked until its device is configured.
+        let parked = AuditCounts {
+            received: 2,
+            rejected: 1,
+            parked: 1,
+            ..AuditCounts::default()
+        };
+        assert_eq!(
+            Audit::new(AuditEvent::BurstDeduplicated, parked, T0)
+                .unwrap()
+                .line(&AuditContext::default()),
+            r#"{"logged_at":"2026-07-16T09:00:00+00:00","level":"INFO","event":"burst_deduplicated","payload":{"received":2,"unique":0,"duplicates_suppressed":0,"rejected":1,"parked":1,"seq_reuses":0,"evicted_before_ttl":0}}"#
+        );
         let wrong = AuditCounts {
             received: 2,
             unique: 1,
             ..AuditCounts::default()
         };
+        let parked_too_many = AuditCounts {
+            parked: 2,
+            ..parked
+        };
+        assert_eq!(
+            Audit::new(AuditEvent::BurstDeduplicated, parked_too_many, T0)
+                .unwrap_err()
+                .code(),
+            "invalid_burst"
+        );
         assert_eq!(
             Audit::new(AuditEvent::BurstDeduplicated, wrong, T0)
                 .unwrap_err()

@@ -130,6 +130,19 @@ pub fn digest_of(content: &[u8]) -> u64 {
     u64::from_be_bytes(first)
 }
 
+/// [`digest_of`] a list of text parts, each written as its length in bytes, `:` and
+/// itself: the text reads back as exactly one list, so two lists that differ in any
+/// part, or in how many parts they have, never share the hashed text.
+pub(crate) fn digest_of_parts<'a>(parts: impl IntoIterator<Item = &'a str>) -> u64 {
+    let mut text = String::with_capacity(128);
+    for part in parts {
+        push_u64(&mut text, part.len() as u64);
+        text.push(':');
+        text.push_str(part);
+    }
+    digest_of(text.as_bytes())
+}
+
 /// Formats the key string from its parts.
 pub fn format_key(device_id: &str, seq: i64, digest: u64) -> String {
     let mut key = String::with_capacity(device_id.len() + 40);

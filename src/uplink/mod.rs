@@ -63,7 +63,7 @@ mod raw;
 mod ttn;
 
 use crate::dedupe::error::{Error, Field, Rejection};
-use crate::dedupe::key::{content_digest, digest_of, format_key};
+use crate::dedupe::key::{content_digest, digest_of_parts, format_key};
 use crate::dedupe::reading::{
     canonical_device_id, validate, RawBurst, RawReading, Reading, Scalar,
 };
@@ -154,7 +154,7 @@ impl Format {
 /// One request, validated, keyed and split per device. Serialises as
 /// `{event, ignored, simulated, received, devices: [{device_id, readings: [{index,
 /// key, seq, ts, fill_pct, frame}]}], rejected: [{index, field, code, message,
-/// device_id}], raw: null | {device_id, f_port, payload, received_at, f_cnt,
+/// device_id}], raw: null | {device_id, f_port, payload, received_at, f_cnt, frame,
 /// codec_hint, config_hint: {bin_depth_mm?, offset_mm?, reporting_period_s?}}}`.
 #[derive(Debug, Clone, PartialEq, Serialize)]
 #[cfg_attr(feature = "typescript", derive(tsify::Tsify))]
@@ -220,7 +220,10 @@ pub struct KeyedReading {
     /// server, session, frame counter, port, raw payload and the reading's place in
     /// the uplink. A copy of the frame received later has the same `frame` and a
     /// later `ts`; the worker keys it with the first copy's `ts` (README "The same
-    /// frame twice"). `None` when the reading carries its own `ts`.
+    /// frame twice"). `None` when the reading carries its own `ts`. A reading a codec
+    /// decoded from [`RawUplink`] has one of [`RawUplink::frame`] and its sample's
+    /// place instead (`codec::payload_readings`), when its `ts` derives from the
+    /// receive time.
     pub frame: Option<String>,
 }
 
@@ -288,7 +291,7 @@ pub fn plan(
         envelope.simulated,
         readings.into_iter(),
     );
-    raw::attach(&envelope, &mut planned);
+    raw::attach(format, &envelope, &mut planned);
     Ok(planned)
 }
 
@@ -487,24 +490,29 @@ struct Frame<'a> {
 }
 
 impl Frame<'_> {
-    /// The identity of reading `index` of this frame, from a network server's
-    /// `format`: each part length-prefixed, so no two frames share the hashed text.
+    /// The identity of the radio frame itself ([`RawUplink::frame`]), from a network
+    /// server's `format`: the five parts, each length-prefixed, so no two frames
+    /// share the hashed text, and no reading's identity ([`Frame::digest`], six
+    /// parts) does either.
+    fn uplink_digest(&self, format: Format) -> u64 {
+        digest_of_parts(self.parts(format))
+    }
+
+    /// The identity of reading `index` of this frame: the frame's parts and the
+    /// reading's place in the uplink.
     fn digest(&self, format: Format, index: usize) -> u64 {
-        let mut text = String::with_capacity(96 + self.payload.len());
         let index = index.to_string();
-        for part in [
+        digest_of_parts(self.parts(format).into_iter().chain([index.as_str()]))
+    }
+
+    fn parts(&self, format: Format) -> [&str; 5] {
+        [
             format.name(),
             &self.session,
             &self.counter,
             &self.port,
             &self.payload,
-            &index,
-        ] {
-            text.push_str(&part.len().to_string());
-            text.push(':');
-            text.push_str(part);
-        }
-        digest_of(text.as_bytes())
+        ]
     }
 }
 

@@ -45,7 +45,7 @@
 //! these hints wins is the worker's rule.
 
 use super::json::{Json, Object};
-use super::{isoformat_text, Envelope, Plan};
+use super::{isoformat_text, Envelope, Format, Plan};
 use crate::codec::{Codec, BIN_DEPTH_MM, OFFSET_MM, REPORTING_PERIOD_S};
 use crate::dedupe::error::{Error, Field};
 use crate::dedupe::reading::Scalar;
@@ -59,7 +59,7 @@ pub const MAX_PAYLOAD_BYTES: usize = 255;
 
 /// The raw payload of an uplink without a fill level, and what the network server
 /// says about its device. Serialises as `{device_id, f_port, payload, received_at,
-/// f_cnt, codec_hint, config_hint}`.
+/// f_cnt, frame, codec_hint, config_hint}`.
 #[derive(Debug, Clone, PartialEq, Serialize)]
 #[cfg_attr(feature = "typescript", derive(tsify::Tsify))]
 pub struct RawUplink {
@@ -75,6 +75,14 @@ pub struct RawUplink {
     pub received_at: Micros,
     /// The LoRaWAN frame counter, 0 ..= 2^32 − 1 (absent in the message: 0).
     pub f_cnt: i64,
+    /// The radio frame's identity, 16 lower-case hex digits: SHA-256 over the parts a
+    /// reading's `frame` hashes (network server, session, frame counter, port, raw
+    /// payload as sent) but the reading's place. A copy of the frame (a redelivery,
+    /// LORIOT's `gw` after its `rx`) has the same; handed back to the codec
+    /// (`readingsFromPayload`'s `frame`), it gives each decoded reading keyed at the
+    /// receive time its own identity, as a decoded payload's readings have. Never
+    /// equal to a reading's `frame`.
+    pub frame: String,
     /// A codec id ([`Codec::IDS`], `limits().codecs`) the uplink names; `null` when
     /// it names none.
     pub codec_hint: Option<&'static str>,
@@ -191,9 +199,9 @@ enum NoRaw {
     Said(String),
 }
 
-/// Sets `plan.raw` when the uplink of `envelope` qualifies (module docs), or says in
-/// its rejections why its payload cannot be decoded.
-pub(super) fn attach(envelope: &Envelope<'_>, plan: &mut Plan) {
+/// Sets `plan.raw` when the uplink of `envelope`, a message of `format`, qualifies
+/// (module docs), or says in its rejections why its payload cannot be decoded.
+pub(super) fn attach(format: Format, envelope: &Envelope<'_>, plan: &mut Plan) {
     let missing = Error::Missing(Field::FillPct).code();
     let Some(first) = plan.rejected.first() else {
         return;
@@ -204,7 +212,7 @@ pub(super) fn attach(envelope: &Envelope<'_>, plan: &mut Plan) {
     let Some(device_id) = first.device_id.clone() else {
         return;
     };
-    match uplink(envelope, device_id) {
+    match uplink(format, envelope, device_id) {
         Ok(raw) => plan.raw = Some(raw),
         Err(NoRaw::Said(why)) => {
             for r in &mut plan.rejected {
@@ -215,7 +223,7 @@ pub(super) fn attach(envelope: &Envelope<'_>, plan: &mut Plan) {
     }
 }
 
-fn uplink(envelope: &Envelope<'_>, device_id: String) -> Result<RawUplink, NoRaw> {
+fn uplink(format: Format, envelope: &Envelope<'_>, device_id: String) -> Result<RawUplink, NoRaw> {
     let parts = &envelope.raw;
     let (name, encoding, value) = match &parts.payload {
         Payload::Absent => return Err(NoRaw::Quiet),
@@ -260,6 +268,7 @@ fn uplink(envelope: &Envelope<'_>, device_id: String) -> Result<RawUplink, NoRaw
         payload: hex(&bytes),
         received_at,
         f_cnt,
+        frame: format!("{:016x}", envelope.frame.uplink_digest(format)),
         codec_hint: parts.codec_hint.map(Codec::id),
         config_hint: parts.config_hint,
     })

@@ -850,7 +850,8 @@ fn a_tts_uplink_without_a_fill_level_hands_on_its_raw_payload_and_codec() {
         serde_json::to_value(&p.raw).unwrap(),
         json!({"device_id": "0004A30B001C0530", "f_port": 85, "payload": EM500_HISTORY_HEX,
                "received_at": "2020-02-12T15:15:45.789585+00:00", "f_cnt": 1,
-               "codec_hint": "milesight-iot/em500-udl", "config_hint": {}})
+               "frame": "78f2a1fe989df34e", "codec_hint": "milesight-iot/em500-udl",
+               "config_hint": {}})
     );
     // The rejected row stays as it is, and nothing is planned.
     assert!(p.devices.is_empty());
@@ -861,7 +862,7 @@ fn a_tts_uplink_without_a_fill_level_hands_on_its_raw_payload_and_codec() {
     assert_eq!(p.rejected[0].rejection.code, "missing_fill_pct");
     // The JSON text: the plan's last member.
     assert!(p.to_json().ends_with(
-        r#""raw":{"device_id":"0004A30B001C0530","f_port":85,"payload":"20ce9e744663d20420ce3a824663d004","received_at":"2020-02-12T15:15:45.789585+00:00","f_cnt":1,"codec_hint":"milesight-iot/em500-udl","config_hint":{}}}"#
+        r#""raw":{"device_id":"0004A30B001C0530","f_port":85,"payload":"20ce9e744663d20420ce3a824663d004","received_at":"2020-02-12T15:15:45.789585+00:00","f_cnt":1,"frame":"78f2a1fe989df34e","codec_hint":"milesight-iot/em500-udl","config_hint":{}}}"#
     ), "{}", p.to_json());
 }
 
@@ -884,6 +885,7 @@ fn the_raw_payload_is_what_the_codec_reads() {
     let meta = FrameMeta {
         received_at: raw.received_at,
         f_cnt: raw.f_cnt,
+        frame: Some(u64::from_str_radix(&raw.frame, 16).unwrap()),
     };
     let got = payload_readings(
         &raw.device_id,
@@ -902,6 +904,8 @@ fn the_raw_payload_is_what_the_codec_reads() {
         "one per history record"
     );
     assert!(got.rejected.is_empty());
+    // Dated by the device's clock: no frame identity.
+    assert!(got.readings.iter().all(|r| r.frame.is_none()));
 }
 
 #[test]
@@ -1009,7 +1013,7 @@ fn chirpstack_names_its_codec_and_bin_in_tags_or_the_profile_name() {
         raw,
         json!({"device_id": "0101010101010101", "f_port": 1, "payload": "aa",
                "received_at": "2022-07-18T09:34:15.775023+00:00", "f_cnt": 0,
-               "codec_hint": null, "config_hint": {}})
+               "frame": "886722ea6b2e38d9", "codec_hint": null, "config_hint": {}})
     );
     let tagged = |tags: Value, profile: &str| {
         let b = with(
@@ -1078,7 +1082,7 @@ fn helium_hands_on_its_payload_without_a_hint() {
         json!({"device_id": "1C29FBD1D2084E21", "f_port": 1,
                "payload": "48656c6c6f2c20776f726c6421",
                "received_at": "2472-11-09T08:11:01.234000+00:00", "f_cnt": 19,
-               "codec_hint": null, "config_hint": {}})
+               "frame": "8139aa6e7e7ce6f1", "codec_hint": null, "config_hint": {}})
     );
 }
 
@@ -1089,7 +1093,7 @@ fn loriot_rx_and_gw_hand_on_the_same_hex_and_encdata_says_why_not() {
         rx,
         json!({"device_id": "0102030405060708", "f_port": 1, "payload": "0102aabb",
                "received_at": "2016-08-10T17:37:55.433000+00:00", "f_cnt": 1,
-               "codec_hint": null, "config_hint": {}})
+               "frame": "870238eb4e5c164e", "codec_hint": null, "config_hint": {}})
     );
     assert_eq!(raw_of(Format::Loriot, LORIOT_GW), rx);
     assert_eq!(raw_of(Format::Loriot, LORIOT), rx);
@@ -1109,6 +1113,78 @@ fn loriot_rx_and_gw_hand_on_the_same_hex_and_encdata_says_why_not() {
         "{}",
         r.message
     );
+}
+
+/// `raw.frame` of a body that has one.
+fn raw_frame(format: Format, body: &str) -> String {
+    plan_of(format, body).raw.unwrap().frame
+}
+
+#[test]
+fn every_copy_of_a_radio_frame_hands_on_the_same_raw_frame() {
+    // LORIOT's `rx` and the `gw` it sends after all gateways reported, later.
+    let rx = plan_of(Format::Loriot, LORIOT_RX).raw.unwrap();
+    let gw_later = with(LORIOT_GW, &[], json!({"ts": 1_470_850_680_000_i64}));
+    let gw = plan_of(Format::Loriot, &gw_later).raw.unwrap();
+    assert!(gw.received_at > rx.received_at);
+    assert_eq!(
+        (rx.frame.as_str(), gw.frame.as_str()),
+        ("870238eb4e5c164e", "870238eb4e5c164e")
+    );
+    assert_eq!(raw_frame(Format::Loriot, LORIOT_GW), rx.frame);
+    for change in [
+        json!({"fcnt": 2}),
+        json!({"port": 2}),
+        json!({"data": "0102AABC"}),
+    ] {
+        let other = raw_frame(Format::Loriot, &with(LORIOT_GW, &[], change.clone()));
+        assert_ne!(other, rx.frame, "{change}");
+    }
+    // A redelivery (a later receive time) of the other servers' uplinks; another
+    // counter, payload, port or session is another frame.
+    let bodies = [
+        (Format::Tts, tts_em500(), "78f2a1fe989df34e"),
+        (
+            Format::ChirpStack,
+            CHIRPSTACK_UP.to_owned(),
+            "886722ea6b2e38d9",
+        ),
+        (Format::Helium, HELIUM_UPLINK.to_owned(), "8139aa6e7e7ce6f1"),
+    ];
+    for ((format, body, frame), (case, _, (at, later), others)) in
+        bodies.into_iter().zip(frame_cases())
+    {
+        assert_eq!(format, case);
+        let first = plan_of(format, &body).raw.unwrap();
+        assert_eq!(first.frame, frame, "{format:?}");
+        let again = plan_of(format, &with(&body, &at, later)).raw.unwrap();
+        assert!(again.received_at > first.received_at, "{format:?}");
+        assert_eq!(again.frame, first.frame, "{format:?}");
+        for (at, change) in others {
+            let other = raw_frame(format, &with(&body, &at, change.clone()));
+            assert_ne!(other, first.frame, "{format:?} {change}");
+        }
+    }
+}
+
+#[test]
+fn a_raw_frame_is_never_the_frame_of_one_of_its_readings() {
+    // One uplink, the same frame: its readings with a fill level, then without.
+    let uplink = |readings: Value| {
+        let body = with(CHIRPSTACK_UP, &["object"], json!({ "readings": readings }));
+        plan_of(Format::ChirpStack, &body)
+    };
+    let keyed = uplink(json!([{"seq": 1, "fill_pct": 5}, {"seq": 2, "fill_pct": 6}]));
+    let raw = uplink(json!([{"seq": 1}, {"seq": 2}])).raw.unwrap();
+    let frames: Vec<_> = keyed.devices[0]
+        .readings
+        .iter()
+        .map(|r| r.frame.clone())
+        .collect();
+    assert_eq!(frames.len(), 2);
+    for frame in frames {
+        assert!(frame.as_ref().is_some_and(|f| *f != raw.frame), "{frame:?}");
+    }
 }
 
 #[test]

@@ -124,6 +124,12 @@ test('the core writes every time and audit line: isoTime, auditLine, limits', ()
   assert.deepEqual(line, { logged_at: '2026-07-16T09:00:11.204000+00:00', level: 'ERROR', event: 'burst_not_stored', payload: counts, device_id: 'd', error: 'device_unavailable' });
   assert.throws(() => auditLine('burst_not_stored', { ...counts, not_stored: 1 }, NOW), { code: 'invalid_burst' });
   assert.throws(() => auditLine('burst_lost', counts, NOW), { code: 'invalid_burst' });
+  // An uplink parked until its device is configured: counted, and only when not zero.
+  const parked = { received: 2, unique: 0, duplicates_suppressed: 0, rejected: 1, parked: 1, seq_reuses: 0, evicted_before_ttl: 0 };
+  const parkedLine = auditLine('burst_deduplicated', parked, NOW);
+  assert.ok(parkedLine.includes('"rejected":1,"parked":1,"seq_reuses":0'), parkedLine);
+  assert.deepEqual(JSON.parse(parkedLine).payload, parked);
+  assert.throws(() => auditLine('burst_deduplicated', { ...parked, parked: 2 }, NOW), { code: 'invalid_burst' });
   const l = limits();
   assert.deepEqual(l.ttlMs, { min: 1, max: 31 * 24 * 3600 * 1000, default: 6 * 3600 * 1000 });
   assert.deepEqual(l.formats, ['ttn', 'chirpstack', 'helium', 'loriot', 'readings']);

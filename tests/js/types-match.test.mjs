@@ -150,10 +150,25 @@ test('parseUplink returns the JSON text of an UplinkPlan', () => {
   const tagged = JSON.parse(parseUplink('chirpstack', JSON.stringify(up)));
   assert.deepEqual(tagged.raw, {
     device_id: '0101010101010101', f_port: 1, payload: 'aa', received_at: '2022-07-18T09:34:15.775023+00:00',
-    f_cnt: 0, codec_hint: 'dingtek/df703', config_hint: { bin_depth_mm: 1200 },
+    f_cnt: 0, frame: '886722ea6b2e38d9', codec_hint: 'dingtek/df703', config_hint: { bin_depth_mm: 1200 },
   });
   conforms(tagged, type, 'parseUplink chirpstack, raw');
   const gw = JSON.parse(parseUplink('loriot', fs.readFileSync(new URL('../loriot/gw.json', fixtures))));
   assert.equal(gw.raw.payload, '0102aabb');
   conforms(gw, type, 'parseUplink loriot, raw');
+});
+
+test('readingsFromPayload returns a PayloadReadings, with and without a frame identity', () => {
+  const type = returns('readingsFromPayload');
+  const config = { codec: 'milesight-iot/em310-udl', bin_depth_mm: 1500 };
+  const live = Uint8Array.of(0x01, 0x75, 0x64, 0x03, 0x82, 0xd2, 0x04);
+  const frame = { received_at: '2026-07-16T09:00:00Z', f_cnt: 3, frame: '0123456789abcdef' };
+  const framed = pkg.readingsFromPayload('24E124136B502217', config, 85, live, frame);
+  // SHA-256 of "16:0123456789abcdef1:0", as src/codec/readings.rs pins it.
+  assert.equal(framed.readings[0].frame, 'f38390fddd9cd03d');
+  conforms(framed, type, 'readingsFromPayload, framed');
+  const { frame: _, ...unframed } = frame;
+  const plain = pkg.readingsFromPayload('24E124136B502217', config, 85, live, unframed);
+  assert.equal(plain.readings[0].frame, null);
+  conforms(plain, type, 'readingsFromPayload');
 });

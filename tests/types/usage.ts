@@ -70,7 +70,7 @@ export const shapes = {
   audit: { logged_at: true, level: true, event: true, payload: true } satisfies Members<Audit>,
   counts: {
     received: true, unique: true, duplicates_suppressed: true, pending: true,
-    rejected: true, not_stored: true, seq_reuses: true, evicted_before_ttl: true,
+    rejected: true, not_stored: true, parked: true, seq_reuses: true, evicted_before_ttl: true,
   } satisfies Members<AuditCounts>,
   context: { device_id: true, route: true, burst_id: true, error: true } satisfies Members<AuditContext>,
   admission: { verdicts: true, counts: true, line: true } satisfies Members<KeyAdmission>,
@@ -88,7 +88,7 @@ export const shapes = {
   deviceConfig: { bin_depth_mm: true, offset_mm: true, reporting_period_s: true } satisfies Members<DeviceConfigLimits>,
   bounds: { min: true, max: true } satisfies Members<Bounds>,
   payloadConfig: { codec: true, bin_depth_mm: true, offset_mm: true, reporting_period_s: true } satisfies Members<PayloadConfig>,
-  payloadFrame: { received_at: true, f_cnt: true, counter_ref: true } satisfies Members<PayloadFrame>,
+  payloadFrame: { received_at: true, f_cnt: true, counter_ref: true, frame: true } satisfies Members<PayloadFrame>,
   payloadReadings: { codec: true, battery: true, readings: true, rejected: true, counter_ref: true } satisfies Members<PayloadReadings>,
   decoded: { codec: true, battery: true, samples: true } satisfies Members<DecodedPayload>,
   sample: {
@@ -98,7 +98,8 @@ export const shapes = {
     event: true, ignored: true, simulated: true, received: true, devices: true, rejected: true, raw: true,
   } satisfies Members<UplinkPlan>,
   raw: {
-    device_id: true, f_port: true, payload: true, received_at: true, f_cnt: true, codec_hint: true, config_hint: true,
+    device_id: true, f_port: true, payload: true, received_at: true, f_cnt: true, frame: true, codec_hint: true,
+    config_hint: true,
   } satisfies Members<RawUplink>,
   configHint: { bin_depth_mm: true, offset_mm: true, reporting_period_s: true } satisfies Members<ConfigHint>,
   device: { device_id: true, readings: true } satisfies Members<DeviceReadings>,
@@ -157,7 +158,8 @@ export function bursts(): number {
   const counts: AuditCounts = audit.payload;
   const notStored: number = counts.not_stored ?? 0;
   const received: number =
-    counts.unique + counts.duplicates_suppressed + (counts.pending ?? 0) + counts.rejected + notStored;
+    counts.unique + counts.duplicates_suppressed + (counts.pending ?? 0) + counts.rejected + notStored +
+    (counts.parked ?? 0);
   // @ts-expect-error the ticket is null outside provisional admission
   const ticketNow: number = out.ticket;
   // @ts-expect-error no such member: the count is duplicates_suppressed
@@ -213,9 +215,10 @@ export function worker(body: Uint8Array): string[] {
     const codec: string | null = raw.codec_hint;
     const depth: number | undefined = raw.config_hint.bin_depth_mm;
     const at: [number, number, string] = [raw.f_port, raw.f_cnt, raw.received_at];
+    const frame: string = raw.frame;
     // @ts-expect-error the hint may be absent
     const offset: number = raw.config_hint.offset_mm;
-    void [hex, codec, depth, at, offset];
+    void [hex, codec, depth, at, frame, offset];
   }
   parseUplink("readings", "[]");
   // @ts-expect-error the option is fillField
@@ -245,6 +248,8 @@ export function worker(body: Uint8Array): string[] {
   };
   lines.push(auditLine(event, counts, NOW, { route: "ttn", error: "origin down" }));
   auditLine("burst_not_stored", { ...counts, rejected: 0, not_stored: plan.received }, NOW);
+  // An uplink kept undecoded until its device is configured.
+  auditLine("burst_deduplicated", { ...counts, rejected: 0, parked: plan.received }, NOW);
   // @ts-expect-error an event the core does not know
   auditLine("burst_dropped", counts, NOW);
   // @ts-expect-error a context member the core does not know
@@ -287,11 +292,15 @@ export function codecs(bytes: Uint8Array): number[] {
 /** A raw payload as keyed readings of a device, ready to admit. */
 export function payloadReadings(bytes: Uint8Array): string[] {
   const config: PayloadConfig = { codec: "milesight-iot/em500-udl", bin_depth_mm: limits().deviceConfig.bin_depth_mm.max };
-  const frame: PayloadFrame = { received_at: "2026-07-16T09:00:00Z", f_cnt: 3, counter_ref: null };
+  // frame: a plan's raw.frame.
+  const frame: PayloadFrame = { received_at: "2026-07-16T09:00:00Z", f_cnt: 3, counter_ref: null, frame: "0123456789abcdef" };
   const out: PayloadReadings = readingsFromPayload("24E124136B502217", config, 85, bytes, frame);
   const next: number | null = out.counter_ref;
+  const frames: (string | null)[] = out.readings.map((r) => r.frame);
   // @ts-expect-error bin_depth_mm is required
   readingsFromPayload("d", { codec: "dingtek/df703" }, 3, bytes, frame);
-  void next;
+  // @ts-expect-error a frame identity is hex text
+  readingsFromPayload("d", config, 85, bytes, { ...frame, frame: 0x0123 });
+  void [next, frames];
   return out.readings.map((r: KeyedReading) => r.key);
 }
