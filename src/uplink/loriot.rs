@@ -26,9 +26,11 @@ use std::borrow::Cow;
 /// The server's name in messages.
 pub(super) const LABEL: &str = "LORIOT";
 
-/// Appended to a LORIOT reading's `missing_fill_pct`.
-pub(super) const NO_DECODER: &str = ": LORIOT sends the raw payload (\"data\") and no \
-    decoded one, and this version does not decode raw payloads yet";
+/// Appended to a LORIOT reading's `missing_fill_pct` (the worker replaces the reading
+/// with the decoded raw payload where there is one, `raw.rs`; where the payload cannot
+/// be read, `raw.rs` appends why).
+pub(super) const NO_DECODER: &str = ": LORIOT sends no decoded payload; the worker \
+    decodes the raw one (\"data\" on \"port\") of a sensor it has a codec for";
 
 /// The `cmd`s of LORIOT's application output other than the uplinks (`rx`, `gw`),
 /// acknowledged by name; any other is acknowledged as `other`.
@@ -164,7 +166,7 @@ mod tests {
         let r = &plan_of(Format::Loriot, &l).rejected[0].rejection;
         assert_eq!(r.code, "missing_fill_pct");
         assert!(
-            r.message.contains("LORIOT sends the raw payload"),
+            r.message.contains("LORIOT sends no decoded payload"),
             "{}",
             r.message
         );

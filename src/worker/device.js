@@ -4,6 +4,7 @@
 import { DurableObject } from "cloudflare:workers";
 import { config } from "./config.js";
 import { ADMITTED, auditLine, Deduplicator, DUPLICATE, guarded, HttpError, idempotencyKey, isoTime, logNothingStored, wasmGeneration } from "./core.js";
+import { decodeRaw, decodedView } from "./decode.js";
 import { deliver, nextDelivery, prepareOutbox } from "./delivery.js";
 import { countBurst, flush, flushDue, noteChange, prepareDevice, register } from "./fleet.js";
 
@@ -16,7 +17,7 @@ CREATE TABLE IF NOT EXISTS readings (
   fill_pct REAL NOT NULL,
   admitted_at INTEGER NOT NULL,
   burst_id TEXT,
-  state TEXT NOT NULL,            -- stored (ledger only) | pending (to deliver) | delivered | refused (parked)
+  state TEXT NOT NULL,            -- stored (ledger only) | pending (to deliver) | delivered | refused (by the origin, until a redrive)
   attempts INTEGER NOT NULL DEFAULT 0,
   next_attempt_at INTEGER,
   delivered_at INTEGER,
@@ -37,6 +38,18 @@ CREATE TABLE IF NOT EXISTS config (
   reporting_period_s INTEGER,
   updated_at INTEGER NOT NULL     -- ms since the epoch, of the last change
 );
+-- Raw uplinks kept undecoded while the device has no usable configuration
+-- (device_not_configured); decoded and admitted by the next PUT of its config.
+CREATE TABLE IF NOT EXISTS parked (
+  frame TEXT PRIMARY KEY,         -- the radio frame's identity: a copy is kept once
+  raw TEXT NOT NULL,              -- JSON: the plan's raw uplink (src/uplink/raw.rs)
+  rows INTEGER NOT NULL,          -- readings the uplink was counted as (received, parked)
+  route TEXT NOT NULL,
+  burst_id TEXT NOT NULL,
+  parked_at INTEGER NOT NULL
+);
+-- The application-counter reference of the device's codec (DF703): one row, or none.
+CREATE TABLE IF NOT EXISTS codec_state (id INTEGER PRIMARY KEY CHECK (id = 0), counter_ref INTEGER NOT NULL);
 `;
 
 // A key that expired from the seen-set and arrives again is admitted again (the
@@ -62,6 +75,15 @@ LEFT JOIN readings AS o ON o.key = n.key AND o.state = 'pending' AND o.batch_id 
 const STORE_WRITES = 3;
 /** Bursts without a row of their own remembered for a retried call: far more than race one retry. */
 const COUNTED_BURSTS = 64;
+/**
+ * Raw uplinks one device keeps while it has no usable configuration: a sensor
+ * reporting every 10 minutes fills it in about 69 days (at most ~0.5 KB each).
+ */
+export const MAX_PARKED_PER_DEVICE = 10_000;
+/** What a device needs before its raw uplinks can be decoded, as the PUT body names it. */
+const CONFIG_CALL = "PUT /v1/devices/{device_id}/config";
+/** Parked uplinks one configuration call decodes; a PUT of the same configuration continues. */
+export const UNPARK_PER_CALL = 1_000;
 
 export class DeviceObject extends DurableObject {
   constructor(ctx, env) {
@@ -156,24 +178,72 @@ export class DeviceObject extends DurableObject {
    * Admits one device's keyed readings (validated and keyed once, in the worker's
    * stateless tier) and stores the admitted ones before answering. `refused` are
    * this device's readings rejected while routing; they count in this burst's
-   * audit line. Between admitting and storing nothing is awaited, so no other
-   * request can see a key admitted but not stored. Returns `{ok: true, verdicts}`
-   * (a byte per reading: 0 admitted, 1 admitted with a seq reuse, 2 duplicate; 3,
-   * pending, needs a provisional admission, which the worker never makes),
-   * or `{ok: false, status, code, message}` when nothing was stored. `attempt` > 0:
-   * the worker's retry of a call that threw, which may have stored the burst
-   * (`recognise`).
+   * audit line. Returns `{ok: true, verdicts, keys}` (`admit`), or `{ok: false,
+   * status, code, message}` when nothing was stored. `attempt` > 0: the worker's
+   * retry of a call that threw, which may have stored the burst (`recognise`).
+   *
+   * `raw`: the uplink's raw payload (the plan's `raw`) when none of its `refused`
+   * readings has a fill level. It is decoded here with the device's configuration
+   * (decode.js), and its samples take those readings' place; the answer then also
+   * has one of `decoded: {codec, f_port, readings: [{index, key}], rejected}` (index:
+   * the sample's place in the payload; `verdicts` are the readings'), `parked:
+   * {code, message, copy}` (no usable configuration: the uplink is kept, `park`) or
+   * `refused_as: {code, message}` (the codec does not read the payload: the
+   * `refused` readings are rejected with that code).
    */
-  async ingest({ device_id, readings: planned, refused = 0, route, burst_id, attempt = 0 }) {
+  async ingest({ device_id, readings: planned, refused = 0, raw = null, route, burst_id, attempt = 0 }) {
     this.prepare();
     const unregistered = await this.register(device_id);
     if (unregistered) {
       logNothingStored({ device_id, route, burst_id }, planned.length, refused, unregistered.code);
       return unregistered;
     }
+    const context = { device_id, route, burst_id };
+    if (!raw) return this.admit(context, planned, refused, { attempt });
+    let decoded;
+    try {
+      decoded = decodeRaw(raw, this.deviceConfig(), this.counterRef());
+    } catch (e) {
+      return notAdmitted(context, 0, refused, e);
+    }
+    if (decoded.parked) return this.park(raw, refused, context, decoded.parked);
+    return this.admitDecoded(context, raw, decoded, refused, { attempt });
+  }
+
+  /**
+   * Admits what `decodeRaw` made of `raw` (`refused`: the readings the uplink was
+   * counted as before decoding): its readings and rejected samples, or, for a payload
+   * the codec cannot read, those `refused` readings rejected with its code. `unpark`:
+   * the parked row this burst takes out of the `parked` table, in its transaction.
+   */
+  async admitDecoded(context, raw, decoded, refused, { attempt = 0, unpark = null } = {}) {
+    if (decoded.refused) {
+      // Logged with the bytes: a person can still recover the reading (another codec).
+      const { code, message, codec } = decoded.refused;
+      console.log(JSON.stringify({ level: "WARN", event: "payload_not_decoded", ...context, codec, f_port: raw.f_port, payload: raw.payload, code, message }));
+      const out = await this.admit(context, [], refused, { attempt, unpark });
+      return out.ok ? { ...out, refused_as: { code, message } } : out;
+    }
+    const out = await this.admit(context, decoded.readings, decoded.rejected.length, { attempt, unpark, counterRef: decoded.counter_ref });
+    if (!out.ok) return out;
+    return { ...out, decoded: decodedView(raw, decoded) };
+  }
+
+  /**
+   * Admits keyed readings against the seen-set and stores the admitted ones, with
+   * the burst's counts, in one transaction; `counterRef` (the codec's application
+   * counter reference) and `unpark` (a parked frame to delete) are written with them.
+   * Between admitting and storing nothing is awaited, so no other request can see a
+   * key admitted but not stored. Returns `{ok: true, verdicts, keys, counts}`
+   * (`verdicts`: a byte per reading: 0 admitted, 1 admitted with a seq reuse, 2
+   * duplicate; 3, pending, needs a provisional admission, which the worker never
+   * makes; `keys`: the keys as stored when `reframe` changed one), or `{ok: false,
+   * status, code, message}` when nothing was stored.
+   */
+  async admit(context, planned, refused, { attempt = 0, counterRef = null, unpark = null } = {}) {
+    const { device_id, burst_id } = context;
     const cfg = config(this.env);
     const now = Date.now();
-    const context = { device_id, route, burst_id };
     let readings;
     try {
       readings = this.reframe(device_id, planned, now, cfg);
@@ -208,6 +278,10 @@ export class DeviceObject extends DurableObject {
             this.sql.exec("INSERT OR REPLACE INTO counted_bursts (burst_id) VALUES (?)", burst_id);
             this.sql.exec("DELETE FROM counted_bursts WHERE rowid <= (SELECT MAX(rowid) FROM counted_bursts) - ?", COUNTED_BURSTS);
           }
+          if (counterRef !== null && counterRef !== undefined) {
+            this.sql.exec("INSERT OR REPLACE INTO codec_state (id, counter_ref) VALUES (0, ?)", counterRef);
+          }
+          if (unpark !== null) this.sql.exec("DELETE FROM parked WHERE frame = ?", unpark);
         });
         break;
       } catch (e) {
@@ -237,7 +311,95 @@ export class DeviceObject extends DurableObject {
     } catch (e) {
       console.log(JSON.stringify({ level: "ERROR", event: "schedule_failed", device_id, burst_id, error: String(e?.message ?? e) }));
     }
-    return { ok: true, verdicts: out.verdicts, keys: readings === planned ? undefined : readings.map((r) => r.key) };
+    return { ok: true, verdicts: out.verdicts, keys: readings === planned ? undefined : readings.map((r) => r.key), counts: out.counts };
+  }
+
+  /** The codec's stored application-counter reference (DF703), or null. */
+  counterRef() {
+    return this.sql.exec("SELECT counter_ref FROM codec_state").toArray()[0]?.counter_ref ?? null;
+  }
+
+  /**
+   * Keeps a raw uplink the device cannot decode yet (`why`: device_not_configured)
+   * until its configuration is PUT (`unpark`). Its `rows` readings count as received
+   * and parked. A copy of a frame already kept is not kept twice: its readings count
+   * as duplicates (`copy`); a retried call of the burst that kept it counts nothing.
+   * A device keeping MAX_PARKED_PER_DEVICE uplinks rejects the next ones
+   * (`parking_full`), logging their bytes.
+   */
+  async park(raw, rows, context, why) {
+    const { device_id, burst_id, route } = context;
+    const now = Date.now();
+    const counts = { received: rows, unique: 0, duplicates_suppressed: 0, rejected: 0, parked: 0, seq_reuses: 0, evicted_before_ttl: 0 };
+    let answer;
+    try {
+      this.ctx.storage.transactionSync(() => {
+        const kept = this.sql.exec("SELECT burst_id FROM parked WHERE frame = ?", raw.frame).toArray()[0];
+        if (kept?.burst_id === burst_id) {
+          answer = { ...why, copy: false };
+          counts.received = 0;
+          return;
+        }
+        if (kept) {
+          answer = { ...why, copy: true, message: `${why.message}; this is a copy of a frame kept already` };
+          counts.duplicates_suppressed = rows;
+        } else if (this.sql.exec("SELECT COUNT(*) AS n FROM parked").one().n >= MAX_PARKED_PER_DEVICE) {
+          answer = { code: "parking_full", message: `device ${JSON.stringify(device_id)} keeps ${MAX_PARKED_PER_DEVICE} undecoded uplinks already: this one is rejected (its bytes are in the worker log); ${CONFIG_CALL} to decode them` };
+          counts.rejected = rows;
+        } else {
+          this.sql.exec("INSERT INTO parked (frame, raw, rows, route, burst_id, parked_at) VALUES (?, ?, ?, ?, ?, ?)", raw.frame, JSON.stringify(raw), rows, route, burst_id, now);
+          answer = { ...why, copy: false };
+          counts.parked = rows;
+        }
+        countBurst(this.sql, device_id, counts);
+      });
+    } catch (e) {
+      return notAdmitted(context, 0, rows, e);
+    }
+    if (answer.code === "parking_full") {
+      console.log(JSON.stringify({ level: "WARN", event: "payload_not_parked", ...context, f_port: raw.f_port, payload: raw.payload, received_at: raw.received_at, code: answer.code }));
+      return { ok: true, verdicts: [], refused_as: answer };
+    }
+    if (counts.received) {
+      console.log(JSON.stringify({ level: "WARN", event: "uplink_parked", ...context, f_port: raw.f_port, bytes: raw.payload.length / 2, copy: answer.copy, code: answer.code, message: answer.message }));
+      console.log(guarded(() => auditLine("burst_deduplicated", counts, now, context)));
+    }
+    await this.schedule(config(this.env)).catch(() => {});
+    return { ok: true, verdicts: [], parked: answer };
+  }
+
+  /**
+   * Decodes and admits the parked uplinks the device's configuration now allows,
+   * oldest first, at most UNPARK_PER_CALL per call: each in a burst of its own (a
+   * new burst id; its audit line counts its samples as received), its row deleted in
+   * that burst's transaction. Returns what it did: `{uplinks, received, unique,
+   * duplicates_suppressed, rejected, still_parked}`.
+   */
+  async unpark() {
+    const done = { uplinks: 0, received: 0, unique: 0, duplicates_suppressed: 0, rejected: 0, still_parked: 0 };
+    if (!this.prepared) return done;
+    const rows = this.sql.exec("SELECT frame, raw, rows, route, burst_id FROM parked ORDER BY parked_at, rowid LIMIT ?", UNPARK_PER_CALL).toArray();
+    for (const row of rows) {
+      const raw = JSON.parse(row.raw);
+      const context = { device_id: raw.device_id, route: row.route, burst_id: crypto.randomUUID() };
+      let out;
+      try {
+        const decoded = decodeRaw(raw, this.deviceConfig(), this.counterRef());
+        if (decoded.parked) continue;
+        console.log(JSON.stringify({ level: "INFO", event: "uplink_unparked", ...context, parked_burst_id: row.burst_id }));
+        out = await this.admitDecoded(context, raw, decoded, row.rows, { unpark: row.frame });
+      } catch (e) {
+        out = { ok: false, code: e?.code ?? "internal_error", message: String(e?.message ?? e) };
+      }
+      if (!out.ok) {
+        console.log(JSON.stringify({ level: "WARN", event: "unpark_failed", ...context, parked_burst_id: row.burst_id, code: out.code, error: out.message }));
+        continue;
+      }
+      done.uplinks += 1;
+      for (const name of ["received", "unique", "duplicates_suppressed", "rejected"]) done[name] += out.counts?.[name] ?? 0;
+    }
+    done.still_parked = this.sql.exec("SELECT COUNT(*) AS n FROM parked").one().n;
+    return done;
   }
 
   /**
@@ -275,22 +437,30 @@ export class DeviceObject extends DurableObject {
    * What `ingest` would answer for The Things Stack's simulated uplink, storing and
    * counting nothing: a verdict per reading, DUPLICATE for a key the seen-set holds
    * (admitted within the TTL and not evicted by the cap; asked with `contains`,
-   * which changes nothing) or earlier in the same uplink, else 0 (admitted).
-   * `{ok: false, code, message}` when the device could not answer (its seen-set
+   * which changes nothing) or earlier in the same uplink, else 0 (admitted). With
+   * `raw`, the payload is decoded first, as `ingest` would (`decoded`, `parked` or
+   * `refused_as` as there). `{ok: false, code, message}` when the device could not answer (its seen-set
    * could not be rebuilt from its rows: a real uplink would not be admitted either).
    */
-  preview({ device_id, readings }) {
+  preview({ device_id, readings, raw = null }) {
     const cfg = config(this.env);
     const now = Date.now();
     const seen = new Set();
     try {
+      let decoded = null;
+      if (raw) {
+        decoded = decodeRaw(raw, this.deviceConfig(), this.prepared ? this.counterRef() : null);
+        if (decoded.parked) return { ok: true, verdicts: [], parked: { ...decoded.parked, copy: false } };
+        if (decoded.refused) return { ok: true, verdicts: [], refused_as: decoded.refused };
+        readings = decoded.readings;
+      }
       const held = this.prepared ? guarded(() => this.seen(now, cfg)) : null;
       const verdicts = this.reframe(device_id, readings, now, cfg).map(({ key, seq, ts, fill_pct }) => {
         const duplicate = seen.has(key) || (held !== null && guarded(() => held.contains({ device_id, seq, ts, fill_pct }, now)));
         seen.add(key);
         return duplicate ? DUPLICATE : 0;
       });
-      return { ok: true, verdicts };
+      return { ok: true, verdicts, decoded: decoded && decodedView(raw, decoded) };
     } catch (e) {
       this.drop();
       return { ok: false, code: e?.code ?? "internal_error", message: String(e?.message ?? e) };
@@ -328,8 +498,11 @@ export class DeviceObject extends DurableObject {
    * Stores the device's configuration (validated by the worker) in place of the one
    * it had, registering the device first like a first write; a change is logged
    * (INFO `device_config`, `before` and `after`). The same values again change
-   * nothing, `updated_at` included. Returns `{ok: true, config}` (as
-   * `deviceConfig`), or `{ok: false, status, code, message}` when nothing was stored.
+   * nothing, `updated_at` included. Then decodes the uplinks parked while the device
+   * had no usable configuration (`unpark`; a call with the same values continues
+   * where the last one stopped). Returns `{ok: true, config, unparked}` (`config` as
+   * `deviceConfig`, `unparked` as `unpark`), or `{ok: false, status, code,
+   * message}` when nothing was stored.
    */
   async configure({ device_id, codec, bin_depth_mm, offset_mm, reporting_period_s }) {
     this.prepare();
@@ -340,19 +513,21 @@ export class DeviceObject extends DurableObject {
     }
     const wanted = { device_id, codec, bin_depth_mm, offset_mm, reporting_period_s };
     const before = this.deviceConfig();
-    if (before && Object.keys(wanted).every((k) => before[k] === wanted[k])) return { ok: true, config: before };
-    try {
-      this.sql.exec(
-        "INSERT OR REPLACE INTO config (id, device_id, codec, bin_depth_mm, offset_mm, reporting_period_s, updated_at) VALUES (0, ?, ?, ?, ?, ?, ?)",
-        device_id, codec, bin_depth_mm, offset_mm, reporting_period_s, Date.now(),
-      );
-    } catch (e) {
-      console.log(JSON.stringify({ level: "WARN", event: "device_config_not_stored", device_id, error: String(e?.message ?? e) }));
-      return { ok: false, status: 503, code: "storage_unavailable", message: `could not store the configuration: ${e?.message ?? e}` };
+    if (!before || Object.keys(wanted).some((k) => before[k] !== wanted[k])) {
+      try {
+        this.sql.exec(
+          "INSERT OR REPLACE INTO config (id, device_id, codec, bin_depth_mm, offset_mm, reporting_period_s, updated_at) VALUES (0, ?, ?, ?, ?, ?, ?)",
+          device_id, codec, bin_depth_mm, offset_mm, reporting_period_s, Date.now(),
+        );
+      } catch (e) {
+        console.log(JSON.stringify({ level: "WARN", event: "device_config_not_stored", device_id, error: String(e?.message ?? e) }));
+        return { ok: false, status: 503, code: "storage_unavailable", message: `could not store the configuration: ${e?.message ?? e}` };
+      }
+      console.log(JSON.stringify({ level: "INFO", event: "device_config", device_id, before, after: this.deviceConfig() }));
     }
-    const after = this.deviceConfig();
-    console.log(JSON.stringify({ level: "INFO", event: "device_config", device_id, before, after }));
-    return { ok: true, config: after };
+    const unparked = await this.unpark();
+    if (unparked.uplinks) console.log(JSON.stringify({ level: "INFO", event: "parked_uplinks_decoded", device_id, ...unparked }));
+    return { ok: true, config: this.deviceConfig(), unparked };
   }
 
   /** The stored configuration (GET /v1/devices/{id}/config), or null. Reads only. */

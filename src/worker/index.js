@@ -5,6 +5,7 @@ import { authenticate, requireConfiguredToken } from "./auth.js";
 import { config } from "./config.js";
 import { ADMITTED, auditLine, checkDeviceId, DUPLICATE, guarded, HttpError, limits, logNothingStored, parseUplink } from "./core.js";
 import { mapAtMost } from "./fanout.js";
+import { decodedView, decodeRaw } from "./decode.js";
 import { countMessage, countUnroutable, fleetStats, IGNORED, knows } from "./fleet.js";
 
 export { DeviceObject } from "./device.js";
@@ -176,7 +177,7 @@ async function ingest(request, env, cfg, format, routeName) {
       for (let attempt = 0; attempt < DEVICE_CALL_ATTEMPTS && !error?.overloaded; attempt++) {
         try {
           const stub = env.DEVICES.get(env.DEVICES.idFromName(device_id));
-          return await stub.ingest({ device_id, readings, refused, attempt, ...context });
+          return await stub.ingest({ device_id, readings, refused, raw: rawOf(plan, device_id), attempt, ...context });
         } catch (e) {
           error = e;
           console.log(JSON.stringify({ level: "WARN", event: "device_call_failed", device_id, burst_id, attempt, error: String(e?.message ?? e) }));
@@ -193,7 +194,21 @@ async function ingest(request, env, cfg, format, routeName) {
     console.log(auditLine("burst_deduplicated", counts, Date.now(), context));
     await countUnroutable(env, burst_id, n);
   }
-  return merge(plan, groups, replies, burst_id);
+  const { body: answer, notStored, errors } = outcome(plan, groups, replies, burst_id);
+  if (errors.length) {
+    // A device object was unreachable or its write failed: its readings (and the
+    // counts of its rejected ones) were not stored. The sender's retry is admitted;
+    // what was stored comes back as duplicates.
+    const what = notStored.length ? `${notStored.length} reading(s) not stored` : "the burst's counts were not stored";
+    const error = { code: "retry_later", message: `${what}; retry the request` };
+    return json(503, { ...answer, not_stored: notStored, errors, error }, { "retry-after": "1" });
+  }
+  return json(200, answer);
+}
+
+/** The plan's raw uplink when it is `device_id`'s (the readings without a fill level are its), else null. */
+function rawOf(plan, device_id) {
+  return plan.raw?.device_id === device_id ? plan.raw : null;
 }
 
 /**
@@ -219,45 +234,71 @@ async function acknowledge(env, route, event, burst_id) {
  * Counted in /v1/stats `simulated_uplinks`.
  */
 async function simulate(env, plan, context) {
-  const verdicts = await mapAtMost(DEVICE_CALLS_AT_ONCE, plan.devices, async ({ device_id, readings }) => {
+  // A raw uplink's rows are its device's (plan.devices has none): decoded by it.
+  const groups = plan.raw ? [{ device_id: plan.raw.device_id, readings: [] }] : plan.devices;
+  const previews = await mapAtMost(DEVICE_CALLS_AT_ONCE, groups, async ({ device_id, readings }) => {
+    const raw = rawOf(plan, device_id);
     const { device } = await knownDevice(env, { id: device_id, given: device_id });
     if (device) {
       let reply;
       try {
-        reply = await device.preview({ device_id, readings });
+        reply = await device.preview({ device_id, readings, raw });
       } catch (e) {
         throw unavailable(e);
       }
       if (!reply.ok) throw new HttpError(503, "device_unavailable", `device ${JSON.stringify(device_id)} could not preview the readings (${reply.code}: ${reply.message}); a real uplink would not be stored either`, { "retry-after": "1" });
-      return reply.verdicts;
+      return reply;
     }
+    // A device without a ledger has no configuration either: only the uplink's hints.
+    const decoded = raw ? guarded(() => decodeRaw(raw, null, null)) : null;
+    if (decoded?.parked) return { ok: true, verdicts: [], parked: { ...decoded.parked, copy: false } };
+    if (decoded?.refused) return { ok: true, verdicts: [], refused_as: decoded.refused };
     const seen = new Set();
-    return readings.map(({ key }) => (seen.has(key) ? DUPLICATE : (seen.add(key), 0)));
+    const verdicts = (decoded?.readings ?? readings).map(({ key }) => (seen.has(key) ? DUPLICATE : (seen.add(key), 0)));
+    return { ok: true, verdicts, decoded: decoded && decodedView(raw, decoded) };
   });
-  const out = { burst_id: context.burst_id, simulated: true, stored: false, received: plan.received, unique: 0, duplicates_suppressed: 0, admitted: [], duplicates: [], rejected: plan.rejected };
-  plan.devices.forEach(({ readings }, g) => {
-    readings.forEach(({ index, key }, i) => (verdicts[g][i] === DUPLICATE ? out.duplicates.push(index) : out.admitted.push({ index, key })));
-  });
-  out.unique = out.admitted.length;
-  out.duplicates_suppressed = out.duplicates.length;
-  out.message = "a simulated uplink: this is what its readings would do; nothing was stored or forwarded";
-  console.log(JSON.stringify({ level: "INFO", event: "simulated_uplink", ...context, received: out.received, unique: out.unique, duplicates_suppressed: out.duplicates_suppressed, rejected: out.rejected.length }));
+  const { body } = outcome(plan, groups, previews, context.burst_id);
+  const out = { ...body, simulated: true, stored: false, message: "a simulated uplink: this is what its readings would do; nothing was stored or forwarded" };
+  console.log(JSON.stringify({ level: "INFO", event: "simulated_uplink", ...context, received: out.received, unique: out.unique, duplicates_suppressed: out.duplicates_suppressed, rejected: out.rejected.length, parked: out.parked?.length ?? 0 }));
   await countMessage(env, context.burst_id, "simulated_uplinks");
   return json(200, out);
 }
 
 /**
- * Per-device verdicts back into one answer with the request's indices:
- * `received = unique + duplicates_suppressed + len(rejected) + len(not_stored)`.
+ * Per-device verdicts back into one answer with the request's indices: `{body,
+ * notStored, errors}`, `body.received = unique + duplicates_suppressed +
+ * len(rejected) + len(parked) + len(notStored)`. A raw uplink's readings without a
+ * fill level are replaced by what its device made of the payload (device.js
+ * `ingest`): the decoded samples (indices: their places in the payload; the reply
+ * names the codec in `decoded`), or those readings parked, or rejected with the
+ * codec's code.
  */
-function merge(plan, groups, replies, burst_id) {
-  const out = { burst_id, received: plan.received, unique: 0, duplicates_suppressed: 0, admitted: [], duplicates: [], rejected: [...plan.rejected] };
+function outcome(plan, groups, replies, burst_id) {
+  const out = { burst_id, received: 0, unique: 0, duplicates_suppressed: 0, admitted: [], duplicates: [], rejected: [] };
+  const parked = [];
   const notStored = [];
   const errors = [];
+  const rawRows = plan.raw ? plan.rejected.filter((r) => r.device_id === plan.raw.device_id) : [];
+  out.rejected.push(...plan.rejected.filter((r) => !rawRows.includes(r)));
   groups.forEach(({ device_id, readings }, g) => {
     const r = replies[g];
     if (!r.ok) errors.push({ device_id, code: r.code, message: r.message });
-    readings.forEach(({ index, key }, i) => {
+    const raw = rawOf(plan, device_id) !== null;
+    if (raw && r.ok && r.parked) {
+      for (const { index } of rawRows) {
+        if (r.parked.copy) out.duplicates.push(index);
+        else parked.push({ index, device_id, code: r.parked.code, message: r.parked.message });
+      }
+    } else if (raw && r.ok && r.refused_as) {
+      out.rejected.push(...rawRows.map((row) => ({ ...row, field: "payload", code: r.refused_as.code, message: r.refused_as.message })));
+    } else if (raw && !r.ok) {
+      notStored.push(...rawRows.map(({ index }) => index));
+    }
+    if (raw && r.ok && r.decoded) {
+      out.decoded = { codec: r.decoded.codec, f_port: r.decoded.f_port };
+      out.rejected.push(...r.decoded.rejected);
+    }
+    (r.decoded?.readings ?? readings).forEach(({ index, key }, i) => {
       // A device that failed stored nothing of this burst, its counts included: all
       // of its readings are not stored, replays too (a reply counts what /v1/stats holds).
       const verdict = r.ok ? r.verdicts[i] : undefined;
@@ -269,19 +310,13 @@ function merge(plan, groups, replies, burst_id) {
   });
   out.unique = out.admitted.length;
   out.duplicates_suppressed = out.duplicates.length;
+  out.received = out.unique + out.duplicates_suppressed + out.rejected.length + parked.length + notStored.length;
   out.admitted.sort((a, b) => a.index - b.index);
   out.duplicates.sort((a, b) => a - b);
   out.rejected.sort((a, b) => a.index - b.index);
-  if (errors.length) {
-    // A device object was unreachable or its write failed: its readings (and the
-    // counts of its rejected ones) were not stored. The sender's retry is admitted;
-    // what was stored comes back as duplicates.
-    notStored.sort((a, b) => a - b);
-    const what = notStored.length ? `${notStored.length} reading(s) not stored` : "the burst's counts were not stored";
-    const error = { code: "retry_later", message: `${what}; retry the request` };
-    return json(503, { ...out, not_stored: notStored, errors, error }, { "retry-after": "1" });
-  }
-  return json(200, out);
+  notStored.sort((a, b) => a - b);
+  if (parked.length) out.parked = parked;
+  return { body: out, notStored, errors };
 }
 
 /** The body of a request that must be JSON (else 415), at most MAX_BODY_BYTES (else 413). */
@@ -440,7 +475,7 @@ async function configure(request, env, cfg, path) {
     throw unavailable(e);
   }
   if (!reply.ok) throw new HttpError(reply.status, reply.code, reply.message, { "retry-after": "1" });
-  return json(200, reply.config);
+  return json(200, { ...reply.config, unparked: reply.unparked });
 }
 
 /** GET /v1/devices/{device_id}/config; 404 `not_configured` without starting an unknown device's object. */

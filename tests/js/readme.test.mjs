@@ -77,12 +77,15 @@ test('ChirpStack, Helium, LORIOT: the events the README says are acknowledged ar
   for (const cmd of ['rx', 'gw']) {
     assert.match(loriot, new RegExp(`\`${cmd}\``));
     const plan = JSON.parse(pkg.parseUplink('loriot', body('loriot', cmd)));
-    assert.deepEqual([plan.ignored, plan.event, plan.rejected.map((r) => r.code)], [false, cmd, ['missing_fill_pct']], cmd);
+    // No fill level, raw bytes: the worker decodes them or parks the uplink (one frame for both).
+    assert.deepEqual([plan.ignored, plan.event, plan.raw?.payload], [false, cmd, '0102aabb'], cmd);
   }
   for (const [file, cmd] of [['tx', 'tx'], ['cq_response', 'cq']]) {
     assert.match(loriot, new RegExp(`\`${cmd}\``));
     const plan = JSON.parse(pkg.parseUplink('loriot', body('loriot', file)));
     assert.deepEqual([plan.ignored, plan.event], [true, cmd], file);
   }
-  assert.match(loriot, /every real LORIOT\s+uplink is rejected with `missing_fill_pct`/);
+  assert.equal(JSON.parse(pkg.parseUplink('loriot', body('loriot', 'rx'))).raw.frame, JSON.parse(pkg.parseUplink('loriot', body('loriot', 'gw'))).raw.frame);
+  assert.match(loriot, /names no device\s+model: `PUT \/v1\/devices\/\{EUI\}\/config` with the `codec`/);
+  assert.match(loriot, /parked \(`device_not_configured`\)/);
 });

@@ -36,6 +36,13 @@ const holds = (file, query) =>
 /** `updated_at` as the worker writes every time (the core's isoTime). */
 const ISO = /^\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d\.\d{6}\+00:00$/;
 
+/** A PUT reply's configuration; it reports no parked uplink decoded (these devices park none). */
+const configOf = async (res) => {
+  const { unparked, ...stored } = await res.json();
+  assert.deepEqual(unparked, { uplinks: 0, received: 0, unique: 0, duplicates_suppressed: 0, rejected: 0, still_parked: 0 });
+  return stored;
+};
+
 const EM500 = { codec: "milesight-iot/em500-udl", bin_depth_mm: 1200, offset_mm: 150, reporting_period_s: 600 };
 
 // body (a string is sent as is), the code of the 400 (or [status, code]), and what
@@ -114,7 +121,7 @@ test("every bad body is refused with its code, naming the member and rule; no de
 
 test("a valid PUT answers the stored configuration, GET returns it, HEAD answers without a body", async () => {
   const res = await put("cfg-bin-1", EM500);
-  const stored = await res.json();
+  const stored = await configOf(res);
   assert.equal(res.status, 200, JSON.stringify(stored));
   assert.deepEqual(Object.keys(stored), ["device_id", "codec", "bin_depth_mm", "offset_mm", "reporting_period_s", "updated_at"]);
   assert.deepEqual({ ...stored, updated_at: undefined }, { device_id: "cfg-bin-1", ...EM500, updated_at: undefined });
@@ -130,9 +137,9 @@ test("a valid PUT answers the stored configuration, GET returns it, HEAD answers
 test("defaults: codec, offset and reporting period may be absent or null; whole numbers written as 1e3 or 1.0 are whole", async () => {
   const res = await put("cfg-defaults", '{"bin_depth_mm": 1e3}');
   assert.equal(res.status, 200);
-  assert.deepEqual({ ...(await res.json()), updated_at: 0 }, { device_id: "cfg-defaults", codec: null, bin_depth_mm: 1000, offset_mm: 0, reporting_period_s: null, updated_at: 0 });
+  assert.deepEqual({ ...(await configOf(res)), updated_at: 0 }, { device_id: "cfg-defaults", codec: null, bin_depth_mm: 1000, offset_mm: 0, reporting_period_s: null, updated_at: 0 });
   const nulls = await put("cfg-defaults", '{"codec": null, "bin_depth_mm": 900.0, "offset_mm": -0, "reporting_period_s": null}');
-  assert.deepEqual({ ...(await nulls.json()), updated_at: 0 }, { device_id: "cfg-defaults", codec: null, bin_depth_mm: 900, offset_mm: 0, reporting_period_s: null, updated_at: 0 });
+  assert.deepEqual({ ...(await configOf(nulls)), updated_at: 0 }, { device_id: "cfg-defaults", codec: null, bin_depth_mm: 900, offset_mm: 0, reporting_period_s: null, updated_at: 0 });
   const edges = await put("cfg-defaults", { codec: "tekelek/tek766", bin_depth_mm: 100_000, offset_mm: 100_000, reporting_period_s: 604_800 });
   assert.equal(edges.status, 200);
   const low = await put("cfg-defaults", { codec: "tekelek/tek766", bin_depth_mm: 1, offset_mm: 0, reporting_period_s: 1 });
@@ -140,11 +147,11 @@ test("defaults: codec, offset and reporting period may be absent or null; whole 
 });
 
 test("a second PUT replaces the first, logged with before and after; the same values again change nothing", async () => {
-  const first = await (await put("cfg-bin-2", EM500)).json();
+  const first = await configOf(await put("cfg-bin-2", EM500));
   await new Promise((r) => setTimeout(r, 5)); // a later updated_at
   const change = { codec: "dingtek/df703", bin_depth_mm: 1500 };
   const res = await put("cfg-bin-2", change);
-  const second = await res.json();
+  const second = await configOf(res);
   assert.equal(res.status, 200);
   assert.deepEqual({ ...second, updated_at: 0 }, { device_id: "cfg-bin-2", ...change, offset_mm: 0, reporting_period_s: null, updated_at: 0 });
   assert.ok(second.updated_at > first.updated_at, `${second.updated_at} after ${first.updated_at}`);
@@ -156,13 +163,13 @@ test("a second PUT replaces the first, logged with before and after; the same va
   ]);
   // Idempotent: nothing changes, nothing is logged.
   const again = await put("cfg-bin-2", change);
-  assert.deepEqual([again.status, await again.json()], [200, second]);
+  assert.deepEqual([again.status, await configOf(again)], [200, second]);
   assert.equal(logged("cfg-bin-2").length, 2);
 });
 
 test("a DevEUI in lower case is the device in upper case; PUT and GET in either case", async () => {
   const res = await put("a84041000181c0de", { codec: "dragino/ldds75", bin_depth_mm: 800 });
-  const stored = await res.json();
+  const stored = await configOf(res);
   assert.equal(res.status, 200);
   assert.equal(stored.device_id, "A84041000181C0DE");
   assert.deepEqual(await read("A84041000181C0DE"), { status: 200, body: stored });

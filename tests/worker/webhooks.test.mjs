@@ -31,19 +31,23 @@ const writtenObjects = () => {
 // file, route (query included), the reply's expected verdict:
 //   ["ignored", "<route>/<event>"]  acknowledged 200, nothing stored, counted by type
 //   ["rejected", code]              200, the one reading rejected for its device
+//   ["parked"]                      200, the one uplink kept undecoded for its device
+//                                   (raw bytes, no configuration: device_not_configured)
+//   ["copy"]                        200, a copy of a frame parked already: a duplicate
 //   ["simulated"]                   200, previewed, nothing stored, simulated_uplinks + 1
 const TABLE = [
   ...["join_accept", "downlink_ack", "downlink_nack", "downlink_sent", "downlink_failed", "downlink_queued", "downlink_queue_invalidated", "location_solved", "service_data", "uplink_normalized"].map(
     (e) => [`tts/${e}.json`, "ttn", ["ignored", `ttn/${e}`]],
   ),
+  // The docs example has no f_port (TTS omits zeros): no raw payload to decode.
   ["tts/uplink_message.json", "ttn", ["rejected", "missing_fill_pct"]],
   ["tts/simulated_uplink.json", "ttn", ["simulated"]],
   ...["join", "ack", "txack", "log", "status", "location", "integration"].map((e) => [`chirpstack/${e}.json`, `chirpstack?event=${e}`, ["ignored", `chirpstack/${e}`]]),
-  ["chirpstack/up.json", "chirpstack?event=up", ["rejected", "missing_fill_pct"]],
+  ["chirpstack/up.json", "chirpstack?event=up", ["parked"]],
   ["helium/join.json", "helium", ["ignored", "helium/join"]],
-  ["helium/uplink.json", "helium", ["rejected", "missing_fill_pct"]],
-  ["loriot/rx.json", "loriot", ["rejected", "missing_fill_pct"]],
-  ["loriot/gw.json", "loriot", ["rejected", "missing_fill_pct"]],
+  ["helium/uplink.json", "helium", ["parked"]],
+  ["loriot/rx.json", "loriot", ["parked"]],
+  ["loriot/gw.json", "loriot", ["copy"]],
   ["loriot/tx.json", "loriot", ["ignored", "loriot/tx"]],
   ["loriot/cq_response.json", "loriot", ["ignored", "loriot/cq"]],
 ];
@@ -65,31 +69,48 @@ test("every fixture: its status, its reply, nothing stored, counted by type", as
     } else if (verdict === "rejected") {
       assert.deepEqual([body.received, body.unique, body.rejected.map((x) => x.code)], [1, 0, [detail]], file);
       assert.ok(body.rejected[0].device_id, `${file}: counted for its device`);
+    } else if (verdict === "parked") {
+      assert.deepEqual([body.received, body.unique, body.rejected, body.parked.map((x) => x.code)], [1, 0, [], ["device_not_configured"]], file);
+      assert.ok(body.parked[0].device_id, `${file}: kept for its device`);
+    } else if (verdict === "copy") {
+      assert.deepEqual([body.received, body.unique, body.duplicates, body.parked], [1, 0, [0], undefined], file);
     } else {
       assert.deepEqual([body.simulated, body.stored, body.received], [true, false, 1], file);
       simulated += 1;
     }
   }
-  // The rejected readings reach /v1/stats with their devices' first flush; the others never.
-  const rejected = TABLE.filter(([, , [v]]) => v === "rejected").length;
+  // The parked and rejected uplinks reach /v1/stats with their devices' first flush; the others never.
+  const count = (verdict) => TABLE.filter(([, , [v]]) => v === verdict).length;
+  const [parked, copies, rejected] = [count("parked"), count("copy"), count("rejected")];
   const s = await until(async () => {
     const now = await stats();
-    return now.received - before.received >= rejected && now;
+    return now.received - before.received >= parked + copies + rejected && now;
   }, "the devices' flushes");
-  assert.deepEqual([s.received - before.received, s.rejected - before.rejected, s.unique - before.unique], [rejected, rejected, 0]);
+  const delta = (name) => s[name] - before[name];
+  assert.deepEqual(
+    ["received", "parked", "duplicates_suppressed", "rejected", "unique", "parked_uplinks"].map(delta),
+    [parked + copies + rejected, parked, copies, rejected, 0, parked],
+  );
   for (const [name, n] of Object.entries(expectIgnored)) assert.equal(s.ignored_events[name] - (ignoredBefore[name] ?? 0), n, name);
   assert.equal(s.simulated_uplinks, simulated);
-  // Rejections are counted per device (their objects registered), but no row was stored.
+  // Parked and rejected uplinks are counted per device (their objects registered), but no row was stored.
   for (const id of ["0004A30B001C0530", "0101010101010101", "1C29FBD1D2084E21", "0102030405060708"]) assert.deepEqual(await ledger(id), [], id);
   // Ignored events and the simulated uplink started no device object of their own.
-  assert.equal(writtenObjects() - objectsBefore, 4, "one per device with a rejected reading");
+  assert.equal(writtenObjects() - objectsBefore, 4, "one per device with a parked or rejected uplink");
 });
 
-test("the docs' own LORIOT, TTS, ChirpStack and Helium rejections say where the fill level must come from", async () => {
-  const loriot = await (await post(worker.call, "/v1/uplinks/loriot", fixture("loriot/gw.json"))).json();
-  assert.match(loriot.rejected[0].message, /LORIOT sends the raw payload/);
+test("the docs' own uplinks without a fill level are parked with a message naming what the device lacks and the call that gives it", async () => {
+  for (const [file, route] of [["loriot/rx.json", "loriot"], ["helium/uplink.json", "helium"]]) {
+    const reply = await (await post(worker.call, `/v1/uplinks/${route}`, fixture(file))).json();
+    // Kept already by the test above: this copy is its duplicate.
+    assert.deepEqual([reply.unique, reply.duplicates], [0, [0]], file);
+  }
   const tts = await (await post(worker.call, "/v1/uplinks/ttn", fixture("tts/uplink_message.json"))).json();
   assert.match(tts.rejected[0].message, /payload formatter/);
+  const fresh = json("loriot/rx.json");
+  fresh.EUI = "0102030405060799";
+  const reply = await (await post(worker.call, "/v1/uplinks/loriot", JSON.stringify(fresh))).json();
+  assert.match(reply.parked[0].message, /has no codec and bin_depth_mm .*PUT \/v1\/devices\/\{device_id\}\/config/);
 });
 
 // --- with a fill level: the same frame twice, Simulate uplink -----------------------

@@ -1,0 +1,72 @@
+// Raw uplinks to readings. An uplink without a fill level hands on its raw payload
+// (the plan's `raw`, src/uplink/raw.rs); the device's configuration chooses the codec
+// and the bin's geometry, and the core decodes, times and keys the samples
+// (readingsFromPayload). Used by the device object for real uplinks and parked ones,
+// and by the stateless tier for The Things Stack's simulated uplinks.
+import { guarded, readingsFromPayload } from "./core.js";
+
+export const NOT_CONFIGURED = "device_not_configured";
+/** Codes of a payload the configured codec does not read: its readings are rejected with them. */
+const UNREADABLE = new Set(["invalid_payload", "unsupported_port"]);
+
+/**
+ * The configuration that decodes `raw`: each member from the device's stored
+ * configuration (PUT /v1/devices/{id}/config) when it has one, else from what the
+ * uplink names (the codec: The Things Stack `version_ids`, ChirpStack tag `codec` or
+ * device-profile name; the geometry: ChirpStack tags). `missing` names what neither
+ * gives.
+ */
+export function effectiveConfig(stored, raw) {
+  const hint = raw.config_hint ?? {};
+  const config = {
+    codec: stored?.codec ?? raw.codec_hint ?? null,
+    bin_depth_mm: stored?.bin_depth_mm ?? hint.bin_depth_mm ?? null,
+    offset_mm: stored ? stored.offset_mm : (hint.offset_mm ?? 0),
+    reporting_period_s: stored?.reporting_period_s ?? hint.reporting_period_s ?? null,
+  };
+  const missing = ["codec", "bin_depth_mm"].filter((name) => config[name] === null);
+  return { config, missing };
+}
+
+/**
+ * `raw` decoded for its device: `{readings, rejected, codec, counter_ref}` as
+ * readingsFromPayload answers (each rejection with the device id), or `{parked:
+ * {code, message}}` when the device has no usable configuration, or `{refused: {code,
+ * message, codec}}` when the codec cannot read the payload (bytes it does not
+ * understand, a port it does not read). `counterRef`: the device's stored
+ * application-counter reference, or null. Throws what else the core throws (a trap).
+ */
+export function decodeRaw(raw, stored, counterRef) {
+  const { config, missing } = effectiveConfig(stored, raw);
+  if (missing.length) return { parked: notConfigured(raw.device_id, missing.join(" and ")) };
+  const frame = { received_at: raw.received_at, f_cnt: raw.f_cnt, counter_ref: counterRef, frame: raw.frame };
+  try {
+    const out = guarded(() => readingsFromPayload(raw.device_id, config, raw.f_port, bytesOfHex(raw.payload), frame));
+    out.rejected = out.rejected.map((r) => ({ ...r, device_id: raw.device_id }));
+    return out;
+  } catch (e) {
+    if (e?.code === "missing_reporting_period") return { parked: notConfigured(raw.device_id, `reporting_period_s (${config.codec} times its readings by it)`) };
+    if (UNREADABLE.has(e?.code)) return { refused: { code: e.code, message: `${config.codec}: ${e.message}`, codec: config.codec } };
+    throw e;
+  }
+}
+
+/** What a reply says of a decoded payload: `{codec, f_port, readings: [{index, key}], rejected}`. */
+export function decodedView(raw, decoded) {
+  const readings = decoded.readings.map(({ index, key }) => ({ index, key }));
+  return { codec: decoded.codec, f_port: raw.f_port, readings, rejected: decoded.rejected };
+}
+
+function notConfigured(device_id, what) {
+  return {
+    code: NOT_CONFIGURED,
+    message: `device ${JSON.stringify(device_id)} has no ${what} for its raw payload: the uplink is kept undecoded, and decoded when PUT /v1/devices/{device_id}/config gives it`,
+  };
+}
+
+/** The bytes of lower-case hex text (the plan writes `raw.payload` so). */
+function bytesOfHex(hex) {
+  const bytes = new Uint8Array(hex.length / 2);
+  for (let i = 0; i < bytes.length; i++) bytes[i] = parseInt(hex.slice(2 * i, 2 * i + 2), 16);
+  return bytes;
+}

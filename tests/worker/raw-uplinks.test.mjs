@@ -1,0 +1,214 @@
+// Raw payloads of real bin sensors through the worker in workerd: uplinks that carry
+// only their bytes (tests/fixtures/webhooks/raw/, sources in that folder's README)
+// decoded with the device's configuration or the uplink's own hints, history records
+// keyed by device time across a rejoin, one LORIOT frame posted twice (rx and gw), a
+// sentinel, a port the codec does not read, and an unconfigured device whose uplinks
+// are parked and decoded when it is configured.
+import { test, before, after } from "node:test";
+import assert from "node:assert/strict";
+import { fixture, get, post, start, until } from "./harness.mjs";
+
+let worker;
+before(async () => {
+  worker = await start({ vars: { STATS_FLUSH_MS: "10" } });
+});
+after(() => worker.mf.dispose());
+
+const raw = (name) => JSON.parse(fixture(`raw/${name}`));
+const send = async (route, body) => {
+  const res = await post(worker.call, `/v1/uplinks/${route}`, body);
+  return { status: res.status, body: await res.json() };
+};
+const configure = async (id, body) => {
+  const res = await worker.call(`/v1/devices/${id}/config`, {
+    method: "PUT",
+    headers: { authorization: "Bearer test-token", "content-type": "application/json" },
+    body: JSON.stringify(body),
+  });
+  return { status: res.status, body: await res.json() };
+};
+const ledger = async (id) => (await get(worker.call, `/v1/devices/${id}/readings`)).body.readings;
+const stats = async () => (await get(worker.call, "/v1/stats")).body;
+/** The reply's counts reconcile (README "The reply"). */
+const reconciles = (b) =>
+  assert.equal(b.received, b.unique + b.duplicates_suppressed + b.rejected.length + (b.parked?.length ?? 0) + (b.not_stored?.length ?? 0), JSON.stringify(b));
+/** A TTS body's device, as the worker names it (the DevEUI in upper case). */
+const ttsDevice = (body) => body.end_device_ids.dev_eui.toUpperCase();
+/** The worker's log lines of `event`, parsed. */
+const logged = (event) => worker.lines.filter((l) => l.includes(`"event":"${event}"`)).map((l) => JSON.parse(l));
+
+test("a configured EM500-UDL's history uplink becomes one reading per record, keyed by device time; after a rejoin it is suppressed", async () => {
+  const first = raw("tts-em500-udl-history.json");
+  const id = ttsDevice(first);
+  // The codec comes from the uplink's version_ids: the configuration gives the bin only.
+  assert.equal((await configure(id, { bin_depth_mm: 1500 })).status, 200);
+
+  const a = await send("ttn", first);
+  assert.equal(a.status, 200, JSON.stringify(a.body));
+  reconciles(a.body);
+  assert.deepEqual(a.body.decoded, { codec: "milesight-iot/em500-udl", f_port: 85 });
+  assert.deepEqual([a.body.received, a.body.unique, a.body.duplicates_suppressed, a.body.rejected.length], [2, 2, 0, 0]);
+  assert.deepEqual(a.body.admitted.map((r) => r.index), [0, 1]);
+  const rows = await ledger(id);
+  // Records 1665561758 (1234 mm) and 1665565242 (1232 mm) of a 1500 mm bin.
+  assert.deepEqual(
+    rows.map(({ seq, ts, fill_pct }) => ({ seq, ts, fill_pct })),
+    [
+      { seq: 1665561758, ts: "2022-10-12T08:02:38+00:00", fill_pct: 17.7 },
+      { seq: 1665565242, ts: "2022-10-12T09:00:42+00:00", fill_pct: 17.9 },
+    ],
+  );
+  assert.deepEqual(a.body.admitted.map((r) => r.key), rows.map((r) => r.key));
+
+  // The same records after a rejoin: a new session, frame counter 1, a day later.
+  const b = await send("ttn", raw("tts-em500-udl-history-rejoin.json"));
+  assert.equal(b.status, 200, JSON.stringify(b.body));
+  reconciles(b.body);
+  assert.deepEqual([b.body.received, b.body.unique, b.body.duplicates_suppressed], [2, 0, 2]);
+  assert.deepEqual(b.body.duplicates, [0, 1]);
+
+  // A later uplink repeating the second record and bringing a new one.
+  const c = await send("ttn", raw("tts-em500-udl-history-more.json"));
+  reconciles(c.body);
+  assert.deepEqual([c.body.received, c.body.unique, c.body.duplicates_suppressed], [2, 1, 1]);
+  assert.equal((await ledger(id)).length, 3);
+});
+
+test("a LORIOT rx and gw of one DF703 frame are one reading; the next frame is another", async () => {
+  const rx = raw("loriot-df703-rx.json");
+  const id = rx.EUI.toUpperCase();
+  assert.equal((await configure(id, { codec: "dingtek/df703", bin_depth_mm: 2500, offset_mm: 100 })).status, 200);
+
+  const a = await send("loriot", rx);
+  assert.equal(a.status, 200, JSON.stringify(a.body));
+  assert.deepEqual([a.body.received, a.body.unique, a.body.rejected.length], [1, 1, 0], JSON.stringify(a.body));
+  assert.deepEqual(a.body.decoded, { codec: "dingtek/df703", f_port: rx.port });
+  const b = await send("loriot", raw("loriot-df703-gw.json"));
+  assert.deepEqual([b.body.received, b.body.unique, b.body.duplicates_suppressed], [1, 0, 1], JSON.stringify(b.body));
+  const c = await send("loriot", raw("loriot-df703-next.json"));
+  assert.deepEqual([c.body.received, c.body.unique], [1, 1], JSON.stringify(c.body));
+  const rows = await ledger(id);
+  assert.equal(rows.length, 2);
+  // seq is the DF703's own frame counter, one apart.
+  assert.equal(rows[1].seq - rows[0].seq, 1);
+});
+
+test("a DF703 counter that wraps at 65 535 keeps counting up: neither a replay nor a conflict", async () => {
+  const body = raw("loriot-df703-rx.json");
+  const id = "A0B1C2D3E4F50001";
+  await configure(id, { codec: "dingtek/df703", bin_depth_mm: 2500 });
+  // The 17-byte frame with its counter (bytes 13 ..= 14) set.
+  const frame = (counter, fcnt) => {
+    const hex = body.data.slice(0, 26) + counter.toString(16).padStart(4, "0") + body.data.slice(30);
+    return { ...body, EUI: id, fcnt, ts: body.ts + fcnt * 600_000, data: hex };
+  };
+  for (const [counter, fcnt] of [[65_534, 1], [65_535, 2], [0, 3], [1, 4]]) {
+    const r = await send("loriot", frame(counter, fcnt));
+    assert.equal(r.body.unique, 1, JSON.stringify(r.body));
+  }
+  assert.deepEqual((await ledger(id)).map((r) => r.seq), [65_534, 65_535, 65_536, 65_537]);
+});
+
+test("ChirpStack device tags choose the codec and give the bin: decoded without a configuration call", async () => {
+  const body = raw("chirpstack-df703-tags.json");
+  const r = await send("chirpstack?event=up", body);
+  assert.equal(r.status, 200, JSON.stringify(r.body));
+  assert.deepEqual([r.body.received, r.body.unique], [1, 1], JSON.stringify(r.body));
+  assert.equal(r.body.decoded.codec, "dingtek/df703");
+  const [row] = await ledger(body.deviceInfo.devEui.toUpperCase());
+  assert.ok(row.fill_pct >= 0 && row.fill_pct <= 100);
+});
+
+test("a sentinel is rejected no_reading, never 0 % or 100 %; a port the codec does not read is rejected unsupported_port", async () => {
+  const body = raw("helium-ldds75-sentinel.json");
+  const id = body.dev_eui.toUpperCase();
+  await configure(id, { codec: "dragino/ldds75", bin_depth_mm: 1000 });
+  const r = await send("helium", body);
+  assert.equal(r.status, 200, JSON.stringify(r.body));
+  reconciles(r.body);
+  assert.equal(r.body.unique, 0);
+  assert.deepEqual(r.body.rejected.map((x) => [x.device_id, x.code]), [[id, "no_reading"]]);
+
+  const other = await send("helium", { ...body, port: 9 });
+  reconciles(other.body);
+  assert.deepEqual(other.body.rejected.map((x) => [x.index, x.field, x.code]), [[0, "payload", "unsupported_port"]]);
+  assert.match(other.body.rejected[0].message, /dragino\/ldds75/);
+  assert.deepEqual(await ledger(id), []);
+  // The bytes are in the log: a person can still read them with another codec.
+  const hex = Buffer.from(body.payload, "base64").toString("hex");
+  assert.ok(logged("payload_not_decoded").some((l) => l.device_id === id && l.payload === hex && l.code === "unsupported_port"));
+});
+
+test("an unconfigured device's uplinks are parked, not lost, and decoded when it is configured", async () => {
+  // A device of its own (the fixture's DevEUI is the EM500-UDL's above).
+  const id = "A0B1C2D3E4F50004";
+  const fixed = raw("tts-no-version-ids.json");
+  const body = { ...fixed, end_device_ids: { ...fixed.end_device_ids, dev_eui: id, device_id: "bin-4" } };
+  const before = await stats();
+
+  const a = await send("ttn", body);
+  assert.equal(a.status, 200, JSON.stringify(a.body));
+  reconciles(a.body);
+  assert.equal(a.body.unique, 0);
+  assert.deepEqual(a.body.parked.map((p) => [p.index, p.device_id, p.code]), [[0, id, "device_not_configured"]]);
+  assert.match(a.body.parked[0].message, /codec and bin_depth_mm/);
+  // The same frame again (a redelivery) is kept once.
+  const copy = await send("ttn", body);
+  reconciles(copy.body);
+  assert.deepEqual([copy.body.duplicates_suppressed, copy.body.parked], [1, undefined]);
+  assert.deepEqual(await ledger(id), []);
+  await until(async () => (await stats()).parked_uplinks === before.parked_uplinks + 1, "the parked uplink in /v1/stats");
+  const s = await stats();
+  assert.equal(s.parked, before.parked + 1);
+  assert.equal(s.received, s.unique + s.duplicates_suppressed + s.rejected + s.parked);
+
+  // A configuration without a codec still cannot decode it: it stays parked.
+  const partial = await configure(id, { bin_depth_mm: 1000 });
+  assert.deepEqual(partial.body.unparked, { uplinks: 0, received: 0, unique: 0, duplicates_suppressed: 0, rejected: 0, still_parked: 1 });
+
+  const done = await configure(id, { codec: "milesight-iot/em310-udl", bin_depth_mm: 1000 });
+  assert.equal(done.status, 200, JSON.stringify(done.body));
+  assert.deepEqual(done.body.unparked, { uplinks: 1, received: 1, unique: 1, duplicates_suppressed: 0, rejected: 0, still_parked: 0 });
+  const rows = await ledger(id);
+  assert.equal(rows.length, 1);
+  // Keyed by the frame's receive time: the same frame delivered again now is its duplicate.
+  const again = await send("ttn", body);
+  assert.deepEqual([again.body.unique, again.body.duplicates_suppressed], [0, 1], JSON.stringify(again.body));
+  await until(async () => (await stats()).parked_uplinks === before.parked_uplinks, "no parked uplink in /v1/stats");
+});
+
+test("a Tekelek without its reporting period is parked, and decoded once the period is configured", async () => {
+  const body = raw("tts-em310-udl-live.json");
+  const id = "A0B1C2D3E4F50002";
+  const tek = { ...body, end_device_ids: { ...body.end_device_ids, dev_eui: id, device_id: "tek-1" } };
+  tek.uplink_message = { ...body.uplink_message, version_ids: { ...body.uplink_message.version_ids, brand_id: "tekelek", model_id: "tek766" } };
+  // The TEK766 measurement frame of tests/vectors/devices/tekelek-tek766.json (fPort 1).
+  const vector = JSON.parse(fixture("../../vectors/devices/tekelek-tek766.json")).vectors.find((v) => v.fPort === 1 && v.hex.startsWith("10"));
+  tek.uplink_message.f_port = 1;
+  tek.uplink_message.frm_payload = Buffer.from(vector.hex, "hex").toString("base64");
+  const a = await send("ttn", tek);
+  assert.equal(a.body.parked?.[0]?.code, "device_not_configured", JSON.stringify(a.body));
+  // The bin alone is not enough: the codec (from version_ids) times its readings by the period.
+  const bin = await configure(id, { bin_depth_mm: 2000 });
+  assert.deepEqual([bin.body.unparked.uplinks, bin.body.unparked.still_parked], [0, 1], JSON.stringify(bin.body));
+  const b = await send("ttn", { ...tek, uplink_message: { ...tek.uplink_message, f_cnt: tek.uplink_message.f_cnt + 1 } });
+  assert.match(b.body.parked?.[0]?.message ?? "", /has no reporting_period_s \(tekelek\/tek766 times its readings by it\)/, JSON.stringify(b.body));
+  const done = await configure(id, { bin_depth_mm: 2000, reporting_period_s: 3600 });
+  // Both uplinks (the same four readings, one counter apart, the same receive time): four readings.
+  assert.deepEqual([done.body.unparked.uplinks, done.body.unparked.received, done.body.unparked.unique], [2, 8, 4], JSON.stringify(done.body));
+  assert.equal((await ledger(id)).length, 4);
+});
+
+test("Simulate uplink with only bytes answers the decoded verdicts and stores nothing", async () => {
+  const body = raw("tts-em500-udl-history.json");
+  const id = "A0B1C2D3E4F50003";
+  const sim = { ...body, simulated: true, end_device_ids: { ...body.end_device_ids, dev_eui: id, device_id: "sim-1" } };
+  // Unknown device, codec from version_ids, no bin: it would be parked.
+  const a = await send("ttn", sim);
+  assert.equal(a.body.simulated, true);
+  assert.equal(a.body.parked?.[0]?.code, "device_not_configured", JSON.stringify(a.body));
+  await configure(id, { bin_depth_mm: 1500 });
+  const b = await send("ttn", sim);
+  assert.deepEqual([b.body.simulated, b.body.stored, b.body.received, b.body.unique], [true, false, 2, 2], JSON.stringify(b.body));
+  assert.deepEqual(await ledger(id), []);
+});
