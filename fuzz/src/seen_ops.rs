@@ -561,6 +561,7 @@ impl Run {
             received: n,
             unique: unique.len(),
             duplicates_suppressed: dups.len(),
+            cross_path_duplicates: 0,
             pending: pending.len(),
             rejected: rejected.len(),
             not_stored: 0,

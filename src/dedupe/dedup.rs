@@ -57,6 +57,12 @@ pub struct AuditCounts {
     pub received: usize,
     pub unique: usize,
     pub duplicates_suppressed: usize,
+    /// Of `duplicates_suppressed`, the readings the worker recognised as a reading
+    /// already stored under another key: a sensor's datalog record (device time) of a
+    /// measurement first sent live (receive time). Never more than
+    /// `duplicates_suppressed`.
+    #[serde(default, skip_serializing_if = "is_zero")]
+    pub cross_path_duplicates: usize,
     #[serde(default, skip_serializing_if = "is_zero")]
     pub pending: usize,
     pub rejected: usize,
@@ -78,19 +84,21 @@ fn is_zero(n: &usize) -> bool {
 }
 
 impl AuditCounts {
-    /// Whether every reading is in exactly one bucket. A sum that overflows does not
-    /// reconcile (it would wrap to a small number on wasm32).
+    /// Whether every reading is in exactly one bucket (and the cross-path duplicates
+    /// among the duplicates). A sum that overflows does not reconcile (it would wrap
+    /// to a small number on wasm32).
     pub fn reconciles(&self) -> bool {
-        [
-            self.duplicates_suppressed,
-            self.pending,
-            self.rejected,
-            self.not_stored,
-            self.parked,
-        ]
-        .into_iter()
-        .try_fold(self.unique, usize::checked_add)
-            == Some(self.received)
+        self.cross_path_duplicates <= self.duplicates_suppressed
+            && [
+                self.duplicates_suppressed,
+                self.pending,
+                self.rejected,
+                self.not_stored,
+                self.parked,
+            ]
+            .into_iter()
+            .try_fold(self.unique, usize::checked_add)
+                == Some(self.received)
     }
 }
 
@@ -436,6 +444,7 @@ impl Deduplicator {
             received,
             unique: unique.len(),
             duplicates_suppressed: duplicates.len(),
+            cross_path_duplicates: 0,
             pending: pending.len(),
             rejected: rejected.len(),
             not_stored: 0,
@@ -1016,19 +1025,45 @@ mod tests {
             line,
             r#"{"logged_at":"2026-07-16T09:00:00+00:00","level":"ERROR","event":"burst_not_stored","payload":{"received":2,"unique":0,"duplicates_suppressed":0,"rejected":0,"not_stored":2,"seq_reuses":0,"evicted_before_ttl":0},"error":"storage_unavailable"}"#
         );
-        // An uplink of two readings, one parked until its device is configured.
+        // An uplink of two readings, one parked until its device is configured; a
+        // datalog record of a reading first sent live: a duplicate, counted apart too.
         let parked = AuditCounts {
             received: 2,
             rejected: 1,
             parked: 1,
             ..AuditCounts::default()
         };
-        assert_eq!(
-            Audit::new(AuditEvent::BurstDeduplicated, parked, T0)
+        let crossed = AuditCounts {
+            received: 2,
+            unique: 1,
+            duplicates_suppressed: 1,
+            cross_path_duplicates: 1,
+            ..AuditCounts::default()
+        };
+        for (counts, payload) in [
+            (
+                parked,
+                r#"{"received":2,"unique":0,"duplicates_suppressed":0,"rejected":1,"parked":1,"seq_reuses":0,"evicted_before_ttl":0}"#,
+            ),
+            (
+                crossed,
+                r#"{"received":2,"unique":1,"duplicates_suppressed":1,"cross_path_duplicates":1,"rejected":0,"seq_reuses":0,"evicted_before_ttl":0}"#,
+            ),
+        ] {
+            let line = Audit::new(AuditEvent::BurstDeduplicated, counts, T0)
                 .unwrap()
-                .line(&AuditContext::default()),
-            r#"{"logged_at":"2026-07-16T09:00:00+00:00","level":"INFO","event":"burst_deduplicated","payload":{"received":2,"unique":0,"duplicates_suppressed":0,"rejected":1,"parked":1,"seq_reuses":0,"evicted_before_ttl":0}}"#
-        );
+                .line(&AuditContext::default());
+            assert_eq!(
+                line,
+                format!(
+                    r#"{{"logged_at":"2026-07-16T09:00:00+00:00","level":"INFO","event":"burst_deduplicated","payload":{payload}}}"#
+                )
+            );
+        }
+        let crossed_too_many = AuditCounts {
+            cross_path_duplicates: 2,
+            ..crossed
+        };
         let wrong = AuditCounts {
             received: 2,
             unique: 1,
@@ -1038,17 +1073,14 @@ mod tests {
             parked: 2,
             ..parked
         };
-        assert_eq!(
-            Audit::new(AuditEvent::BurstDeduplicated, parked_too_many, T0)
-                .unwrap_err()
-                .code(),
-            "invalid_burst"
-        );
-        assert_eq!(
-            Audit::new(AuditEvent::BurstDeduplicated, wrong, T0)
-                .unwrap_err()
-                .code(),
-            "invalid_burst"
-        );
+        for counts in [crossed_too_many, wrong, parked_too_many] {
+            assert_eq!(
+                Audit::new(AuditEvent::BurstDeduplicated, counts, T0)
+                    .unwrap_err()
+                    .code(),
+                "invalid_burst",
+                "{counts:?}"
+            );
+        }
     }
 }

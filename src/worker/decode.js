@@ -51,10 +51,15 @@ export function decodeRaw(raw, stored, counterRef) {
   }
 }
 
-/** What a reply says of a decoded payload: `{codec, f_port, readings: [{index, key}], rejected}`. */
-export function decodedView(raw, decoded) {
+/**
+ * What a reply says of a decoded payload: `{codec, f_port, readings: [{index, key}],
+ * rejected, cross_path}` (`cross_path`: the indices of the readings found to be a
+ * live reading's datalog copy, `crossed` their places in `readings`).
+ */
+export function decodedView(raw, decoded, crossed = []) {
   const readings = decoded.readings.map(({ index, key }) => ({ index, key }));
-  return { codec: decoded.codec, f_port: raw.f_port, readings, rejected: decoded.rejected };
+  const cross_path = crossed.map((i) => readings[i].index);
+  return { codec: decoded.codec, f_port: raw.f_port, readings, rejected: decoded.rejected, cross_path };
 }
 
 function notConfigured(device_id, what) {

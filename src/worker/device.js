@@ -77,7 +77,8 @@ const STORE_WRITES = 3;
 const COUNTED_BURSTS = 64;
 /**
  * Raw uplinks one device keeps while it has no usable configuration: a sensor
- * reporting every 10 minutes fills it in about 69 days (at most ~0.5 KB each).
+ * reporting every 10 minutes fills it in about 69 days. Each takes ~0.35 KB on disk
+ * for a 16-byte payload, ~0.8 KB for the largest (BENCHMARKS.md, `npm run bench:raw`).
  */
 export const MAX_PARKED_PER_DEVICE = 10_000;
 /** What a device needs before its raw uplinks can be decoded, as the PUT body names it. */
@@ -224,9 +225,9 @@ export class DeviceObject extends DurableObject {
       const out = await this.admit(context, [], refused, { attempt, unpark });
       return out.ok ? { ...out, refused_as: { code, message } } : out;
     }
-    const out = await this.admit(context, decoded.readings, decoded.rejected.length, { attempt, unpark, counterRef: decoded.counter_ref });
+    const out = await this.admit(context, decoded.readings, decoded.rejected.length, { attempt, unpark, counterRef: decoded.counter_ref, crossPath: true });
     if (!out.ok) return out;
-    return { ...out, decoded: decodedView(raw, decoded) };
+    return { ...out, decoded: decodedView(raw, decoded, out.crossed) };
   }
 
   /**
@@ -240,13 +241,15 @@ export class DeviceObject extends DurableObject {
    * makes; `keys`: the keys as stored when `reframe` changed one), or `{ok: false,
    * status, code, message}` when nothing was stored.
    */
-  async admit(context, planned, refused, { attempt = 0, counterRef = null, unpark = null } = {}) {
+  async admit(context, planned, refused, { attempt = 0, counterRef = null, unpark = null, crossPath = false } = {}) {
     const { device_id, burst_id } = context;
     const cfg = config(this.env);
     const now = Date.now();
     let readings;
+    let crossed = new Set();
     try {
       readings = this.reframe(device_id, planned, now, cfg);
+      if (crossPath) ({ readings, crossed } = this.crossPath(device_id, readings, now, cfg));
     } catch (e) {
       return notAdmitted(context, planned.length, refused, e);
     }
@@ -264,6 +267,12 @@ export class DeviceObject extends DurableObject {
         return notAdmitted(context, planned.length, refused, e);
       }
       if (attempt > 0) out = this.recognise(out, readings, context, now);
+      // Readings that took a live reading's key and were found its duplicate.
+      const crossedDuplicates = out.counted ? [] : [...crossed].filter((i) => out.verdicts[i] === DUPLICATE);
+      if (crossedDuplicates.length) {
+        const counts = { ...out.counts, cross_path_duplicates: crossedDuplicates.length };
+        out = { ...out, counts, line: guarded(() => auditLine("burst_deduplicated", counts, now, context)), crossed: crossedDuplicates };
+      }
       const counts = out.counts;
       // Stored and counted by the earlier call: nothing to write.
       if (out.counted && !counts.received) break;
@@ -311,7 +320,44 @@ export class DeviceObject extends DurableObject {
     } catch (e) {
       console.log(JSON.stringify({ level: "ERROR", event: "schedule_failed", device_id, burst_id, error: String(e?.message ?? e) }));
     }
-    return { ok: true, verdicts: out.verdicts, keys: readings === planned ? undefined : readings.map((r) => r.key), counts: out.counts };
+    return { ok: true, verdicts: out.verdicts, keys: readings === planned ? undefined : readings.map((r) => r.key), counts: out.counts, crossed: out.crossed };
+  }
+
+  /**
+   * One measurement by two paths: a sensor sends a reading live (no device time: keyed
+   * at its receive time, with a `frame`) and later replays it from its datalog (keyed
+   * at its device time, no `frame`; Dragino's fPort 3, Milesight's history records).
+   * When the device's clock is synced, a datalog reading whose device time is within
+   * CROSS_PATH_TOLERANCE_MS of a live reading's receive time, with the same fill level
+   * (the same distance, through the same bin), stored within the TTL, is that reading:
+   * it takes the live reading's seq, ts and key (the nearest in time, each live
+   * reading taken once per burst), so the seen-set finds it a duplicate. Returns
+   * `{readings, crossed}`: `readings` itself when none matched, else a copy; `crossed`,
+   * the indices of the readings re-keyed. Reads only.
+   */
+  crossPath(device_id, readings, now, cfg) {
+    const crossed = new Set();
+    const tolerance = cfg.CROSS_PATH_TOLERANCE_MS;
+    if (!this.prepared || tolerance === 0 || readings.every((r) => r.frame)) return { readings, crossed };
+    const taken = new Set();
+    const out = readings.map((r, i) => {
+      if (r.frame) return r;
+      const at = Date.parse(r.ts);
+      const live = this.sql
+        .exec(
+          `SELECT key, seq, ts FROM readings
+           WHERE frame IS NOT NULL AND ts BETWEEN ? AND ? AND fill_pct = ? AND admitted_at > ?
+           ORDER BY abs(julianday(ts) - julianday(?)), rowid`,
+          isoTime(at - tolerance), isoTime(at + tolerance), r.fill_pct, now - cfg.TTL_MS, r.ts,
+        )
+        .toArray()
+        .find((row) => !taken.has(row.key));
+      if (!live) return r;
+      taken.add(live.key);
+      crossed.add(i);
+      return { ...r, key: live.key, seq: live.seq, ts: live.ts };
+    });
+    return { readings: crossed.size ? out : readings, crossed };
   }
 
   /** The codec's stored application-counter reference (DF703), or null. */
@@ -455,12 +501,15 @@ export class DeviceObject extends DurableObject {
         readings = decoded.readings;
       }
       const held = this.prepared ? guarded(() => this.seen(now, cfg)) : null;
-      const verdicts = this.reframe(device_id, readings, now, cfg).map(({ key, seq, ts, fill_pct }) => {
+      const keyed = this.reframe(device_id, readings, now, cfg);
+      const { readings: checked, crossed } = raw ? this.crossPath(device_id, keyed, now, cfg) : { readings: keyed, crossed: new Set() };
+      const verdicts = checked.map(({ key, seq, ts, fill_pct }) => {
         const duplicate = seen.has(key) || (held !== null && guarded(() => held.contains({ device_id, seq, ts, fill_pct }, now)));
         seen.add(key);
         return duplicate ? DUPLICATE : 0;
       });
-      return { ok: true, verdicts, decoded: decoded && decodedView(raw, decoded) };
+      const crossedDuplicates = [...crossed].filter((i) => verdicts[i] === DUPLICATE);
+      return { ok: true, verdicts, decoded: decoded && decodedView(raw, decoded, crossedDuplicates) };
     } catch (e) {
       this.drop();
       return { ok: false, code: e?.code ?? "internal_error", message: String(e?.message ?? e) };
@@ -641,6 +690,8 @@ function prepareFrames(sql) {
   const columns = sql.exec("PRAGMA table_info(readings)").toArray();
   if (!columns.some((c) => c.name === "frame")) sql.exec("ALTER TABLE readings ADD COLUMN frame TEXT");
   sql.exec("CREATE INDEX IF NOT EXISTS readings_by_frame ON readings (frame) WHERE frame IS NOT NULL");
+  // The live readings by time, for a datalog record of one of them (`crossPath`).
+  sql.exec("CREATE INDEX IF NOT EXISTS readings_live_by_ts ON readings (ts) WHERE frame IS NOT NULL");
 }
 
 /**

@@ -49,7 +49,7 @@ const SHARDS = 16;
 const FLUSH_TIMEOUT_MS = 10_000;
 
 /** Cumulative counters, named as in the ingest reply and the audit line. */
-const COUNTERS = ["received", "unique", "duplicates_suppressed", "rejected", "parked", "seq_reuses"];
+const COUNTERS = ["received", "unique", "duplicates_suppressed", "cross_path_duplicates", "rejected", "parked", "seq_reuses"];
 /** Backlog gauges of a device's ledger and parked uplinks; summed over the fleet like the counters. */
 const BACKLOG = ["pending_deliveries", "delivered", "failed_attempts", "ledger_rows", "refused_by_origin", "parked_uplinks"];
 const SUMMED = [...COUNTERS, ...BACKLOG];
@@ -119,7 +119,7 @@ export async function register(sql, env, device_id) {
 
 /**
  * Adds one burst's counts (`received`, `unique`, `duplicates_suppressed`,
- * `rejected`, `parked`, `seq_reuses`) and marks the figures changed. Call it inside the
+ * `cross_path_duplicates`, `rejected`, `parked`, `seq_reuses`) and marks the figures changed. Call it inside the
  * transaction that stores the burst's rows.
  */
 export function countBurst(sql, device_id, counts) {

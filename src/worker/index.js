@@ -297,6 +297,8 @@ function outcome(plan, groups, replies, burst_id) {
     if (raw && r.ok && r.decoded) {
       out.decoded = { codec: r.decoded.codec, f_port: r.decoded.f_port };
       out.rejected.push(...r.decoded.rejected);
+      // Datalog copies of live readings: among the duplicates, named apart (device.js `crossPath`).
+      if (r.decoded.cross_path.length) out.cross_path_duplicates = r.decoded.cross_path;
     }
     (r.decoded?.readings ?? readings).forEach(({ index, key }, i) => {
       // A device that failed stored nothing of this burst, its counts included: all

@@ -69,7 +69,7 @@ export const shapes = {
   } satisfies Members<BurstOutcome>,
   audit: { logged_at: true, level: true, event: true, payload: true } satisfies Members<Audit>,
   counts: {
-    received: true, unique: true, duplicates_suppressed: true, pending: true,
+    received: true, unique: true, duplicates_suppressed: true, cross_path_duplicates: true, pending: true,
     rejected: true, not_stored: true, parked: true, seq_reuses: true, evicted_before_ttl: true,
   } satisfies Members<AuditCounts>,
   context: { device_id: true, route: true, burst_id: true, error: true } satisfies Members<AuditContext>,
@@ -157,6 +157,8 @@ export function bursts(): number {
   const line: string = `${audit.logged_at} ${audit.level} ${audit.event}`;
   const counts: AuditCounts = audit.payload;
   const notStored: number = counts.not_stored ?? 0;
+  // Among duplicates_suppressed: the duplicates that are not a datalog copy of a live reading.
+  const ownKeyDuplicates: number = counts.duplicates_suppressed - (counts.cross_path_duplicates ?? 0);
   const received: number =
     counts.unique + counts.duplicates_suppressed + (counts.pending ?? 0) + counts.rejected + notStored +
     (counts.parked ?? 0);
@@ -189,7 +191,7 @@ export function bursts(): number {
     using scoped = new Deduplicator();
     scoped.stats();
   }
-  void [admittedKey, index, fill, dupes, pending, line, received, ticketNow, held];
+  void [admittedKey, index, fill, dupes, pending, line, received, ownKeyDuplicates, ticketNow, held];
   return suppressed + size;
 }
 

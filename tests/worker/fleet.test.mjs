@@ -52,6 +52,7 @@ function settled(flushMs, counters, backlog) {
     received: 0,
     unique: 0,
     duplicates_suppressed: 0,
+    cross_path_duplicates: 0,
     rejected: 0,
     parked: 0,
     seq_reuses: 0,

@@ -15,12 +15,13 @@ before(async () => {
 after(() => worker.mf.dispose());
 
 const raw = (name) => JSON.parse(fixture(`raw/${name}`));
-const send = async (route, body) => {
-  const res = await post(worker.call, `/v1/uplinks/${route}`, body);
+const sendTo = async (w, route, body) => {
+  const res = await post(w.call, `/v1/uplinks/${route}`, body);
   return { status: res.status, body: await res.json() };
 };
-const configure = async (id, body) => {
-  const res = await worker.call(`/v1/devices/${id}/config`, {
+const send = (route, body) => sendTo(worker, route, body);
+const configure = async (id, body, w = worker) => {
+  const res = await w.call(`/v1/devices/${id}/config`, {
     method: "PUT",
     headers: { authorization: "Bearer test-token", "content-type": "application/json" },
     body: JSON.stringify(body),
@@ -211,4 +212,55 @@ test("Simulate uplink with only bytes answers the decoded verdicts and stores no
   const b = await send("ttn", sim);
   assert.deepEqual([b.body.simulated, b.body.stored, b.body.received, b.body.unique], [true, false, 2, 2], JSON.stringify(b.body));
   assert.deepEqual(await ledger(id), []);
+});
+
+test("a datalog record of a reading first sent live is its duplicate, counted apart as cross_path_duplicates", async () => {
+  const base = raw("tts-em310-udl-live.json");
+  const id = "A0B1C2D3E4F50005";
+  await configure(id, { codec: "dragino/dds75-lb", bin_depth_mm: 2000 });
+  const receivedAt = Date.parse(base.uplink_message.received_at);
+  const uplink = (fCnt, fPort, hex) => {
+    const m = { ...base.uplink_message, f_cnt: fCnt, f_port: fPort, frm_payload: Buffer.from(hex, "hex").toString("base64") };
+    m.version_ids = { ...m.version_ids, brand_id: "dragino", model_id: "dds75-lb" };
+    return { ...base, end_device_ids: { ...base.end_device_ids, dev_eui: id, device_id: "dds-1" }, uplink_message: m };
+  };
+  // DDS75-LB layouts (src/codec/dragino.rs): live fPort 2, 8 bytes: battery mV,
+  // distance mm, interrupt, °C × 10, sensor flag; datalog fPort 3, 11-byte entries:
+  // battery, distance, °C × 10, flags (bit 1: sensor), unix seconds.
+  const word = (n) => n.toString(16).padStart(4, "0");
+  const entry = (distance, seconds) => `0e1c${word(distance)}00fa02${seconds.toString(16).padStart(8, "0")}`;
+  const live = await send("ttn", uplink(10, 2, `0e1c${word(1234)}0000fa01`));
+  assert.equal(live.body.unique, 1, JSON.stringify(live.body));
+  const seconds = Math.floor(receivedAt / 1000);
+  // The live measurement 30 s before its receipt, one 10 minutes later, one 20 minutes later.
+  const datalog = entry(1234, seconds - 30) + entry(1234, seconds + 600) + entry(1280, seconds + 1200);
+  const before = (await stats()).cross_path_duplicates;
+  // Simulate uplink of the datalog shows what the real one will do.
+  const sim = await send("ttn", { ...uplink(11, 3, datalog), simulated: true });
+  assert.deepEqual([sim.body.simulated, sim.body.unique, sim.body.duplicates, sim.body.cross_path_duplicates], [true, 2, [0], [0]], JSON.stringify(sim.body));
+  const log = await send("ttn", uplink(11, 3, datalog));
+  reconciles(log.body);
+  assert.deepEqual(
+    [log.body.received, log.body.unique, log.body.duplicates, log.body.cross_path_duplicates],
+    [3, 2, [0], [0]],
+    JSON.stringify(log.body),
+  );
+  const line = worker.lines.map((l) => (l.startsWith("{") ? JSON.parse(l) : {})).find((l) => l.burst_id === log.body.burst_id && l.event === "burst_deduplicated");
+  assert.deepEqual([line.payload.duplicates_suppressed, line.payload.cross_path_duplicates], [1, 1]);
+  await until(async () => (await stats()).cross_path_duplicates === before + 1, "cross_path_duplicates in /v1/stats");
+  // The live reading stays the one stored; the datalog's other two are new.
+  assert.equal((await ledger(id)).length, 3);
+  // The same datalog again: all three duplicates, the first again the live reading's.
+  const again = await send("ttn", uplink(12, 3, datalog));
+  assert.deepEqual([again.body.unique, again.body.duplicates_suppressed, again.body.cross_path_duplicates], [0, 3, [0]], JSON.stringify(again.body));
+  // With the rule off, the datalog record is a reading of its own.
+  const off = await start({ vars: { CROSS_PATH_TOLERANCE_MS: "0" } });
+  try {
+    await configure(id, { codec: "dragino/dds75-lb", bin_depth_mm: 2000 }, off);
+    const first = await sendTo(off, "ttn", uplink(10, 2, `0e1c${word(1234)}0000fa01`));
+    const second = await sendTo(off, "ttn", uplink(11, 3, datalog));
+    assert.deepEqual([first.body.unique, second.body.unique, second.body.cross_path_duplicates], [1, 3, undefined], JSON.stringify(second.body));
+  } finally {
+    await off.mf.dispose();
+  }
 });
