@@ -402,8 +402,8 @@ export class DeviceObject extends DurableObject {
   }
 
   /**
-   * Decodes and admits the parked uplinks the device's configuration now allows,
-   * oldest first, at most UNPARK_PER_CALL per call: each in a burst of its own (a
+   * Decodes and admits the parked uplinks the device's configuration now allows
+   * (one its codec does not read stays parked, WARN parked_not_decoded), oldest first, at most UNPARK_PER_CALL per call: each in a burst of its own (a
    * new burst id; its audit line counts its samples as received), its row deleted in
    * that burst's transaction. Returns what it did: `{uplinks, received, unique,
    * duplicates_suppressed, rejected, still_parked}`.
@@ -419,6 +419,13 @@ export class DeviceObject extends DurableObject {
       try {
         const decoded = decodeRaw(raw, this.deviceConfig(), this.counterRef());
         if (decoded.parked) continue;
+        if (decoded.refused) {
+          // The codec now configured does not read it (the wrong sensor?): it stays
+          // parked for a configuration that does, rather than rejected and deleted.
+          const { code, message, codec } = decoded.refused;
+          console.log(JSON.stringify({ level: "WARN", event: "parked_not_decoded", ...context, parked_burst_id: row.burst_id, codec, f_port: raw.f_port, code, message }));
+          continue;
+        }
         console.log(JSON.stringify({ level: "INFO", event: "uplink_unparked", ...context, parked_burst_id: row.burst_id }));
         out = await this.admitDecoded(context, raw, decoded, row.rows, { unpark: row.frame });
       } catch (e) {
