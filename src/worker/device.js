@@ -205,9 +205,10 @@ export class DeviceObject extends DurableObject {
     try {
       decoded = decodeRaw(raw, this.deviceConfig(), this.counterRef());
     } catch (e) {
-      return notAdmitted(context, 0, refused, e);
+      // The uplink's readings are not stored (the reply lists them in not_stored).
+      return notAdmitted(context, refused, 0, e);
     }
-    if (decoded.parked) return this.park(raw, refused, context, decoded.parked);
+    if (decoded.parked) return this.park(raw, refused, context, decoded.parked, attempt);
     return this.admitDecoded(context, raw, decoded, refused, { attempt });
   }
 
@@ -223,10 +224,10 @@ export class DeviceObject extends DurableObject {
       const { code, message, codec } = decoded.refused;
       console.log(JSON.stringify({ level: "WARN", event: "payload_not_decoded", ...context, codec, f_port: raw.f_port, payload: raw.payload, code, message }));
       const out = await this.admit(context, [], refused, { attempt, unpark });
-      return out.ok ? { ...out, refused_as: { code, message } } : out;
+      return { ...out, refused_as: { code, message } };
     }
+    // Also when nothing was stored: the reply lists the samples in not_stored, as the audit line counts them.
     const out = await this.admit(context, decoded.readings, decoded.rejected.length, { attempt, unpark, counterRef: decoded.counter_ref, crossPath: true });
-    if (!out.ok) return out;
     return { ...out, decoded: decodedView(raw, decoded, out.crossed) };
   }
 
@@ -283,10 +284,7 @@ export class DeviceObject extends DurableObject {
             this.sql.exec(INSERT, r.key, device_id, r.seq, r.ts, r.fill_pct, now, burst_id, state, state === "pending" ? now : null, r.frame ?? null);
           });
           countBurst(this.sql, device_id, counts);
-          if (!counts.unique) {
-            this.sql.exec("INSERT OR REPLACE INTO counted_bursts (burst_id) VALUES (?)", burst_id);
-            this.sql.exec("DELETE FROM counted_bursts WHERE rowid <= (SELECT MAX(rowid) FROM counted_bursts) - ?", COUNTED_BURSTS);
-          }
+          if (!counts.unique) this.countedWithoutRows(burst_id);
           if (counterRef !== null && counterRef !== undefined) {
             this.sql.exec("INSERT OR REPLACE INTO codec_state (id, counter_ref) VALUES (0, ?)", counterRef);
           }
@@ -303,7 +301,7 @@ export class DeviceObject extends DurableObject {
         }
         // Nothing of the burst is stored or counted, replays included: as the reply says.
         const notStored = counts.unique + counts.duplicates_suppressed;
-        const lost = { ...counts, unique: 0, duplicates_suppressed: 0, not_stored: notStored, seq_reuses: 0, evicted_before_ttl: 0 };
+        const lost = { ...counts, unique: 0, duplicates_suppressed: 0, cross_path_duplicates: 0, not_stored: notStored, seq_reuses: 0, evicted_before_ttl: 0 };
         console.log(guarded(() => auditLine("burst_not_stored", lost, now, { ...context, error: "storage_unavailable" })));
         return { ok: false, status: 503, code: "storage_unavailable", message: `could not store the burst (${write} attempts): ${e.message}` };
       }
@@ -311,16 +309,38 @@ export class DeviceObject extends DurableObject {
     if (out.counted) console.log(JSON.stringify({ level: "INFO", event: "burst_already_stored", device_id, burst_id, attempt, readings: out.already }));
     if (out.line) console.log(out.line);
     // Delivers the new rows right away (unless a batch is open: they wait for it);
-    // also re-arms an alarm lost with a restart while a backlog waits. The rows are
-    // committed: a failure here must not answer as if they were not. What it would
-    // have armed waits for the next schedule(): a later burst's, or the end of an
-    // alarm already armed.
+    // also re-arms an alarm lost with a restart while a backlog waits.
+    await this.scheduleAfterCommit(cfg, context);
+    return { ok: true, verdicts: out.verdicts, keys: readings === planned ? undefined : readings.map((r) => r.key), counts: out.counts, crossed: out.crossed };
+  }
+
+  /**
+   * schedule() after a commit: the rows are stored, so a failure here must not answer
+   * as if they were not; it is logged (ERROR schedule_failed). What it would have
+   * armed waits for the next schedule(): a later burst's, or the end of an alarm
+   * already armed.
+   */
+  async scheduleAfterCommit(cfg, { device_id, burst_id }) {
     try {
       await this.schedule(cfg);
     } catch (e) {
       console.log(JSON.stringify({ level: "ERROR", event: "schedule_failed", device_id, burst_id, error: String(e?.message ?? e) }));
     }
-    return { ok: true, verdicts: out.verdicts, keys: readings === planned ? undefined : readings.map((r) => r.key), counts: out.counts, crossed: out.crossed };
+  }
+
+  /**
+   * Remembers a burst counted without a row of its own (only duplicates, refused or
+   * parked readings), so that a retried call of it counts nothing again
+   * (`recognise`, `park`). Call it inside the transaction that counts the burst.
+   */
+  countedWithoutRows(burst_id) {
+    this.sql.exec("INSERT OR REPLACE INTO counted_bursts (burst_id) VALUES (?)", burst_id);
+    this.sql.exec("DELETE FROM counted_bursts WHERE rowid <= (SELECT MAX(rowid) FROM counted_bursts) - ?", COUNTED_BURSTS);
+  }
+
+  /** Whether `burst_id` was counted without a row of its own (`countedWithoutRows`). Reads only. */
+  countedAlready(burst_id) {
+    return this.sql.exec("SELECT 1 FROM counted_bursts WHERE burst_id = ?", burst_id).toArray().length > 0;
   }
 
   /**
@@ -369,38 +389,51 @@ export class DeviceObject extends DurableObject {
    * Keeps a raw uplink the device cannot decode yet (`why`: device_not_configured)
    * until its configuration is PUT (`unpark`). Its `rows` readings count as received
    * and parked. A copy of a frame already kept is not kept twice: its readings count
-   * as duplicates (`copy`); a retried call of the burst that kept it counts nothing.
-   * A device keeping MAX_PARKED_PER_DEVICE uplinks rejects the next ones
-   * (`parking_full`), logging their bytes.
+   * as duplicates (`copy`). A retried call (`attempt` > 0) of a burst counted already
+   * (it kept the frame, was a copy, or was refused) counts nothing: also after a PUT
+   * decoded the frame (`countedWithoutRows`). A device keeping MAX_PARKED_PER_DEVICE
+   * uplinks rejects the next ones (`parking_full`), logging their bytes. A failed
+   * write is retried at once, STORE_WRITES writes in all, as a burst's is; then
+   * `{ok: false, status: 503, code: "storage_unavailable"}`, nothing kept or counted.
    */
-  async park(raw, rows, context, why) {
+  async park(raw, rows, context, why, attempt = 0) {
     const { device_id, burst_id, route } = context;
     const now = Date.now();
-    const counts = { received: rows, unique: 0, duplicates_suppressed: 0, rejected: 0, parked: 0, seq_reuses: 0, evicted_before_ttl: 0 };
+    let counts;
     let answer;
-    try {
-      this.ctx.storage.transactionSync(() => {
-        const kept = this.sql.exec("SELECT burst_id FROM parked WHERE frame = ?", raw.frame).toArray()[0];
-        if (kept?.burst_id === burst_id) {
-          answer = { ...why, copy: false };
-          counts.received = 0;
-          return;
+    for (let write = 1; ; write++) {
+      counts = { received: rows, unique: 0, duplicates_suppressed: 0, rejected: 0, parked: 0, seq_reuses: 0, evicted_before_ttl: 0 };
+      try {
+        this.ctx.storage.transactionSync(() => {
+          const kept = this.sql.exec("SELECT burst_id FROM parked WHERE frame = ?", raw.frame).toArray()[0];
+          if (kept?.burst_id === burst_id || (attempt > 0 && this.countedAlready(burst_id))) {
+            answer = kept?.burst_id === burst_id ? { ...why, copy: false } : { ...why, copy: true, message: `${why.message}; this burst was counted already` };
+            counts.received = 0;
+            return;
+          }
+          if (kept) {
+            answer = { ...why, copy: true, message: `${why.message}; this is a copy of a frame kept already` };
+            counts.duplicates_suppressed = rows;
+          } else if (this.sql.exec("SELECT COUNT(*) AS n FROM parked").one().n >= MAX_PARKED_PER_DEVICE) {
+            answer = { code: "parking_full", message: `device ${JSON.stringify(device_id)} keeps ${MAX_PARKED_PER_DEVICE} undecoded uplinks already: this one is rejected (its bytes are in the worker log); ${CONFIG_CALL} to decode them` };
+            counts.rejected = rows;
+          } else {
+            this.sql.exec("INSERT INTO parked (frame, raw, rows, route, burst_id, parked_at) VALUES (?, ?, ?, ?, ?, ?)", raw.frame, JSON.stringify(raw), rows, route, burst_id, now);
+            answer = { ...why, copy: false };
+            counts.parked = rows;
+          }
+          countBurst(this.sql, device_id, counts);
+          this.countedWithoutRows(burst_id);
+        });
+        break;
+      } catch (e) {
+        if (write < STORE_WRITES) {
+          console.log(JSON.stringify({ level: "WARN", event: "storage_retry", device_id, burst_id, write, error: String(e?.message ?? e) }));
+          continue;
         }
-        if (kept) {
-          answer = { ...why, copy: true, message: `${why.message}; this is a copy of a frame kept already` };
-          counts.duplicates_suppressed = rows;
-        } else if (this.sql.exec("SELECT COUNT(*) AS n FROM parked").one().n >= MAX_PARKED_PER_DEVICE) {
-          answer = { code: "parking_full", message: `device ${JSON.stringify(device_id)} keeps ${MAX_PARKED_PER_DEVICE} undecoded uplinks already: this one is rejected (its bytes are in the worker log); ${CONFIG_CALL} to decode them` };
-          counts.rejected = rows;
-        } else {
-          this.sql.exec("INSERT INTO parked (frame, raw, rows, route, burst_id, parked_at) VALUES (?, ?, ?, ?, ?, ?)", raw.frame, JSON.stringify(raw), rows, route, burst_id, now);
-          answer = { ...why, copy: false };
-          counts.parked = rows;
-        }
-        countBurst(this.sql, device_id, counts);
-      });
-    } catch (e) {
-      return notAdmitted(context, 0, rows, e);
+        logNothingStored(context, rows, 0, "storage_unavailable");
+        return { ok: false, status: 503, code: "storage_unavailable", message: `could not keep the uplink (${write} attempts): ${e?.message ?? e}` };
+      }
     }
     if (answer.code === "parking_full") {
       console.log(JSON.stringify({ level: "WARN", event: "payload_not_parked", ...context, f_port: raw.f_port, payload: raw.payload, received_at: raw.received_at, code: answer.code }));
@@ -410,13 +443,13 @@ export class DeviceObject extends DurableObject {
       console.log(JSON.stringify({ level: "WARN", event: "uplink_parked", ...context, f_port: raw.f_port, bytes: raw.payload.length / 2, copy: answer.copy, code: answer.code, message: answer.message }));
       console.log(guarded(() => auditLine("burst_deduplicated", counts, now, context)));
     }
-    await this.schedule(config(this.env)).catch(() => {});
+    await this.scheduleAfterCommit(config(this.env), context);
     return { ok: true, verdicts: [], parked: answer };
   }
 
   /**
-   * Decodes and admits the parked uplinks the device's configuration now allows,
-   * oldest first, at most UNPARK_PER_CALL per call: each in a burst of its own (a
+   * Decodes and admits the parked uplinks the device's configuration now allows
+   * (one its codec does not read stays parked, WARN parked_not_decoded), oldest first, at most UNPARK_PER_CALL per call: each in a burst of its own (a
    * new burst id; its audit line counts its samples as received), its row deleted in
    * that burst's transaction. Returns what it did: `{uplinks, received, unique,
    * duplicates_suppressed, rejected, still_parked}`.
@@ -432,6 +465,13 @@ export class DeviceObject extends DurableObject {
       try {
         const decoded = decodeRaw(raw, this.deviceConfig(), this.counterRef());
         if (decoded.parked) continue;
+        if (decoded.refused) {
+          // The codec now configured does not read it (the wrong sensor?): it stays
+          // parked for a configuration that does, rather than rejected and deleted.
+          const { code, message, codec } = decoded.refused;
+          console.log(JSON.stringify({ level: "WARN", event: "parked_not_decoded", ...context, parked_burst_id: row.burst_id, codec, f_port: raw.f_port, code, message }));
+          continue;
+        }
         console.log(JSON.stringify({ level: "INFO", event: "uplink_unparked", ...context, parked_burst_id: row.burst_id }));
         out = await this.admitDecoded(context, raw, decoded, row.rows, { unpark: row.frame });
       } catch (e) {
@@ -537,7 +577,7 @@ export class DeviceObject extends DurableObject {
       mine.add(r.key);
     });
     const already = mine.size;
-    if (!already && !this.sql.exec("SELECT 1 FROM counted_bursts WHERE burst_id = ?", context.burst_id).toArray().length) return out;
+    if (!already && !this.countedAlready(context.burst_id)) return out;
     const counts = { ...out.counts, received: out.counts.unique, duplicates_suppressed: 0, rejected: 0 };
     const line = counts.received ? guarded(() => auditLine("burst_deduplicated", counts, now, context)) : null;
     return { verdicts, counts, line, already, counted: true };

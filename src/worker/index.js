@@ -183,8 +183,10 @@ async function ingest(request, env, cfg, format, routeName) {
           console.log(JSON.stringify({ level: "WARN", event: "device_call_failed", device_id, burst_id, attempt, error: String(e?.message ?? e) }));
         }
       }
-      // No outcome at all: nothing of this device's readings is known to be stored.
-      logNothingStored({ device_id, ...context }, readings.length, refused, "device_unavailable");
+      // No outcome at all: nothing of this device's readings is known to be stored (a
+      // raw uplink's refused readings are its readings: the reply lists them in not_stored).
+      const raw = rawOf(plan, device_id) !== null;
+      logNothingStored({ device_id, ...context }, readings.length + (raw ? refused : 0), raw ? 0 : refused, "device_unavailable");
       return { ok: false, status: 503, code: "device_unavailable", message: String(error?.message ?? error) };
     },
   );
@@ -284,17 +286,19 @@ function outcome(plan, groups, replies, burst_id) {
     const r = replies[g];
     if (!r.ok) errors.push({ device_id, code: r.code, message: r.message });
     const raw = rawOf(plan, device_id) !== null;
+    // A device that failed still says what it decoded (its samples are not stored) or
+    // refused (those readings are rejected), as its audit line counts them.
     if (raw && r.ok && r.parked) {
       for (const { index } of rawRows) {
         if (r.parked.copy) out.duplicates.push(index);
         else parked.push({ index, device_id, code: r.parked.code, message: r.parked.message });
       }
-    } else if (raw && r.ok && r.refused_as) {
+    } else if (raw && r.refused_as) {
       out.rejected.push(...rawRows.map((row) => ({ ...row, field: "payload", code: r.refused_as.code, message: r.refused_as.message })));
-    } else if (raw && !r.ok) {
+    } else if (raw && !r.ok && !r.decoded) {
       notStored.push(...rawRows.map(({ index }) => index));
     }
-    if (raw && r.ok && r.decoded) {
+    if (raw && r.decoded) {
       out.decoded = { codec: r.decoded.codec, f_port: r.decoded.f_port };
       out.rejected.push(...r.decoded.rejected);
       // Datalog copies of live readings: among the duplicates, named apart (device.js `crossPath`).

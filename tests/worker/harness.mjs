@@ -129,6 +129,25 @@ export async function until(check, what, deadlineMs = 20_000) {
   }
 }
 
+/** The worker's JSON log lines with this `event` (and this burst, when given). */
+export const logged = (w, event, burst_id) =>
+  w.lines
+    .filter((l) => l.startsWith("{"))
+    .map((l) => JSON.parse(l))
+    .filter((l) => l.event === event && (burst_id === undefined || l.burst_id === burst_id));
+
+/**
+ * Waits until the log holds every line written so far: the worker writes its lines in
+ * order, and they reach `w.lines` through a pipe; a burst of another device, sent now,
+ * logs its audit line after them.
+ */
+let fences = 0;
+export async function logSettled(w) {
+  const res = await post(w.call, "/v1/readings", [{ device_id: "bin-fence", seq: ++fences, ts: "2026-07-16T09:00:00Z", fill_pct: 1 }]);
+  const { burst_id } = await res.json();
+  await until(() => logged(w, "burst_deduplicated", burst_id).length, "the fence's audit line");
+}
+
 /** The objects' SQLite files of one class in a persistence directory. */
 export function databases(dir, className) {
   const at = path.join(dir, `-${className}`);

@@ -9,7 +9,7 @@ import { test } from "node:test";
 import assert from "node:assert/strict";
 import fs from "node:fs";
 import { execFileSync } from "node:child_process";
-import { start, post, get, until, tempDir, databases, sqlite } from "./harness.mjs";
+import { start, post, get, tempDir, databases, sqlite, logged, logSettled } from "./harness.mjs";
 
 const pkgUrl = new URL("../../pkg/", import.meta.url);
 const pkg = await import(new URL("reconnect_dedupe.js", pkgUrl));
@@ -42,25 +42,6 @@ async function withFault(fault, during, after = () => {}) {
   } finally {
     fs.rmSync(dir, { recursive: true, force: true });
   }
-}
-
-/** The worker's JSON log lines with this `event` (and this burst, when given). */
-const logged = (w, event, burst_id) =>
-  w.lines
-    .filter((l) => l.startsWith("{"))
-    .map((l) => JSON.parse(l))
-    .filter((l) => l.event === event && (burst_id === undefined || l.burst_id === burst_id));
-
-/**
- * Waits until the log holds every line written so far: the worker writes its lines in
- * order, and they reach `w.lines` through a pipe; a burst of another device, sent now,
- * logs its audit line after them.
- */
-let fences = 0;
-async function logSettled(w) {
-  const res = await post(w.call, "/v1/readings", [{ device_id: "bin-fence", seq: ++fences, ts: "2026-07-16T09:00:00Z", fill_pct: 1 }]);
-  const { burst_id } = await res.json();
-  await until(() => logged(w, "burst_deduplicated", burst_id).length, "the fence's audit line");
 }
 
 const seqs = async (w) => (await get(w.call, `/v1/devices/${DEV}/readings`)).body.readings.map((r) => r.seq);
