@@ -409,3 +409,33 @@ test("the audit lines of parking, a copy and the PUT that decodes the backlog re
     assert.deepEqual([uplinks, still_parked], [3, 0]);
   });
 });
+
+test("a datalog uplink with a cross-path duplicate whose write keeps failing: 503, its audit line written, reply and line agree", async () => {
+  const DEV = "A0B1C2D3E4F5A00C";
+  const base = raw("tts-em310-udl-live.json");
+  const uplink = (f_cnt, f_port, hex) => {
+    const m = { ...base.uplink_message, f_cnt, f_port, frm_payload: Buffer.from(hex, "hex").toString("base64") };
+    m.version_ids = { ...m.version_ids, brand_id: "dragino", model_id: "dds75-lb" };
+    return { ...base, end_device_ids: { ...base.end_device_ids, dev_eui: DEV }, uplink_message: m };
+  };
+  const seconds = Math.floor(Date.parse(base.uplink_message.received_at) / 1000);
+  const entry = (mm, s) => `0e1c${mm.toString(16).padStart(4, "0")}00fa02${s.toString(16).padStart(8, "0")}`;
+  const fault = "CREATE TRIGGER refuse BEFORE INSERT ON readings BEGIN SELECT RAISE(ABORT, 'injected'); END;";
+  await withFault(
+    async (w) => {
+      assert.equal((await configure(w, DEV, { bin_depth_mm: 2000 })).status, 200);
+      // The live reading (fPort 2), stored before the fault.
+      assert.equal((await send(w, "ttn", uplink(1, 2, "0e1c04d20000fa01"))).body.unique, 1);
+    },
+    fault,
+    async (w) => {
+      // Its datalog copy (30 s before receipt) and a new record.
+      const r = await send(w, "ttn", uplink(2, 3, entry(1234, seconds - 30) + entry(1300, seconds + 900)));
+      assert.equal(r.status, 503, JSON.stringify(r.body));
+      reconciles(r.body);
+      const line = await notStoredLine(w, r.body.burst_id);
+      assert.deepEqual([line.payload.received, line.payload.not_stored, line.payload.cross_path_duplicates], [2, 2, undefined], JSON.stringify(line));
+      assert.deepEqual([r.body.received, r.body.not_stored, r.body.cross_path_duplicates], [2, [0, 1], undefined], JSON.stringify(r.body));
+    },
+  );
+});
