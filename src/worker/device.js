@@ -350,7 +350,7 @@ export class DeviceObject extends DurableObject {
    * When the device's clock is synced, a datalog reading whose device time is within
    * CROSS_PATH_TOLERANCE_MS of a live reading's receive time, with the same fill level
    * (the same distance, through the same bin), stored within the TTL, is that reading:
-   * it takes the live reading's seq, ts and key. Each live reading is taken once per
+   * it takes the live reading's seq, ts, key and frame. Each live reading is taken once per
    * burst, by the datalog reading nearest to it in time (pairs nearest first, ties in
    * stored and payload order), whatever their order in the payload; a datalog reading
    * twice in the burst (one key) takes what its first copy took, so it stays that
@@ -368,7 +368,7 @@ export class DeviceObject extends DurableObject {
       firsts.set(r.key, i);
       const at = Date.parse(r.ts);
       const rows = this.sql.exec(
-        `SELECT key, seq, ts, abs(julianday(ts) - julianday(?)) AS distance, rowid FROM readings
+        `SELECT key, seq, ts, frame, abs(julianday(ts) - julianday(?)) AS distance, rowid FROM readings
          WHERE frame IS NOT NULL AND ts BETWEEN ? AND ? AND fill_pct = ? AND admitted_at > ?`,
         r.ts, isoTime(at - tolerance), isoTime(at + tolerance), r.fill_pct, now - cfg.TTL_MS,
       );
@@ -387,7 +387,8 @@ export class DeviceObject extends DurableObject {
       const live = r.frame ? undefined : match.get(firsts.get(r.key));
       if (!live) return r;
       crossed.add(i);
-      return { ...r, key: live.key, seq: live.seq, ts: live.ts };
+      // And its frame: re-admitted (its key evicted by the cap), the row stays the live reading's.
+      return { ...r, key: live.key, seq: live.seq, ts: live.ts, frame: live.frame };
     });
     return { readings: out, crossed };
   }
