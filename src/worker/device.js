@@ -268,12 +268,15 @@ export class DeviceObject extends DurableObject {
         return notAdmitted(context, planned.length, refused, e);
       }
       if (attempt > 0) out = this.recognise(out, readings, context, now);
-      // Readings that took a live reading's key and were found its duplicate.
-      const crossedDuplicates = out.counted ? [] : [...crossed].filter((i) => out.verdicts[i] === DUPLICATE);
-      if (crossedDuplicates.length) {
+      // Readings that took a live reading's key and were found its duplicate. A retried
+      // call of a burst counted already (`counted`) names them as the first call did,
+      // and counts nothing again.
+      const crossedDuplicates = [...crossed].filter((i) => out.verdicts[i] === DUPLICATE);
+      if (crossedDuplicates.length && !out.counted) {
         const counts = { ...out.counts, cross_path_duplicates: crossedDuplicates.length };
-        out = { ...out, counts, line: guarded(() => auditLine("burst_deduplicated", counts, now, context)), crossed: crossedDuplicates };
+        out = { ...out, counts, line: guarded(() => auditLine("burst_deduplicated", counts, now, context)) };
       }
+      out = { ...out, crossed: crossedDuplicates };
       const counts = out.counts;
       // Stored and counted by the earlier call: nothing to write.
       if (out.counted && !counts.received) break;
