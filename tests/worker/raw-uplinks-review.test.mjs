@@ -157,3 +157,68 @@ test("a retried call (attempt > 0) of a datalog uplink with a cross-path duplica
     assert.deepEqual([s.received, s.unique, s.duplicates_suppressed, s.cross_path_duplicates], [3, 2, 1, 1]);
   });
 });
+
+test("only live first: a datalog record stored before its live reading keeps its own key, and the live reading is stored too", async () => {
+  await withWorker({}, async (w) => {
+    const id = "B0B1C2D3E4F50105";
+    await configure(w, id);
+    const record = dds(id, 11, 3, entry(1234, "2026-07-16T08:59:50Z"), "2026-07-16T10:00:00Z");
+    assert.equal((await send(w, record)).body.unique, 1);
+    // The live uplink arrives late (a redelivery): it is not matched against datalog rows.
+    assert.equal((await send(w, dds(id, 10, 2, live(1234), "2026-07-16T09:00:00Z"))).body.unique, 1);
+    assert.equal((await ledger(w, id)).length, 2);
+    // The record again is now the live reading's duplicate (its own row stays).
+    const again = await send(w, { ...record, uplink_message: { ...record.uplink_message, f_cnt: 12 } });
+    assert.deepEqual([again.body.unique, again.body.cross_path_duplicates], [0, [0]], JSON.stringify(again.body));
+  });
+});
+
+test("an EM500-UDL history record (20 CE) of its live distance (03 82) is that reading; a history record in the live reading's own uplink is not", async () => {
+  await withWorker({}, async (w) => {
+    const id = "B0B1C2D3E4F50106";
+    const le = (n, bytes) => {
+      const b = Buffer.alloc(bytes);
+      b.writeUIntLE(n, 0, bytes);
+      return b.toString("hex");
+    };
+    const em500 = (fCnt, hex, receivedAt) => {
+      const body = dds(id, fCnt, 85, hex, receivedAt);
+      body.uplink_message.version_ids = { ...body.uplink_message.version_ids, brand_id: "milesight-iot", model_id: "em500-udl" };
+      return body;
+    };
+    const history = (iso, mm) => `20ce${le(Date.parse(iso) / 1000, 4)}${le(mm, 2)}`;
+    const res = await w.call(`/v1/devices/${id}/config`, {
+      method: "PUT",
+      headers: { authorization: "Bearer test-token", "content-type": "application/json" },
+      body: JSON.stringify({ codec: "milesight-iot/em500-udl", bin_depth_mm: 2000 }),
+    });
+    assert.equal(res.status, 200);
+    // A history record 30 s before the live reading in the same uplink: the live one is not stored yet.
+    const a = await send(w, em500(1, history("2026-07-16T08:59:30Z", 1234) + `0382${le(1234, 2)}`, "2026-07-16T09:00:00Z"));
+    assert.deepEqual([a.body.unique, a.body.cross_path_duplicates], [2, undefined], JSON.stringify(a.body));
+    // Its history record later: the live reading's duplicate.
+    const b = await send(w, em500(2, history("2026-07-16T09:00:05Z", 1234), "2026-07-16T10:00:00Z"));
+    assert.deepEqual([b.body.unique, b.body.cross_path_duplicates], [0, [0]], JSON.stringify(b.body));
+  });
+});
+
+test("/v1/stats has exactly the members the README lists", async () => {
+  await withWorker({}, async (w) => {
+    const readme = fs.readFileSync(new URL("../../README.md", import.meta.url), "utf8");
+    const row = readme.split("\n").find((l) => l.startsWith("| `GET /v1/stats` |"));
+    const listed = [...row.split("|")[2].matchAll(/`([a-z_]+)`/g)].map((m) => m[1]);
+    assert.deepEqual(Object.keys(await stats(w)).sort(), [...new Set(listed)].sort());
+  });
+});
+
+test("the fill level, not the distance, is compared: in a 2 m bin two distances a millimetre apart can be one reading", async () => {
+  await withWorker({}, async (w) => {
+    const id = "B0B1C2D3E4F50107";
+    await configure(w, id);
+    assert.equal((await send(w, dds(id, 10, 2, live(1234), "2026-07-16T09:00:00Z"))).body.unique, 1);
+    const b = await send(w, dds(id, 11, 3, entry(1235, "2026-07-16T08:59:50Z") + entry(1236, "2026-07-16T08:59:55Z"), "2026-07-16T10:00:00Z"));
+    const fills = (await ledger(w, id)).map((r) => r.fill_pct);
+    // 1234 mm and 1235 mm are both 38.3 %; 1236 mm is 38.2 %.
+    assert.deepEqual([b.body.cross_path_duplicates, fills], [[0], [38.3, 38.2]], JSON.stringify(b.body));
+  });
+});
