@@ -268,12 +268,15 @@ export class DeviceObject extends DurableObject {
         return notAdmitted(context, planned.length, refused, e);
       }
       if (attempt > 0) out = this.recognise(out, readings, context, now);
-      // Readings that took a live reading's key and were found its duplicate.
-      const crossedDuplicates = out.counted ? [] : [...crossed].filter((i) => out.verdicts[i] === DUPLICATE);
-      if (crossedDuplicates.length) {
+      // Readings that took a live reading's key and were found its duplicate. A retried
+      // call of a burst counted already (`counted`) names them as the first call did,
+      // and counts nothing again.
+      const crossedDuplicates = [...crossed].filter((i) => out.verdicts[i] === DUPLICATE);
+      if (crossedDuplicates.length && !out.counted) {
         const counts = { ...out.counts, cross_path_duplicates: crossedDuplicates.length };
-        out = { ...out, counts, line: guarded(() => auditLine("burst_deduplicated", counts, now, context)), crossed: crossedDuplicates };
+        out = { ...out, counts, line: guarded(() => auditLine("burst_deduplicated", counts, now, context)) };
       }
+      out = { ...out, crossed: crossedDuplicates };
       const counts = out.counts;
       // Stored and counted by the earlier call: nothing to write.
       if (out.counted && !counts.received) break;
@@ -350,34 +353,47 @@ export class DeviceObject extends DurableObject {
    * When the device's clock is synced, a datalog reading whose device time is within
    * CROSS_PATH_TOLERANCE_MS of a live reading's receive time, with the same fill level
    * (the same distance, through the same bin), stored within the TTL, is that reading:
-   * it takes the live reading's seq, ts and key (the nearest in time, each live
-   * reading taken once per burst), so the seen-set finds it a duplicate. Returns
-   * `{readings, crossed}`: `readings` itself when none matched, else a copy; `crossed`,
-   * the indices of the readings re-keyed. Reads only.
+   * it takes the live reading's seq, ts, key and frame. Each live reading is taken once per
+   * burst, by the datalog reading nearest to it in time (pairs nearest first, ties in
+   * stored and payload order), whatever their order in the payload; a datalog reading
+   * twice in the burst (one key) takes what its first copy took, so it stays that
+   * copy's duplicate. Returns `{readings, crossed}`: `readings` itself when none
+   * matched, else a copy; `crossed`, the indices of the readings re-keyed. Reads only.
    */
   crossPath(device_id, readings, now, cfg) {
     const crossed = new Set();
     const tolerance = cfg.CROSS_PATH_TOLERANCE_MS;
     if (!this.prepared || tolerance === 0 || readings.every((r) => r.frame)) return { readings, crossed };
-    const taken = new Set();
-    const out = readings.map((r, i) => {
-      if (r.frame) return r;
+    const firsts = new Map(); // a datalog reading's own key → the index of its first copy
+    const pairs = [];
+    readings.forEach((r, i) => {
+      if (r.frame || firsts.has(r.key)) return;
+      firsts.set(r.key, i);
       const at = Date.parse(r.ts);
-      const live = this.sql
-        .exec(
-          `SELECT key, seq, ts FROM readings
-           WHERE frame IS NOT NULL AND ts BETWEEN ? AND ? AND fill_pct = ? AND admitted_at > ?
-           ORDER BY abs(julianday(ts) - julianday(?)), rowid`,
-          isoTime(at - tolerance), isoTime(at + tolerance), r.fill_pct, now - cfg.TTL_MS, r.ts,
-        )
-        .toArray()
-        .find((row) => !taken.has(row.key));
-      if (!live) return r;
-      taken.add(live.key);
-      crossed.add(i);
-      return { ...r, key: live.key, seq: live.seq, ts: live.ts };
+      const rows = this.sql.exec(
+        `SELECT key, seq, ts, frame, abs(julianday(ts) - julianday(?)) AS distance, rowid FROM readings
+         WHERE frame IS NOT NULL AND ts BETWEEN ? AND ? AND fill_pct = ? AND admitted_at > ?`,
+        r.ts, isoTime(at - tolerance), isoTime(at + tolerance), r.fill_pct, now - cfg.TTL_MS,
+      );
+      for (const live of rows) pairs.push({ i, live });
     });
-    return { readings: crossed.size ? out : readings, crossed };
+    pairs.sort((a, b) => a.live.distance - b.live.distance || a.live.rowid - b.live.rowid || a.i - b.i);
+    const match = new Map(); // the index of a datalog reading's first copy → the live row it is
+    const taken = new Set();
+    for (const { i, live } of pairs) {
+      if (match.has(i) || taken.has(live.key)) continue;
+      match.set(i, live);
+      taken.add(live.key);
+    }
+    if (!match.size) return { readings, crossed };
+    const out = readings.map((r, i) => {
+      const live = r.frame ? undefined : match.get(firsts.get(r.key));
+      if (!live) return r;
+      crossed.add(i);
+      // And its frame: re-admitted (its key evicted by the cap), the row stays the live reading's.
+      return { ...r, key: live.key, seq: live.seq, ts: live.ts, frame: live.frame };
+    });
+    return { readings: out, crossed };
   }
 
   /** The codec's stored application-counter reference (DF703), or null. */
