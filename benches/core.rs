@@ -1,6 +1,7 @@
 //! Criterion benches of the native core (`cargo bench`): key derivation, seen-set
 //! insert and lookup at 1 k / 100 k / 1 M keys, and whole bursts through
-//! `Deduplicator::process_json`. Seeded data; throughput in elements (readings, keys).
+//! `Deduplicator::process_json`, and a device's sequence window (`SeqWindow::observe`,
+//! its bytes). Seeded data; throughput in elements (readings, keys, seqs).
 //! Short measurement times keep a full run at a few minutes on two cores.
 
 //! The benches are native only: criterion does not build for wasm32, where this file
@@ -24,6 +25,7 @@ mod native {
     use reconnect_dedupe::key::content_digest;
     use reconnect_dedupe::{
         idempotency_key, parse_reading, Config, Deduplicator, Fingerprint, Reading, SeenSet,
+        SeqWindow,
     };
     use std::hint::black_box;
     use std::time::Duration;
@@ -312,12 +314,67 @@ mod native {
         g.finish();
     }
 
+    /// One device's seqs, 10 000 of them in one of three shapes: in order; with about
+    /// one in 10 lost (each loss opens a gap); and with those losses delivered 50 seqs
+    /// late (each closes a gap: a replayed buffer).
+    fn seq_stream(shape: &str) -> Vec<i64> {
+        let mut rng = Rng::with_seed(12);
+        let mut out = Vec::new();
+        let mut late: Vec<i64> = Vec::new();
+        for seq in 1_000_000..1_010_000 {
+            let lost = shape != "in_order" && rng.u64(..10) == 0;
+            if !lost {
+                out.push(seq);
+            } else if shape == "late_arrivals" {
+                late.push(seq);
+            }
+            if late.first().is_some_and(|&s| seq - s >= 50) {
+                out.push(late.remove(0));
+            }
+        }
+        out
+    }
+
+    fn seq_window(c: &mut Criterion) {
+        let mut g = c.benchmark_group("seq_window");
+        for shape in ["in_order", "with_gaps", "late_arrivals"] {
+            let seqs = seq_stream(shape);
+            g.throughput(Throughput::Elements(seqs.len() as u64));
+            g.bench_function(format!("observe_{shape}"), |b| {
+                b.iter_batched_ref(
+                    SeqWindow::new,
+                    |w| {
+                        for (i, &s) in seqs.iter().enumerate() {
+                            black_box(w.observe(s, (NOW + i as i64 * 60_000) as f64).unwrap());
+                        }
+                    },
+                    BatchSize::SmallInput,
+                )
+            });
+        }
+        // The bytes of a device in steady state (every word of the ring in use, gaps
+        // listed), written and read back as the worker would per uplink.
+        let mut w = SeqWindow::new();
+        for (i, &s) in seq_stream("with_gaps").iter().enumerate() {
+            w.observe(s, (NOW + i as i64 * 60_000) as f64).unwrap();
+        }
+        let bytes = w.to_bytes();
+        g.throughput(Throughput::Elements(1));
+        g.bench_function(format!("to_bytes_{}_bytes", bytes.len()), |b| {
+            b.iter(|| black_box(&w).to_bytes())
+        });
+        g.bench_function(format!("from_bytes_{}_bytes", bytes.len()), |b| {
+            b.iter(|| SeqWindow::from_bytes(black_box(&bytes)).unwrap())
+        });
+        g.finish();
+    }
+
     criterion_group! {
         name = all;
         config = Criterion::default()
             .sample_size(10)
             .warm_up_time(Duration::from_millis(500))
             .measurement_time(Duration::from_secs(2));
-        targets = key_derivation, fingerprint_hash, seen_set, bursts, uplink_plans
+        targets = key_derivation, fingerprint_hash, seen_set, bursts, uplink_plans, seq_window
     }
 }

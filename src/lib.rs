@@ -6,7 +6,8 @@
 //! TTL + cap, first write wins) remembers 128-bit fingerprints of admitted keys, and
 //! the [`Deduplicator`] accounts for every reading of a burst in one audit record.
 //!
-//! * [`dedupe`]: the pure Rust core (readings, keys, the seen-set, bursts), tested natively.
+//! * [`dedupe`]: the pure Rust core (readings, keys, the seen-set, bursts; a device's
+//!   sequence window, [`SeqWindow`], used by nothing yet), tested natively.
 //! * [`uplink`]: network-server webhooks → readings, one file per server.
 //! * [`codec`]: sensors' raw payloads → level samples, one file per vendor; fill levels
 //!   from bin geometry.
@@ -26,4 +27,5 @@ pub use crate::dedupe::error::{Error, Field, Rejection};
 pub use crate::dedupe::key::{idempotency_key, parse_key, write_content};
 pub use crate::dedupe::reading::{parse_reading, validate, RawBurst, RawReading, Reading};
 pub use crate::dedupe::seen::{Admission, Config, Fingerprint, SeenSet, Stats};
+pub use crate::dedupe::window::{Gap, Observation, SeqTotals, SeqWindow};
 pub use crate::dedupe::{key, timestamp};

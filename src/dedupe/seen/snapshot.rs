@@ -4,6 +4,7 @@ use super::{
     Config, Entry, Fingerprint, Probe, SeenSet, SipKey, State, Stats, ID_MASK, MAX_COUNTER,
     MAX_TIME_MS,
 };
+use crate::dedupe::bytes::Reader;
 use crate::dedupe::error::Error;
 use sha2::{Digest, Sha256};
 
@@ -192,28 +193,4 @@ impl SeenSet {
 /// A stored time in ms if it is one the set can hold: `0 ..= MAX_TIME_MS`.
 fn time(v: u64) -> Option<i64> {
     i64::try_from(v).ok().filter(|&t| t as f64 <= MAX_TIME_MS)
-}
-
-struct Reader<'a> {
-    buf: &'a [u8],
-    at: usize,
-}
-
-impl Reader<'_> {
-    fn take<const N: usize>(&mut self) -> Result<[u8; N], Error> {
-        let bytes = self
-            .buf
-            .get(self.at..self.at + N)
-            .ok_or(Error::InvalidSnapshot("truncated"))?;
-        self.at += N;
-        let mut out = [0u8; N];
-        out.copy_from_slice(bytes);
-        Ok(out)
-    }
-    fn u16(&mut self) -> Result<u16, Error> {
-        self.take().map(u16::from_le_bytes)
-    }
-    fn u64(&mut self) -> Result<u64, Error> {
-        self.take().map(u64::from_le_bytes)
-    }
 }
