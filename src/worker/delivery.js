@@ -210,7 +210,7 @@ async function formBatch(storage, cfg) {
   const sql = storage.sql;
   const rows = sql
     .exec(
-      `SELECT key, device_id, seq, ts, fill_pct, admitted_at, attempts FROM readings
+      `SELECT key, device_id, seq, ts, fill_pct, admitted_at, verdict, conflicts_with, attempts FROM readings
        WHERE state = 'pending' AND batch_id IS NULL ORDER BY admitted_at, rowid LIMIT ?`,
       cfg.DELIVERY_BATCH,
     )
@@ -225,6 +225,8 @@ async function formBatch(storage, cfg) {
       ts: r.ts,
       fill_pct: r.fill_pct,
       admitted_at: isoTime(r.admitted_at),
+      verdict: r.verdict,
+      conflicts_with: r.conflicts_with,
     })),
   });
   const id = await digest(body);

@@ -3,7 +3,7 @@
 // to ORIGIN_URL and the record from which the in-memory seen-set is rebuilt.
 import { DurableObject } from "cloudflare:workers";
 import { config } from "./config.js";
-import { ADMITTED, auditLine, Deduplicator, DUPLICATE, guarded, HttpError, idempotencyKey, isoTime, logNothingStored, wasmGeneration } from "./core.js";
+import { ADMITTED, auditLine, CONFLICT, Deduplicator, DUPLICATE, guarded, HttpError, idempotencyKey, isoTime, logNothingStored, wasmGeneration } from "./core.js";
 import { decodeRaw, decodedView } from "./decode.js";
 import { deliver, nextDelivery, prepareOutbox } from "./delivery.js";
 import { countBurst, flush, flushDue, noteChange, prepareDevice, register } from "./fleet.js";
@@ -60,15 +60,16 @@ CREATE TABLE IF NOT EXISTS codec_state (id INTEGER PRIMARY KEY CHECK (id = 0), c
 // 2xx) stays in that batch with its attempts, schedule and last error: the reading
 // (same key, hence same content) is already on its way, and the batch is sent
 // unchanged; the row takes only the new admission time, for the seen-set. A row
-// renewed after delivery, or before it joined a batch, starts afresh.
+// renewed after delivery, or before it joined a batch, starts afresh. A renewed row
+// takes its new admission's verdict (`admitted` or `conflict`) and `conflicts_with`.
 const INSERT = `
 INSERT OR REPLACE INTO readings
-  (key, device_id, seq, ts, fill_pct, admitted_at, burst_id, state, next_attempt_at, attempts, last_error, batch_id, frame)
+  (key, device_id, seq, ts, fill_pct, admitted_at, burst_id, state, next_attempt_at, attempts, last_error, batch_id, frame, verdict, conflicts_with)
 SELECT n.key, n.device_id, n.seq, n.ts, n.fill_pct, n.admitted_at, n.burst_id,
        COALESCE(o.state, n.state), COALESCE(o.next_attempt_at, n.next_attempt_at),
-       COALESCE(o.attempts, 0), o.last_error, o.batch_id, n.frame
+       COALESCE(o.attempts, 0), o.last_error, o.batch_id, n.frame, n.verdict, n.conflicts_with
 FROM (SELECT ? AS key, ? AS device_id, ? AS seq, ? AS ts, ? AS fill_pct, ? AS admitted_at,
-             ? AS burst_id, ? AS state, ? AS next_attempt_at, ? AS frame) AS n
+             ? AS burst_id, ? AS state, ? AS next_attempt_at, ? AS frame, ? AS verdict, ? AS conflicts_with) AS n
 LEFT JOIN readings AS o ON o.key = n.key AND o.state = 'pending' AND o.batch_id IS NOT NULL`;
 
 /** Writes of one burst's transaction, the first included, before it answers 503. */
@@ -103,7 +104,7 @@ export class DeviceObject extends DurableObject {
 
   /**
    * Creates the schema, or brings storage written by an older version to this one
-   * (the roll-up's figures, the outbox's stable batches), once per object instance,
+   * (the roll-up's figures, the outbox's stable batches, the rows' verdicts), once per object instance,
    * before the first write. Idempotent.
    */
   prepare() {
@@ -111,6 +112,7 @@ export class DeviceObject extends DurableObject {
     this.sql.exec(SCHEMA);
     prepareOutbox(this.sql);
     prepareFrames(this.sql);
+    prepareVerdicts(this.sql);
     if (prepareDevice(this.sql)) {
       // Storage from 0.1.0: flush its figures to the roll-up soon.
       this.ctx.blockConcurrencyWhile(async () => {
@@ -236,10 +238,11 @@ export class DeviceObject extends DurableObject {
    * the burst's counts, in one transaction; `counterRef` (the codec's application
    * counter reference) and `unpark` (a parked frame to delete) are written with them.
    * Between admitting and storing nothing is awaited, so no other request can see a
-   * key admitted but not stored. Returns `{ok: true, verdicts, keys, counts}`
-   * (`verdicts`: a byte per reading: 0 admitted, 1 admitted with a seq reuse, 2
-   * duplicate; 3, pending, needs a provisional admission, which the worker never
-   * makes; `keys`: the keys as stored when `reframe` changed one), or `{ok: false,
+   * key admitted but not stored. Returns `{ok: true, verdicts, notes, keys, counts}`
+   * (`verdicts`: a byte per reading: 0 admitted, 1 admitted with a seq reuse (a
+   * conflict), 2 duplicate; 3, pending, needs a provisional admission, which the
+   * worker never makes; `notes`: per reading, what its verdict links to, `notes`
+   * below; `keys`: the keys as stored when `reframe` changed one), or `{ok: false,
    * status, code, message}` when nothing was stored.
    */
   async admit(context, planned, refused, { attempt = 0, counterRef = null, unpark = null, crossPath = false } = {}) {
@@ -257,6 +260,7 @@ export class DeviceObject extends DurableObject {
     const keys = readings.map((r) => r.key).join("\n");
     const state = cfg.ORIGIN_URL ? "pending" : "stored";
     let out;
+    let conflicts;
     // A failed write is retried at once, STORE_WRITES writes in all (network servers
     // barely retry a 503). Each admits against the seen-set rebuilt from the rows
     // (the failure dropped it), so admitting and storing stay one synchronous step.
@@ -268,6 +272,9 @@ export class DeviceObject extends DurableObject {
         return notAdmitted(context, planned.length, refused, e);
       }
       if (attempt > 0) out = this.recognise(out, readings, context, now);
+      // A conflict's link (the stored reading with its seq): found when its row is
+      // written; a retried call's recognised ones say what their rows say.
+      conflicts = new Map(out.recognised ?? []);
       // Readings that took a live reading's key and were found its duplicate. A retried
       // call of a burst counted already (`counted`) names them as the first call did,
       // and counts nothing again.
@@ -283,8 +290,11 @@ export class DeviceObject extends DurableObject {
       try {
         this.ctx.storage.transactionSync(() => {
           readings.forEach((r, i) => {
-            if (!ADMITTED.has(out.verdicts[i])) return;
-            this.sql.exec(INSERT, r.key, device_id, r.seq, r.ts, r.fill_pct, now, burst_id, state, state === "pending" ? now : null, r.frame ?? null);
+            const verdict = out.verdicts[i];
+            if (!ADMITTED.has(verdict)) return;
+            if (verdict === CONFLICT && !conflicts.has(i)) conflicts.set(i, this.conflictOf(r.key));
+            const conflictsWith = verdict === CONFLICT ? conflicts.get(i) : null;
+            this.sql.exec(INSERT, r.key, device_id, r.seq, r.ts, r.fill_pct, now, burst_id, state, state === "pending" ? now : null, r.frame ?? null, verdict === CONFLICT ? "conflict" : "admitted", conflictsWith);
           });
           countBurst(this.sql, device_id, counts);
           if (!counts.unique) this.countedWithoutRows(burst_id);
@@ -309,12 +319,53 @@ export class DeviceObject extends DurableObject {
         return { ok: false, status: 503, code: "storage_unavailable", message: `could not store the burst (${write} attempts): ${e.message}` };
       }
     }
+    // Read before anything is awaited: the rows as this burst left them.
+    const notes = this.notes(readings, out.verdicts, conflicts);
     if (out.counted) console.log(JSON.stringify({ level: "INFO", event: "burst_already_stored", device_id, burst_id, attempt, readings: out.already }));
     if (out.line) console.log(out.line);
     // Delivers the new rows right away (unless a batch is open: they wait for it);
     // also re-arms an alarm lost with a restart while a backlog waits.
     await this.scheduleAfterCommit(cfg, context);
-    return { ok: true, verdicts: out.verdicts, keys: readings === planned ? undefined : readings.map((r) => r.key), counts: out.counts, crossed: out.crossed };
+    return { ok: true, verdicts: out.verdicts, notes, keys: readings === planned ? undefined : readings.map((r) => r.key), counts: out.counts, crossed: out.crossed };
+  }
+
+  /**
+   * What each reading's verdict links to, for the reply (index.js `outcome`): a
+   * duplicate, `{first_admitted_at, first_burst_id}` from its key's row (`firstAdmission`);
+   * a conflict, `{conflicts_with}` (`conflicts`: index → the key, or null); else null.
+   * Reads only.
+   */
+  notes(readings, verdicts, conflicts = new Map()) {
+    return readings.map((r, i) => {
+      if (verdicts[i] === DUPLICATE) return this.firstAdmission(r.key);
+      if (verdicts[i] === CONFLICT) return { conflicts_with: conflicts.get(i) ?? null };
+      return null;
+    });
+  }
+
+  /**
+   * The admission a duplicate of `key` repeats: its row's admission time and burst
+   * (a key re-admitted after its TTL: the latest admission, the one the seen-set
+   * holds). Nulls when there is no row: the key's row was deleted by hand, or the
+   * device's storage holds none yet (a simulated uplink's copy of its own reading).
+   * Retention never deletes a row whose key the seen-set holds (RETENTION_MS ≥ TTL_MS).
+   */
+  firstAdmission(key) {
+    const row = this.prepared ? this.sql.exec("SELECT admitted_at, burst_id FROM readings WHERE key = ?", key).toArray()[0] : undefined;
+    return { first_admitted_at: row ? isoTime(row.admitted_at) : null, first_burst_id: row?.burst_id ?? null };
+  }
+
+  /**
+   * The stored reading a conflict conflicts with: the key of the newest row (in
+   * admission order) with the same device and seq and another key, found by the
+   * key's `device_id:seq:` prefix on the primary key's index; null when none is
+   * stored (the seen-set held the seq, its row was deleted by hand). Reads only.
+   */
+  conflictOf(key) {
+    const prefix = key.slice(0, key.lastIndexOf(":") + 1);
+    const end = `${prefix.slice(0, -1)};`; // ';' follows ':': every key with the prefix sorts before it
+    const row = this.sql.exec("SELECT key FROM readings WHERE key > ? AND key < ? AND key <> ? ORDER BY admitted_at DESC, rowid DESC LIMIT 1", prefix, end, key).toArray()[0];
+    return row?.key ?? null;
   }
 
   /**
@@ -565,7 +616,7 @@ export class DeviceObject extends DurableObject {
         return duplicate ? DUPLICATE : 0;
       });
       const crossedDuplicates = [...crossed].filter((i) => verdicts[i] === DUPLICATE);
-      return { ok: true, verdicts, decoded: decoded && decodedView(raw, decoded, crossedDuplicates) };
+      return { ok: true, verdicts, notes: this.notes(checked, verdicts), decoded: decoded && decodedView(raw, decoded, crossedDuplicates) };
     } catch (e) {
       this.drop();
       return { ok: false, code: e?.code ?? "internal_error", message: String(e?.message ?? e) };
@@ -574,29 +625,32 @@ export class DeviceObject extends DurableObject {
 
   /**
    * For a retried call: a duplicate whose row this burst stored was admitted by an
-   * earlier call whose answer was lost, and is answered as admitted (0). That call
+   * earlier call whose answer was lost, and is answered as that call answered it:
+   * admitted (0), or a conflict (1) with its row's `conflicts_with`. That call
    * committed this device's whole share of the burst with its counts, so only what
    * this one admits anew (normally nothing) is counted and audited. Returns `out`
-   * unchanged when no row is this burst's, else `{verdicts, counts, line, already}`
-   * (`line` null when nothing is new; `already`, how many were recognised;
-   * `counted`). A burst that stored no row is known by `counted_bursts`: its
+   * unchanged when no row is this burst's, else `{verdicts, counts, line, already,
+   * recognised, counted}` (`line` null when nothing is new; `already`, how many were
+   * recognised; `recognised`, index → `conflicts_with` of those that are conflicts). A burst that stored no row is known by `counted_bursts`: its
    * counts are not added again either.
    */
   recognise(out, readings, context, now) {
     const verdicts = Uint8Array.from(out.verdicts);
     const mine = new Set(); // a key twice in the burst: its first copy was admitted
+    const recognised = new Map();
     readings.forEach((r, i) => {
       if (verdicts[i] !== DUPLICATE || mine.has(r.key)) return;
-      const row = this.sql.exec("SELECT burst_id FROM readings WHERE key = ?", r.key).toArray()[0];
+      const row = this.sql.exec("SELECT burst_id, verdict, conflicts_with FROM readings WHERE key = ?", r.key).toArray()[0];
       if (row?.burst_id !== context.burst_id) return;
-      verdicts[i] = 0;
+      verdicts[i] = row.verdict === "conflict" ? CONFLICT : 0;
+      if (verdicts[i] === CONFLICT) recognised.set(i, row.conflicts_with);
       mine.add(r.key);
     });
     const already = mine.size;
     if (!already && !this.countedAlready(context.burst_id)) return out;
     const counts = { ...out.counts, received: out.counts.unique, duplicates_suppressed: 0, rejected: 0 };
     const line = counts.received ? guarded(() => auditLine("burst_deduplicated", counts, now, context)) : null;
-    return { verdicts, counts, line, already, counted: true };
+    return { verdicts, counts, line, already, recognised, counted: true };
   }
 
   /**
@@ -656,7 +710,7 @@ export class DeviceObject extends DurableObject {
     if (!this.prepared) return { readings: [], next: null };
     const rows = this.sql
       .exec(
-        `SELECT rowid, key, seq, ts, fill_pct, admitted_at, state, attempts, delivered_at
+        `SELECT rowid, key, seq, ts, fill_pct, admitted_at, verdict, conflicts_with, state, attempts, delivered_at
          FROM readings WHERE rowid > ? ORDER BY rowid LIMIT ?`,
         after,
         limit,
@@ -669,6 +723,8 @@ export class DeviceObject extends DurableObject {
         ts: r.ts,
         fill_pct: r.fill_pct,
         admitted_at: isoTime(r.admitted_at),
+        verdict: r.verdict,
+        conflicts_with: r.conflicts_with,
         delivery: r.state,
         attempts: r.attempts,
         delivered_at: r.delivered_at === null ? null : isoTime(r.delivered_at),
@@ -748,6 +804,18 @@ function prepareFrames(sql) {
   sql.exec("CREATE INDEX IF NOT EXISTS readings_by_frame ON readings (frame) WHERE frame IS NOT NULL");
   // The live readings by time, for a datalog record of one of them (`crossPath`).
   sql.exec("CREATE INDEX IF NOT EXISTS readings_live_by_ts ON readings (ts) WHERE frame IS NOT NULL");
+}
+
+/**
+ * Each row's verdict, `admitted` or `conflict` (admitted with a seq its device's
+ * seen-set held with other content), and the key of the stored reading a conflict
+ * conflicts with (`conflictOf`). Rows stored before these columns existed read as
+ * `admitted`, `conflicts_with` null: their seq reuses were only counted (`seq_reuses`).
+ */
+function prepareVerdicts(sql) {
+  const columns = sql.exec("PRAGMA table_info(readings)").toArray();
+  if (!columns.some((c) => c.name === "verdict")) sql.exec("ALTER TABLE readings ADD COLUMN verdict TEXT NOT NULL DEFAULT 'admitted'");
+  if (!columns.some((c) => c.name === "conflicts_with")) sql.exec("ALTER TABLE readings ADD COLUMN conflicts_with TEXT");
 }
 
 /**

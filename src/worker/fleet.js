@@ -244,6 +244,9 @@ export async function fleetStats(env, cfg) {
   return {
     devices: total.devices,
     ...Object.fromEntries(COUNTERS.map((name) => [name, total[name]])),
+    // The readings whose verdict was `conflict`: every seq reuse is one, so this is
+    // `seq_reuses` under the verdict's name (one counter, two names).
+    conflicts: total.seq_reuses,
     pending_deliveries: total.pending_deliveries,
     oldest_undelivered_age_ms: oldest === null ? null : Math.max(0, now - oldest),
     delivered: total.delivered,

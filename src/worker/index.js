@@ -3,7 +3,7 @@
 // core (parseUplink); deduplication, storage and delivery in src/worker/device.js.
 import { authenticate, requireConfiguredToken } from "./auth.js";
 import { config } from "./config.js";
-import { ADMITTED, auditLine, checkDeviceId, DUPLICATE, guarded, HttpError, limits, logNothingStored, parseUplink } from "./core.js";
+import { ADMITTED, auditLine, checkDeviceId, CONFLICT, DUPLICATE, guarded, HttpError, limits, logNothingStored, parseUplink } from "./core.js";
 import { mapAtMost } from "./fanout.js";
 import { decodedView, decodeRaw } from "./decode.js";
 import { countMessage, countUnroutable, fleetStats, IGNORED, knows } from "./fleet.js";
@@ -269,7 +269,8 @@ async function simulate(env, plan, context) {
 /**
  * Per-device verdicts back into one answer with the request's indices: `{body,
  * notStored, errors}`, `body.received = unique + duplicates_suppressed +
- * len(rejected) + len(parked) + len(notStored)`. A raw uplink's readings without a
+ * len(rejected) + len(parked) + len(notStored)`, and `body.verdicts`, one entry per
+ * index in index order (`verdictsOf`). A raw uplink's readings without a
  * fill level are replaced by what its device made of the payload (device.js
  * `ingest`): the decoded samples (indices: their places in the payload; the reply
  * names the codec in `decoded`), or those readings parked, or rejected with the
@@ -280,6 +281,7 @@ function outcome(plan, groups, replies, burst_id) {
   const parked = [];
   const notStored = [];
   const errors = [];
+  const notes = new Map(); // index → a duplicate's first admission, a conflict's link
   const rawRows = plan.raw ? plan.rejected.filter((r) => r.device_id === plan.raw.device_id) : [];
   out.rejected.push(...plan.rejected.filter((r) => !rawRows.includes(r)));
   groups.forEach(({ device_id, readings }, g) => {
@@ -290,8 +292,11 @@ function outcome(plan, groups, replies, burst_id) {
     // refused (those readings are rejected), as its audit line counts them.
     if (raw && r.ok && r.parked) {
       for (const { index } of rawRows) {
-        if (r.parked.copy) out.duplicates.push(index);
-        else parked.push({ index, device_id, code: r.parked.code, message: r.parked.message });
+        if (r.parked.copy) {
+          // A copy of an uplink parked already: never admitted, so no key, no first admission.
+          out.duplicates.push(index);
+          notes.set(index, { key: null, first_admitted_at: null, first_burst_id: null });
+        } else parked.push({ index, device_id, code: r.parked.code, message: r.parked.message });
       }
     } else if (raw && r.refused_as) {
       out.rejected.push(...rawRows.map((row) => ({ ...row, field: "payload", code: r.refused_as.code, message: r.refused_as.message })));
@@ -308,10 +313,16 @@ function outcome(plan, groups, replies, burst_id) {
       // A device that failed stored nothing of this burst, its counts included: all
       // of its readings are not stored, replays too (a reply counts what /v1/stats holds).
       const verdict = r.ok ? r.verdicts[i] : undefined;
-      if (verdict === DUPLICATE) out.duplicates.push(index);
       // A copy of a frame is keyed by the first copy's receive time (device.js `reframe`).
-      else if (ADMITTED.has(verdict)) out.admitted.push({ index, key: r.keys?.[i] ?? key });
-      else notStored.push(index);
+      const stored = r.keys?.[i] ?? key;
+      const note = r.notes?.[i] ?? {};
+      if (verdict === DUPLICATE) {
+        out.duplicates.push(index);
+        notes.set(index, { key: stored, first_admitted_at: note.first_admitted_at ?? null, first_burst_id: note.first_burst_id ?? null });
+      } else if (ADMITTED.has(verdict)) {
+        out.admitted.push({ index, key: stored });
+        if (verdict === CONFLICT) notes.set(index, { conflicts_with: note.conflicts_with ?? null });
+      } else notStored.push(index);
     });
   });
   out.unique = out.admitted.length;
@@ -322,7 +333,25 @@ function outcome(plan, groups, replies, burst_id) {
   out.rejected.sort((a, b) => a.index - b.index);
   notStored.sort((a, b) => a - b);
   if (parked.length) out.parked = parked;
+  out.verdicts = verdictsOf(out, parked, notStored, notes);
   return { body: out, notStored, errors };
+}
+
+/**
+ * Every reading of a reply in index order, with what happened to it (README, HTTP
+ * API): `admitted` and `conflict` (with `key`; a conflict's `conflicts_with`), from
+ * `admitted`; `duplicate` (`key`, `first_admitted_at`, `first_burst_id`), from
+ * `duplicates`; `rejected` and `parked` (`code`); `not_stored` (a 503's). So
+ * `len(verdicts) = received`.
+ */
+function verdictsOf(out, parked, notStored, notes) {
+  return [
+    ...out.admitted.map(({ index, key }) => (notes.has(index) ? { index, verdict: "conflict", key, ...notes.get(index) } : { index, verdict: "admitted", key })),
+    ...out.duplicates.map((index) => ({ index, verdict: "duplicate", ...notes.get(index) })),
+    ...out.rejected.map(({ index, code }) => ({ index, verdict: "rejected", code })),
+    ...parked.map(({ index, code }) => ({ index, verdict: "parked", code })),
+    ...notStored.map((index) => ({ index, verdict: "not_stored" })),
+  ].sort((a, b) => a.index - b.index);
 }
 
 /** The body of a request that must be JSON (else 415), at most MAX_BODY_BYTES (else 413). */

@@ -66,6 +66,8 @@ function settled(flushMs, counters, backlog) {
     ignored_events: {},
     simulated_uplinks: 0,
     ...counters,
+    // The verdict's name for the same count.
+    conflicts: counters?.seq_reuses ?? 0,
     ...backlog,
     stats_flush_ms: flushMs,
   };

@@ -1,0 +1,245 @@
+// A verdict per reading (issue 12, first part): in the ingest reply (`verdicts`), the
+// ledger (`verdict`, `conflicts_with`) and the origin body (the same two members).
+// In workerd (Miniflare) over HTTP, with a real local origin; a retried device call
+// driven on the device object directly (as store-retry.test.mjs does), and storage
+// from before the verdict columns made by python3's sqlite3 (as config.test.mjs does).
+import { test } from "node:test";
+import assert from "node:assert/strict";
+import fs from "node:fs";
+import { execFileSync } from "node:child_process";
+import { start, post, get, origin, until, tempDir, databases, sqlite } from "./harness.mjs";
+
+const pkgUrl = new URL("../../pkg/", import.meta.url);
+const pkg = await import(new URL("reconnect_dedupe.js", pkgUrl));
+pkg.initSync({ module: fs.readFileSync(new URL("reconnect_dedupe_bg.wasm", pkgUrl)) });
+
+const reading = (device_id, seq, fill_pct, ts = "2026-07-16T09:00:00Z") => ({ device_id, seq, ts, fill_pct });
+const keyOf = (r) => pkg.idempotencyKey(r);
+
+async function ingest(call, burst) {
+  const res = await post(call, "/v1/readings", burst);
+  const body = await res.json();
+  assert.equal(res.status, 200, JSON.stringify(body));
+  // The reconciliation the README promises, and one verdict per reading in index order.
+  assert.equal(body.received, body.unique + body.duplicates_suppressed + body.rejected.length + (body.parked?.length ?? 0));
+  assert.deepEqual(body.verdicts.map((v) => v.index), [...Array(body.received).keys()]);
+  return body;
+}
+
+const ledger = async (call, device) => (await get(call, `/v1/devices/${device}/readings?limit=1000`)).body.readings;
+const byKey = (rows) => new Map(rows.map((r) => [r.key, r]));
+
+test("each verdict in the reply, the ledger and the origin body; a duplicate names its first admission and burst", async () => {
+  const o = await origin();
+  const w = await start({ vars: { ORIGIN_URL: o.url, STATS_FLUSH_MS: "50" } });
+  try {
+    const D = "bin-V1";
+    const a1 = reading(D, 1, 10);
+    const a2 = reading(D, 2, 20);
+    const first = await ingest(w.call, [a1, a2]);
+    assert.deepEqual(first.verdicts, [
+      { index: 0, verdict: "admitted", key: keyOf(a1) },
+      { index: 1, verdict: "admitted", key: keyOf(a2) },
+    ]);
+    const b3 = reading(D, 3, 30);
+    const c2 = reading(D, 2, 25); // seq 2 again, other content
+    const second = await ingest(w.call, [a1, b3, c2, reading(D, 4, 101), b3]);
+    // The members existing clients read are as they were.
+    assert.deepEqual(second.admitted, [{ index: 1, key: keyOf(b3) }, { index: 2, key: keyOf(c2) }]);
+    assert.deepEqual([second.duplicates, second.rejected.map((r) => [r.index, r.code])], [[0, 4], [[3, "invalid_fill_pct"]]]);
+    const rows = byKey(await ledger(w.call, D));
+    assert.deepEqual(second.verdicts, [
+      { index: 0, verdict: "duplicate", key: keyOf(a1), first_admitted_at: rows.get(keyOf(a1)).admitted_at, first_burst_id: first.burst_id },
+      { index: 1, verdict: "admitted", key: keyOf(b3) },
+      { index: 2, verdict: "conflict", key: keyOf(c2), conflicts_with: keyOf(a2) },
+      { index: 3, verdict: "rejected", code: "invalid_fill_pct" },
+      // A copy within the burst: its first admission is this burst's.
+      { index: 4, verdict: "duplicate", key: keyOf(b3), first_admitted_at: rows.get(keyOf(b3)).admitted_at, first_burst_id: second.burst_id },
+    ]);
+    // The ledger: each row's verdict and link.
+    const view = (rows) => [...rows.values()].map((r) => [r.seq, r.verdict, r.conflicts_with]);
+    assert.deepEqual(view(rows), [
+      [1, "admitted", null],
+      [2, "admitted", null],
+      [3, "admitted", null],
+      [2, "conflict", keyOf(a2)],
+    ]);
+    // The origin body: the same two members on every reading.
+    await until(() => new Set(o.accepted()).size === 4, "the four readings delivered");
+    const sent = o.requests.filter((r) => r.ok).flatMap((r) => r.body.readings);
+    assert.deepEqual(
+      sent.map((r) => [r.key, r.verdict, r.conflicts_with]),
+      [...rows.values()].map((r) => [r.key, r.verdict, r.conflicts_with]),
+    );
+    assert.deepEqual(Object.keys(sent[0]), ["key", "device_id", "seq", "ts", "fill_pct", "admitted_at", "verdict", "conflicts_with"]);
+    // Counted: `conflicts` is `seq_reuses` under the verdict's name.
+    const stats = await until(async () => {
+      const { body } = await get(w.call, "/v1/stats");
+      return body.unique === 4 && body.pending_deliveries === 0 && body;
+    }, "the figures flushed");
+    assert.deepEqual([stats.conflicts, stats.seq_reuses], [1, 1]);
+  } finally {
+    await w.mf.dispose();
+    await o.close();
+  }
+});
+
+test("a counter reset (a battery swap: seq 4 and 5 again, other content) links each conflict to the stored reading with its seq, the newest one", async () => {
+  const w = await start();
+  try {
+    const D = "bin-V2";
+    const at = (m) => `2026-07-16T${String(9 + Math.floor(m / 60)).padStart(2, "0")}:${String(m % 60).padStart(2, "0")}:00Z`;
+    const life1 = [4, 5, 6].map((seq, i) => reading(D, seq, 40 + i, at(10 * i)));
+    await ingest(w.call, life1);
+    // The battery is swapped at 09:30: the counter starts again at 0.
+    const life2 = [0, 1, 2, 3, 4, 5].map((seq, i) => reading(D, seq, 50 + i, at(40 + 10 * i)));
+    const reset = await ingest(w.call, life2);
+    assert.deepEqual(
+      reset.verdicts.map((v) => [life2[v.index].seq, v.verdict, v.conflicts_with]),
+      [
+        [0, "admitted", undefined],
+        [1, "admitted", undefined],
+        [2, "admitted", undefined],
+        [3, "admitted", undefined],
+        [4, "conflict", keyOf(life1[0])],
+        [5, "conflict", keyOf(life1[1])],
+      ],
+    );
+    // A third reading with seq 5 conflicts with the newest stored one (the second life's),
+    // and a second seq 7 in one burst with the first, stored by that same burst.
+    const third = reading(D, 5, 99, at(200));
+    const s7 = [reading(D, 7, 70, at(210)), reading(D, 7, 71, at(211))];
+    const more = await ingest(w.call, [third, ...s7]);
+    assert.deepEqual(
+      more.verdicts.map((v) => [v.verdict, v.conflicts_with]),
+      [
+        ["conflict", keyOf(life2[5])],
+        ["admitted", undefined],
+        ["conflict", keyOf(s7[0])],
+      ],
+    );
+    // A replay of the second life's seq 5 is a duplicate of its burst, not a conflict.
+    const replay = await ingest(w.call, [life2[5]]);
+    assert.deepEqual([replay.verdicts[0].verdict, replay.verdicts[0].first_burst_id, replay.unique], ["duplicate", reset.burst_id, 0]);
+    const rows = await ledger(w.call, D);
+    assert.deepEqual(
+      rows.filter((r) => r.verdict === "conflict").map((r) => [r.key, r.conflicts_with]),
+      [
+        [keyOf(life2[4]), keyOf(life1[0])],
+        [keyOf(life2[5]), keyOf(life1[1])],
+        [keyOf(third), keyOf(life2[5])],
+        [keyOf(s7[1]), keyOf(s7[0])],
+      ],
+    );
+  } finally {
+    await w.mf.dispose();
+  }
+});
+
+test("a retried device call (attempt > 0) answers the verdicts, first admissions and links the first call answered", async () => {
+  const w = await start();
+  try {
+    const D = "bin-V3";
+    const a1 = reading(D, 1, 10);
+    const a2 = reading(D, 2, 20);
+    const first = await ingest(w.call, [a1, a2]);
+    const text = JSON.stringify([a1, reading(D, 3, 30), reading(D, 2, 25), reading(D, 4, 101), reading(D, 3, 30)]);
+    const second = await ingest(w.call, text);
+    assert.deepEqual(second.verdicts.map((v) => v.verdict), ["duplicate", "admitted", "conflict", "rejected", "duplicate"]);
+    // The worker's retry of a call whose answer was lost: the same plan and burst id.
+    const plan = JSON.parse(pkg.parseUplink("readings", new TextEncoder().encode(text), { maxReadings: 10_000 }));
+    const { readings } = plan.devices[0];
+    const ns = await w.mf.getDurableObjectNamespace("DEVICES");
+    const retried = await ns.get(ns.idFromName(D)).ingest({ device_id: D, readings, refused: 1, route: "readings", burst_id: second.burst_id, attempt: 1 });
+    assert.equal(retried.ok, true);
+    // The keyed readings are the reply's indices 0, 1, 2, 4 (3 was refused while routing).
+    const answered = [0, 1, 2, 4].map((i) => second.verdicts[i]);
+    assert.deepEqual([...retried.verdicts], [2, 0, 1, 2]);
+    assert.deepEqual(retried.notes, [
+      { first_admitted_at: answered[0].first_admitted_at, first_burst_id: first.burst_id },
+      null,
+      { conflicts_with: keyOf(a2) },
+      { first_admitted_at: answered[3].first_admitted_at, first_burst_id: second.burst_id },
+    ]);
+    // Nothing stored twice; the ledger's verdicts unchanged.
+    assert.deepEqual((await ledger(w.call, D)).map((r) => [r.seq, r.verdict]), [[1, "admitted"], [2, "admitted"], [3, "admitted"], [2, "conflict"]]);
+  } finally {
+    await w.mf.dispose();
+  }
+});
+
+/** Whether `sql` (one row, one column) is true in a database file. */
+const holds = (file, sql) => execFileSync("python3", ["-c", "import sqlite3,sys; print(sqlite3.connect(sys.argv[1]).execute(sys.argv[2]).fetchone()[0])", file, sql], { encoding: "utf8" }).trim() === "1";
+
+test("storage without the verdict columns: its rows read as admitted, are delivered so, and name their first admission", async () => {
+  const dir = tempDir();
+  const o = await origin();
+  try {
+    const D = "bin-V4";
+    const a1 = reading(D, 1, 10);
+    const a2 = reading(D, 2, 20);
+    const first = await start({ persist: dir });
+    let firstReply;
+    try {
+      firstReply = await ingest(first.call, [a1, a2]);
+    } finally {
+      await first.mf.dispose();
+    }
+    // An older version's rows: no verdict, no conflicts_with; waiting for the origin.
+    const files = databases(dir, "DeviceObject").filter((f) => holds(f, `SELECT COUNT(*) FROM sqlite_master WHERE name = 'readings'`));
+    assert.ok(files.length >= 1);
+    sqlite(files, "ALTER TABLE readings DROP COLUMN conflicts_with; ALTER TABLE readings DROP COLUMN verdict; UPDATE readings SET state = 'pending', next_attempt_at = admitted_at;");
+    for (const f of files) assert.ok(!holds(f, "SELECT COUNT(*) FROM pragma_table_info('readings') WHERE name IN ('verdict', 'conflicts_with')"));
+    const w = await start({ persist: dir, vars: { ORIGIN_URL: o.url } });
+    try {
+      const c2 = reading(D, 2, 25);
+      const reply = await ingest(w.call, [a1, c2]);
+      const rows = await ledger(w.call, D);
+      assert.deepEqual(reply.verdicts, [
+        { index: 0, verdict: "duplicate", key: keyOf(a1), first_admitted_at: rows[0].admitted_at, first_burst_id: firstReply.burst_id },
+        { index: 1, verdict: "conflict", key: keyOf(c2), conflicts_with: keyOf(a2) },
+      ]);
+      assert.deepEqual(rows.map((r) => [r.key, r.verdict, r.conflicts_with]), [
+        [keyOf(a1), "admitted", null],
+        [keyOf(a2), "admitted", null],
+        [keyOf(c2), "conflict", keyOf(a2)],
+      ]);
+      await until(() => new Set(o.accepted()).size === 3, "the old rows and the new one delivered");
+      const sent = o.requests.filter((r) => r.ok).flatMap((r) => r.body.readings);
+      assert.deepEqual(new Map(sent.map((r) => [r.key, [r.verdict, r.conflicts_with]])), new Map(rows.map((r) => [r.key, [r.verdict, r.conflicts_with]])));
+    } finally {
+      await w.mf.dispose();
+    }
+  } finally {
+    await o.close();
+    fs.rmSync(dir, { recursive: true, force: true });
+  }
+});
+
+test("a webhook uplink (The Things Stack) answers verdicts too; its Simulate uplink answers admitted or duplicate, naming the stored admission", async () => {
+  const w = await start();
+  try {
+    const eui = "E0000000000000A5";
+    const uplink = (seq, fill_pct, simulated) => {
+      const v = JSON.parse(fs.readFileSync(new URL("../fixtures/webhooks/tts/simulated_uplink.json", import.meta.url), "utf8"));
+      v.end_device_ids.dev_eui = eui;
+      v.uplink_message.decoded_payload = { seq, ts: "2026-07-16T09:00:00Z", fill_pct };
+      if (!simulated) delete v.simulated;
+      return JSON.stringify(v);
+    };
+    const send = async (body) => (await post(w.call, "/v1/uplinks/ttn", body)).json();
+    const first = await send(uplink(1, 20, false));
+    const key = keyOf(reading(eui, 1, 20));
+    assert.deepEqual(first.verdicts, [{ index: 0, verdict: "admitted", key }]);
+    const again = await send(uplink(1, 20, false));
+    const [row] = await ledger(w.call, eui);
+    const duplicate = { index: 0, verdict: "duplicate", key, first_admitted_at: row.admitted_at, first_burst_id: first.burst_id };
+    assert.deepEqual(again.verdicts, [duplicate]);
+    const simulated = await send(uplink(1, 20, true));
+    assert.deepEqual([simulated.simulated, simulated.verdicts], [true, [duplicate]]);
+    const other = await send(uplink(1, 21, true));
+    assert.deepEqual(other.verdicts.map((v) => v.verdict), ["admitted"], "a simulated seq reuse is not told apart");
+  } finally {
+    await w.mf.dispose();
+  }
+});
