@@ -161,6 +161,7 @@ test("a decoded raw uplink whose write keeps failing: the reply counts its sampl
       // Two history records: the audit line counts two readings not stored; the reply must too.
       assert.deepEqual([line.payload.received, line.payload.not_stored], [2, 2], JSON.stringify(line));
       assert.deepEqual([r.body.received, r.body.not_stored], [2, [0, 1]], JSON.stringify(r.body));
+      assert.deepEqual(r.body.verdicts, [0, 1].map((index) => ({ index, verdict: "not_stored" })));
       assert.equal(r.body.decoded?.codec, "milesight-iot/em500-udl");
     },
   );

@@ -153,6 +153,7 @@ test("an unconfigured device's uplinks are parked, not lost, and decoded when it
   assert.equal(a.body.unique, 0);
   assert.deepEqual(a.body.parked.map((p) => [p.index, p.device_id, p.code]), [[0, id, "device_not_configured"]]);
   assert.match(a.body.parked[0].message, /codec and bin_depth_mm/);
+  assert.deepEqual(a.body.verdicts, [{ index: 0, verdict: "parked", code: "device_not_configured" }]);
   // The same frame again (a redelivery) is kept once.
   const copy = await send("ttn", body);
   reconciles(copy.body);
