@@ -132,3 +132,31 @@ test("a duplicate of an unparked uplink names a burst some reply gave (README: '
     await w.mf.dispose();
   }
 });
+
+test("a key re-admitted after its TTL: its duplicates name the latest admission; a conflict then links to the newest row with the seq", async () => {
+  const w = await start({ vars: { TTL_MS: "300" } });
+  try {
+    const D = "bin-TTL";
+    const a1 = reading(D, 1, 10);
+    const send = async (burst) => {
+      const res = await post(w.call, "/v1/readings", burst);
+      const body = await res.json();
+      assert.equal(res.status, 200, JSON.stringify(body));
+      whole(body);
+      return body;
+    };
+    const first = await send([a1]);
+    await new Promise((r) => setTimeout(r, 400));
+    const again = await send([a1]);
+    assert.deepEqual(again.verdicts, [{ index: 0, verdict: "admitted", key: keyOf(a1) }]);
+    const dup = await send([a1]);
+    const [row] = await ledger(w.call, D);
+    assert.notEqual(again.burst_id, first.burst_id);
+    assert.deepEqual(dup.verdicts, [{ index: 0, verdict: "duplicate", key: keyOf(a1), first_admitted_at: row.admitted_at, first_burst_id: again.burst_id }]);
+    const a1x = reading(D, 1, 11);
+    const conflict = await send([a1x]);
+    assert.deepEqual(conflict.verdicts, [{ index: 0, verdict: "conflict", key: keyOf(a1x), conflicts_with: keyOf(a1) }]);
+  } finally {
+    await w.mf.dispose();
+  }
+});
