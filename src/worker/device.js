@@ -516,10 +516,13 @@ export class DeviceObject extends DurableObject {
 
   /**
    * Decodes and admits the parked uplinks the device's configuration now allows
-   * (one its codec does not read stays parked, WARN parked_not_decoded), oldest first, at most UNPARK_PER_CALL per call: each in a burst of its own (a
-   * new burst id; its audit line counts its samples as received), its row deleted in
-   * that burst's transaction. Returns what it did: `{uplinks, received, unique,
-   * duplicates_suppressed, rejected, still_parked}`.
+   * (one its codec does not read stays parked, WARN parked_not_decoded), oldest
+   * first, at most UNPARK_PER_CALL per call: each as a burst of its own under the
+   * burst id its parking reply gave (a later duplicate names the burst the sender
+   * saw; a retried call of that burst recognises the rows; its second audit line
+   * counts the samples as received), its row deleted in that burst's transaction.
+   * Returns what it did: `{uplinks, received, unique, duplicates_suppressed,
+   * rejected, still_parked}`.
    */
   async unpark() {
     const done = { uplinks: 0, received: 0, unique: 0, duplicates_suppressed: 0, rejected: 0, still_parked: 0 };
@@ -527,7 +530,7 @@ export class DeviceObject extends DurableObject {
     const rows = this.sql.exec("SELECT frame, raw, rows, route, burst_id FROM parked ORDER BY parked_at, rowid LIMIT ?", UNPARK_PER_CALL).toArray();
     for (const row of rows) {
       const raw = JSON.parse(row.raw);
-      const context = { device_id: raw.device_id, route: row.route, burst_id: crypto.randomUUID() };
+      const context = { device_id: raw.device_id, route: row.route, burst_id: row.burst_id };
       let out;
       try {
         const decoded = decodeRaw(raw, this.deviceConfig(), this.counterRef());
@@ -536,16 +539,16 @@ export class DeviceObject extends DurableObject {
           // The codec now configured does not read it (the wrong sensor?): it stays
           // parked for a configuration that does, rather than rejected and deleted.
           const { code, message, codec } = decoded.refused;
-          console.log(JSON.stringify({ level: "WARN", event: "parked_not_decoded", ...context, parked_burst_id: row.burst_id, codec, f_port: raw.f_port, code, message }));
+          console.log(JSON.stringify({ level: "WARN", event: "parked_not_decoded", ...context, codec, f_port: raw.f_port, code, message }));
           continue;
         }
-        console.log(JSON.stringify({ level: "INFO", event: "uplink_unparked", ...context, parked_burst_id: row.burst_id }));
+        console.log(JSON.stringify({ level: "INFO", event: "uplink_unparked", ...context }));
         out = await this.admitDecoded(context, raw, decoded, row.rows, { unpark: row.frame });
       } catch (e) {
         out = { ok: false, code: e?.code ?? "internal_error", message: String(e?.message ?? e) };
       }
       if (!out.ok) {
-        console.log(JSON.stringify({ level: "WARN", event: "unpark_failed", ...context, parked_burst_id: row.burst_id, code: out.code, error: out.message }));
+        console.log(JSON.stringify({ level: "WARN", event: "unpark_failed", ...context, code: out.code, error: out.message }));
         continue;
       }
       done.uplinks += 1;
