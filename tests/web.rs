@@ -5,7 +5,7 @@
 
 use js_sys::{Reflect, Uint8Array, JSON};
 use reconnect_dedupe::wasm::{
-    check_device_id_js, idempotency_key_js, parse_uplink, JsDeduplicator,
+    check_device_id_js, idempotency_key_js, parse_uplink, JsDeduplicator, JsSeqWindow,
 };
 use serde_json::{json, Value};
 use wasm_bindgen::{JsCast, JsValue};
@@ -716,4 +716,37 @@ fn a_raw_frame_gives_decoded_readings_their_frames() {
             "{bad}"
         );
     }
+}
+
+#[wasm_bindgen_test]
+fn a_sequence_window_finds_a_gap_closes_it_and_round_trips_its_bytes() {
+    let mut w = JsSeqWindow::new();
+    for seq in [1.0, 2.0, 5.0] {
+        w.observe(seq.into(), NOW.into()).unwrap();
+    }
+    assert_eq!(
+        rust(&w.gaps().unwrap()),
+        json!([{"from": 3, "to": 4, "first_noticed_ms": NOW as i64}])
+    );
+    let bytes = Uint8Array::from(&w.to_bytes()[..]);
+    let mut back = JsSeqWindow::from_bytes(bytes.into()).unwrap();
+    let late = back.observe(3.0.into(), (NOW + 5000.0).into()).unwrap();
+    assert_eq!(
+        rust(&late),
+        json!({"kind": "recovered", "delay_ms": 5000, "from": null, "to": null})
+    );
+    assert_eq!(rust(&back.totals().unwrap())["missing"], json!(1));
+    assert_eq!(back.highest(), Some(5.0));
+    assert_eq!(
+        code_of(
+            JsSeqWindow::from_bytes(Uint8Array::from(&b"nope"[..]).into())
+                .err()
+                .unwrap()
+        ),
+        "invalid_snapshot"
+    );
+    assert_eq!(
+        code_of(back.observe("3".into(), NOW.into()).err().unwrap()),
+        "invalid_seq"
+    );
 }

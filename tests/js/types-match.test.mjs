@@ -16,7 +16,7 @@ const wasmPath = new URL('reconnect_dedupe_bg.wasm', pkgDir);
 assert.ok(fs.existsSync(wasmPath), 'pkg/ is missing: run `npm run build` first');
 const pkg = await import(new URL('reconnect_dedupe.js', pkgDir));
 pkg.initSync({ module: fs.readFileSync(wasmPath) });
-const { Deduplicator, limits, parseUplink } = pkg;
+const { Deduplicator, limits, parseUplink, SeqWindow } = pkg;
 
 const dts = fileURLToPath(new URL('reconnect_dedupe.d.ts', pkgDir));
 const program = ts.createProgram([dts], {
@@ -171,4 +171,24 @@ test('readingsFromPayload returns a PayloadReadings, with and without a frame id
   const plain = pkg.readingsFromPayload('24E124136B502217', config, 85, live, unframed);
   assert.equal(plain.readings[0].frame, null);
   conforms(plain, type, 'readingsFromPayload');
+});
+
+test('SeqWindow returns its declared types: observations of every kind, gaps, totals', () => {
+  const w = new SeqWindow();
+  const seen = [1, 4, 3, 3, 5_000, 4].map((seq, i) => w.observe(seq, NOW + i));
+  assert.deepEqual(seen.map((o) => o.kind), ['new', 'new', 'recovered', 'repeat', 'new', 'reset']);
+  for (const o of seen) conforms(o, returns('SeqWindow', 'observe'), `observe (${o.kind})`);
+  w.observe(8, NOW);
+  assert.deepEqual(w.gaps().map((g) => [g.from, g.to]), [[5, 7]]);
+  conforms(w.gaps(), returns('SeqWindow', 'gaps'), 'gaps');
+  conforms(w.totals(), returns('SeqWindow', 'totals'), 'totals');
+  const back = SeqWindow.fromBytes(w.toBytes());
+  assert.deepEqual([back.highest, back.gaps(), back.totals()], [w.highest, w.gaps(), w.totals()]);
+  assert.throws(() => SeqWindow.fromBytes(new Uint8Array([9])), { code: 'invalid_snapshot' });
+  assert.throws(() => w.observe(1.5, NOW), { code: 'invalid_seq' });
+  assert.throws(() => w.observe(2 ** 53, NOW), { code: 'invalid_seq' });
+  assert.throws(() => w.observe(1, NaN), { code: 'invalid_time' });
+  assert.equal(new SeqWindow().highest, undefined);
+  back.free();
+  w.free();
 });

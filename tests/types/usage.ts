@@ -21,6 +21,7 @@ import init, {
   isoTime,
   limits,
   parseUplink,
+  SeqWindow,
 } from "../../pkg/reconnect_dedupe.js";
 import type {
   Admitted,
@@ -49,6 +50,10 @@ import type {
   RawUplink,
   Reading,
   Refused,
+  SeqGap,
+  SeqKind,
+  SeqObservation,
+  SeqWindowTotals,
   Rejection,
   UplinkOptions,
   UplinkPlan,
@@ -306,3 +311,38 @@ export function payloadReadings(bytes: Uint8Array): string[] {
   void [next, frames];
   return out.readings.map((r: KeyedReading) => r.key);
 }
+
+/** A device's sequence window: observe seqs, read its gaps and totals, store its bytes. */
+export function sequenceHealth(seqs: number[]): number {
+  const window = new SeqWindow();
+  const kinds: SeqKind[] = seqs.map((seq) => window.observe(seq, NOW).kind);
+  const seen: SeqObservation = window.observe(3, NOW);
+  const delay: number | null = seen.delay_ms;
+  const restart: (number | null)[] = [seen.from, seen.to];
+  const highest: number | undefined = window.highest;
+  const open: SeqGap[] = window.gaps();
+  const totals: SeqWindowTotals = window.totals();
+  const bytes: Uint8Array = window.toBytes();
+  const back: SeqWindow = SeqWindow.fromBytes(bytes);
+  back.free();
+  window.free();
+  // @ts-expect-error a seq is a number
+  new SeqWindow().observe("3", NOW);
+  // @ts-expect-error the window's bytes are bytes
+  SeqWindow.fromBytes("RDSW");
+  // @ts-expect-error totals are snake_case, as the core counts them
+  totals.tooOld;
+  void [kinds, delay, restart, highest];
+  const noticed: number[] = open.map((g: SeqGap) => g.first_noticed_ms);
+  void noticed;
+  return open.reduce((n, g) => n + g.to - g.from + 1, 0) + totals.too_old;
+}
+
+export const seqShapes = {
+  observation: { kind: true, delay_ms: true, from: true, to: true } satisfies Members<SeqObservation>,
+  gap: { from: true, to: true, first_noticed_ms: true } satisfies Members<SeqGap>,
+  totals: {
+    missing: true, recovered: true, repeats: true, resets: true, too_old: true,
+    gaps_dropped: true, missing_dropped: true, closed_by_reset: true,
+  } satisfies Members<SeqWindowTotals>,
+};
