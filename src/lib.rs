@@ -7,7 +7,7 @@
 //! the [`Deduplicator`] accounts for every reading of a burst in one audit record.
 //!
 //! * [`dedupe`]: the pure Rust core (readings, keys, the seen-set, bursts; a device's
-//!   sequence window, [`SeqWindow`], used by nothing yet), tested natively.
+//!   sequence window, [`SeqWindow`], which the worker keeps per device), tested natively.
 //! * [`uplink`]: network-server webhooks → readings, one file per server.
 //! * [`codec`]: sensors' raw payloads → level samples, one file per vendor; fill levels
 //!   from bin geometry.

@@ -2,10 +2,9 @@
 //! sent, and what each new one means (new, repeat, a late arrival that closes a gap, a
 //! counter reset, too old to tell).
 //!
-//! This is the core of issue 12's sequence health. **Nothing uses it yet**: it is not
-//! exported through Wasm and the worker does not call it; it is a tested library
-//! feature ([`crate::SeqWindow`]) until the device object keeps one per device in its
-//! SQLite row ([`SeqWindow::to_bytes`]).
+//! This is the core of issue 12's sequence health. The facade exports it as the JS
+//! class `SeqWindow`; the worker's device object keeps one per device, as
+//! [`SeqWindow::to_bytes`] in a row of its SQLite (README "Sequence health per device").
 //!
 //! # The window
 //! In the style of RFC 6479 and WireGuard's anti-replay window: a ring of

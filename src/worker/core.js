@@ -42,7 +42,7 @@ export class HttpError extends Error {
   }
 }
 
-export const { auditLine, checkDeviceId, checkUplinkOptions, Deduplicator, idempotencyKey, isoTime, limits, parseUplink, readingsFromPayload } = core;
+export const { auditLine, checkDeviceId, checkUplinkOptions, Deduplicator, idempotencyKey, isoTime, limits, parseUplink, readingsFromPayload, SeqWindow } = core;
 
 /**
  * Logs the audit line of one device's burst of which nothing was stored or counted

@@ -3,8 +3,8 @@
 // to ORIGIN_URL and the record from which the in-memory seen-set is rebuilt.
 import { DurableObject } from "cloudflare:workers";
 import { config } from "./config.js";
-import { ADMITTED, auditLine, CONFLICT, Deduplicator, DUPLICATE, guarded, HttpError, idempotencyKey, isoTime, logNothingStored, wasmGeneration } from "./core.js";
-import { decodeRaw, decodedView } from "./decode.js";
+import { ADMITTED, auditLine, CONFLICT, Deduplicator, DUPLICATE, guarded, HttpError, idempotencyKey, isoTime, logNothingStored, SeqWindow, wasmGeneration } from "./core.js";
+import { decodeRaw, decodedView, effectiveConfig } from "./decode.js";
 import { deliver, nextDelivery, prepareOutbox } from "./delivery.js";
 import { countBurst, flush, flushDue, noteChange, prepareDevice, register } from "./fleet.js";
 
@@ -50,6 +50,10 @@ CREATE TABLE IF NOT EXISTS parked (
 );
 -- The application-counter reference of the device's codec (DF703): one row, or none.
 CREATE TABLE IF NOT EXISTS codec_state (id INTEGER PRIMARY KEY CHECK (id = 0), counter_ref INTEGER NOT NULL);
+-- The device's sequence window (the core's SeqWindow, its toBytes()): one row, or none
+-- before the first reading that feeds it (windowSeqs). \`missing\`: its totals' open
+-- missing seqs, written with the bytes, for the roll-up's missing_seqs gauge.
+CREATE TABLE IF NOT EXISTS seq_window (id INTEGER PRIMARY KEY CHECK (id = 0), bytes BLOB NOT NULL, missing INTEGER NOT NULL);
 `;
 
 // A key that expired from the seen-set and arrives again is admitted again (the
@@ -202,7 +206,9 @@ export class DeviceObject extends DurableObject {
       return unregistered;
     }
     const context = { device_id, route, burst_id };
-    if (!raw) return this.admit(context, planned, refused, { attempt });
+    // A native burst's seq is the sender's own: it feeds the sequence window.
+    const windowSeqs = route === "readings" ? planned.map((r) => r.seq) : null;
+    if (!raw) return this.admit(context, planned, refused, { attempt, windowSeqs });
     let decoded;
     try {
       decoded = decodeRaw(raw, this.deviceConfig(), this.counterRef());
@@ -229,7 +235,8 @@ export class DeviceObject extends DurableObject {
       return { ...out, refused_as: { code, message } };
     }
     // Also when nothing was stored: the reply lists the samples in not_stored, as the audit line counts them.
-    const out = await this.admit(context, decoded.readings, decoded.rejected.length, { attempt, unpark, counterRef: decoded.counter_ref, crossPath: true });
+    const windowSeqs = decodedWindowSeqs(decoded, effectiveConfig(this.deviceConfig(), raw).config.reporting_period_s);
+    const out = await this.admit(context, decoded.readings, decoded.rejected.length, { attempt, unpark, counterRef: decoded.counter_ref, crossPath: true, windowSeqs });
     return { ...out, decoded: decodedView(raw, decoded, out.crossed) };
   }
 
@@ -238,14 +245,16 @@ export class DeviceObject extends DurableObject {
    * the burst's counts, in one transaction; `counterRef` (the codec's application
    * counter reference) and `unpark` (a parked frame to delete) are written with them.
    * Between admitting and storing nothing is awaited, so no other request can see a
-   * key admitted but not stored. Returns `{ok: true, verdicts, notes, keys, counts}`
+   * key admitted but not stored. `windowSeqs` (per planned reading, its seq in the
+   * device's sequence window, or null: `decodedWindowSeqs`) feeds the window with the
+   * admitted and duplicate readings, in the same transaction (`observeSeqs`). Returns `{ok: true, verdicts, notes, keys, counts}`
    * (`verdicts`: a byte per reading: 0 admitted, 1 admitted with a seq reuse (a
    * conflict), 2 duplicate; 3, pending, needs a provisional admission, which the
    * worker never makes; `notes`: per reading, what its verdict links to, `notes`
    * below; `keys`: the keys as stored when `reframe` changed one), or `{ok: false,
    * status, code, message}` when nothing was stored.
    */
-  async admit(context, planned, refused, { attempt = 0, counterRef = null, unpark = null, crossPath = false } = {}) {
+  async admit(context, planned, refused, { attempt = 0, counterRef = null, unpark = null, crossPath = false, windowSeqs = null } = {}) {
     const { device_id, burst_id } = context;
     const cfg = config(this.env);
     const now = Date.now();
@@ -261,6 +270,7 @@ export class DeviceObject extends DurableObject {
     const state = cfg.ORIGIN_URL ? "pending" : "stored";
     let out;
     let conflicts;
+    let health = null;
     // A failed write is retried at once, STORE_WRITES writes in all (network servers
     // barely retry a 503). Each admits against the seen-set rebuilt from the rows
     // (the failure dropped it), so admitting and storing stay one synchronous step.
@@ -296,7 +306,9 @@ export class DeviceObject extends DurableObject {
             const conflictsWith = verdict === CONFLICT ? conflicts.get(i) : null;
             this.sql.exec(INSERT, r.key, device_id, r.seq, r.ts, r.fill_pct, now, burst_id, state, state === "pending" ? now : null, r.frame ?? null, verdict === CONFLICT ? "conflict" : "admitted", conflictsWith);
           });
-          countBurst(this.sql, device_id, counts);
+          // A retried call counted already observed its seqs with the first one.
+          health = windowSeqs && !out.counted ? this.observeSeqs(windowSeqs, out.verdicts, now, context) : null;
+          countBurst(this.sql, device_id, health ? { ...counts, recovered_seqs: health.recovered.length, seq_resets: health.resets.length } : counts);
           if (!counts.unique) this.countedWithoutRows(burst_id);
           if (counterRef !== null && counterRef !== undefined) {
             this.sql.exec("INSERT OR REPLACE INTO codec_state (id, counter_ref) VALUES (0, ?)", counterRef);
@@ -323,6 +335,7 @@ export class DeviceObject extends DurableObject {
     const notes = this.notes(readings, out.verdicts, conflicts);
     if (out.counted) console.log(JSON.stringify({ level: "INFO", event: "burst_already_stored", device_id, burst_id, attempt, readings: out.already }));
     if (out.line) console.log(out.line);
+    if (health) logHealth(health, context);
     // Delivers the new rows right away (unless a batch is open: they wait for it);
     // also re-arms an alarm lost with a restart while a backlog waits.
     await this.scheduleAfterCommit(cfg, context);
@@ -445,6 +458,65 @@ export class DeviceObject extends DurableObject {
       return { ...r, key: live.key, seq: live.seq, ts: live.ts, frame: live.frame };
     });
     return { readings: out, crossed };
+  }
+
+  /**
+   * Feeds the device's sequence window with the seqs of one burst's admitted and
+   * duplicate readings (`seqs[i]` null: reading i does not feed it; rejected readings
+   * are not in the burst), at `now`, and stores it. Call it inside the burst's
+   * transaction. Returns `{recovered: [{seq, delay_ms}], resets: [{from, to}]}`.
+   */
+  observeSeqs(seqs, verdicts, now, context) {
+    const health = { recovered: [], resets: [] };
+    const fed = seqs.map((seq, i) => (seq !== null && (ADMITTED.has(verdicts[i]) || verdicts[i] === DUPLICATE) ? seq : null)).filter((seq) => seq !== null);
+    if (!fed.length) return health;
+    const window = this.seqWindow(context);
+    try {
+      for (const seq of fed) {
+        const seen = guarded(() => window.observe(seq, now));
+        if (seen.kind === "recovered") health.recovered.push({ seq, delay_ms: seen.delay_ms });
+        if (seen.kind === "reset") health.resets.push({ from: seen.from, to: seen.to });
+      }
+      const missing = guarded(() => window.totals()).missing;
+      this.sql.exec("INSERT OR REPLACE INTO seq_window (id, bytes, missing) VALUES (0, ?, ?)", guarded(() => window.toBytes()), missing);
+    } finally {
+      window.free();
+    }
+    return health;
+  }
+
+  /**
+   * The device's stored sequence window (a new one when none is stored). Bytes the core
+   * cannot read (`invalid_snapshot`) are logged (WARN seq_window_unreadable) and a new
+   * window starts: the burst is not refused for them. The caller frees it.
+   */
+  seqWindow(context = {}) {
+    const row = this.prepared ? this.sql.exec("SELECT bytes FROM seq_window").toArray()[0] : undefined;
+    if (!row) return new SeqWindow();
+    try {
+      return guarded(() => SeqWindow.fromBytes(new Uint8Array(row.bytes)));
+    } catch (e) {
+      if (e?.code !== "invalid_snapshot") throw e;
+      console.log(JSON.stringify({ level: "WARN", event: "seq_window_unreadable", device_id: context.device_id, error: String(e?.message ?? e) }));
+      return new SeqWindow();
+    }
+  }
+
+  /**
+   * The device's sequence health (GET /v1/devices/{id}/gaps): `{highest, gaps: [{from,
+   * to, first_noticed_at}], totals}` (`highest` null before the first seq). Reads only.
+   */
+  gaps() {
+    const window = this.seqWindow();
+    try {
+      return {
+        highest: window.highest ?? null,
+        gaps: window.gaps().map((g) => ({ from: g.from, to: g.to, first_noticed_at: isoTime(g.first_noticed_ms) })),
+        totals: window.totals(),
+      };
+    } finally {
+      window.free();
+    }
   }
 
   /** The codec's stored application-counter reference (DF703), or null. */
@@ -834,3 +906,31 @@ function notAdmitted(context, readings, refused, e) {
   return answer;
 }
 
+
+/**
+ * Which decoded readings feed the device's sequence window, and with what: per reading,
+ * its window seq or null. A seq that is a real counter feeds it: the DF703's
+ * application counter (its `seq`, unwrapped by the core), and a reading dated by the
+ * device's clock (a history or datalog record: the reading without a `frame`, its
+ * `seq` the device time in seconds) as its slot `floor(seq / reporting_period_s)`,
+ * only when the device has a reporting period (else one slot per second would list
+ * every unsent second as missing). A seq that is the LoRaWAN frame counter (it
+ * restarts on every rejoin) or a receive-time slot (Tekelek) does not.
+ */
+export function decodedWindowSeqs(decoded, period) {
+  return decoded.readings.map((r) => {
+    if (decoded.codec === "dingtek/df703") return r.seq;
+    if (r.frame === null && period) return Math.floor(r.seq / period);
+    return null;
+  });
+}
+
+/** Logs a burst's late arrivals (INFO gap_recovered, the longest delay) and resets (WARN seq_reset, one each). */
+function logHealth({ recovered, resets }, { device_id, route, burst_id }) {
+  if (recovered.length) {
+    const seqs = recovered.map((r) => r.seq);
+    const delay_ms = Math.max(...recovered.map((r) => r.delay_ms));
+    console.log(JSON.stringify({ level: "INFO", event: "gap_recovered", device_id, route, burst_id, recovered: seqs.length, from: Math.min(...seqs), to: Math.max(...seqs), delay_ms }));
+  }
+  for (const { from, to } of resets) console.log(JSON.stringify({ level: "WARN", event: "seq_reset", device_id, route, burst_id, from, to }));
+}

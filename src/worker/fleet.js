@@ -48,10 +48,16 @@ const SHARDS = 16;
 /** A flush not answered by then counts as failed (and is sent again, harmlessly). */
 const FLUSH_TIMEOUT_MS = 10_000;
 
-/** Cumulative counters, named as in the ingest reply and the audit line. */
-const COUNTERS = ["received", "unique", "duplicates_suppressed", "cross_path_duplicates", "rejected", "parked", "seq_reuses"];
-/** Backlog gauges of a device's ledger and parked uplinks; summed over the fleet like the counters. */
-const BACKLOG = ["pending_deliveries", "delivered", "failed_attempts", "ledger_rows", "refused_by_origin", "parked_uplinks"];
+/**
+ * Cumulative counters, named as in the ingest reply and the audit line; and the
+ * sequence window's (device.js `observeSeqs`): seqs that closed a gap, counter resets.
+ */
+const COUNTERS = ["received", "unique", "duplicates_suppressed", "cross_path_duplicates", "rejected", "parked", "seq_reuses", "recovered_seqs", "seq_resets"];
+/**
+ * Backlog gauges of a device's ledger, parked uplinks and open missing seqs (its
+ * sequence window's); summed over the fleet like the counters.
+ */
+const BACKLOG = ["pending_deliveries", "delivered", "failed_attempts", "ledger_rows", "refused_by_origin", "parked_uplinks", "missing_seqs"];
 const SUMMED = [...COUNTERS, ...BACKLOG];
 /** Counter names of acknowledged events that are not uplinks: `ignored:<route>/<event>`. */
 export const IGNORED = "ignored:";
@@ -119,7 +125,7 @@ export async function register(sql, env, device_id) {
 
 /**
  * Adds one burst's counts (`received`, `unique`, `duplicates_suppressed`,
- * `cross_path_duplicates`, `rejected`, `parked`, `seq_reuses`) and marks the figures changed. Call it inside the
+ * `cross_path_duplicates`, `rejected`, `parked`, `seq_reuses`, `recovered_seqs`, `seq_resets`) and marks the figures changed. Call it inside the
  * transaction that stores the burst's rows.
  */
 export function countBurst(sql, device_id, counts) {
@@ -189,6 +195,7 @@ function figures(sql) {
     ledger_rows: b.rows,
     refused_by_origin: b.refused ?? 0,
     parked_uplinks: sql.exec("SELECT COUNT(*) AS n FROM parked").one().n,
+    missing_seqs: sql.exec("SELECT missing FROM seq_window").toArray()[0]?.missing ?? 0,
     oldest_undelivered_at: b.oldest_pending ?? null,
   };
 }
@@ -255,6 +262,8 @@ export async function fleetStats(env, cfg) {
     refused_by_origin: total.refused_by_origin,
     // Raw uplinks kept undecoded now, for want of a device configuration.
     parked_uplinks: total.parked_uplinks,
+    // Seqs missing now in the devices' sequence windows (their open gaps).
+    missing_seqs: total.missing_seqs,
     // Messages that stored nothing by design, apart from the readings' counts.
     ignored_events: Object.fromEntries(Object.entries(ignored).sort(([a], [b]) => (a < b ? -1 : 1))),
     simulated_uplinks: total.simulated_uplinks,

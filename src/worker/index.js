@@ -3,7 +3,7 @@
 // core (parseUplink); deduplication, storage and delivery in src/worker/device.js.
 import { authenticate, requireConfiguredToken } from "./auth.js";
 import { config } from "./config.js";
-import { ADMITTED, auditLine, checkDeviceId, CONFLICT, DUPLICATE, guarded, HttpError, limits, logNothingStored, parseUplink } from "./core.js";
+import { ADMITTED, auditLine, checkDeviceId, CONFLICT, DUPLICATE, guarded, HttpError, limits, logNothingStored, parseUplink, SeqWindow } from "./core.js";
 import { mapAtMost } from "./fanout.js";
 import { decodedView, decodeRaw } from "./decode.js";
 import { countMessage, countUnroutable, fleetStats, IGNORED, knows } from "./fleet.js";
@@ -75,6 +75,9 @@ async function route(request, env) {
   if (path === "/v1/stats") return only(method, "GET", () => stats(env));
   if ((m = path.match(/^\/v1\/devices\/([^/]*)\/readings$/))) {
     return only(method, "GET", () => ledger(env, deviceIdOf(m[1]), url.searchParams));
+  }
+  if ((m = path.match(/^\/v1\/devices\/([^/]*)\/gaps$/))) {
+    return only(method, "GET", () => gaps(env, deviceIdOf(m[1])));
   }
   if ((m = path.match(/^\/v1\/devices\/([^/]*)\/redrive$/))) {
     return only(method, "POST", () => redrive(env, deviceIdOf(m[1]), url.searchParams));
@@ -431,6 +434,29 @@ async function ledger(env, path, params) {
   const { device_id, device } = await knownDevice(env, path);
   if (!device) return json(200, { device_id, readings: [], next: null });
   return json(200, { device_id, ...(await device.list({ after, limit })) });
+}
+
+/**
+ * GET /v1/devices/{device_id}/gaps: the device's sequence health (device.js `gaps`). A
+ * device never seen answers an empty window without its object being started.
+ */
+async function gaps(env, path) {
+  const { device_id, device } = await knownDevice(env, path);
+  let health;
+  try {
+    health = device ? await device.gaps() : null;
+  } catch (e) {
+    throw unavailable(e);
+  }
+  if (!health) {
+    const empty = new SeqWindow();
+    try {
+      health = { highest: null, gaps: [], totals: empty.totals() };
+    } finally {
+      empty.free();
+    }
+  }
+  return json(200, { device_id, ...health });
 }
 
 /**

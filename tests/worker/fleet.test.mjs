@@ -56,6 +56,8 @@ function settled(flushMs, counters, backlog) {
     rejected: 0,
     parked: 0,
     seq_reuses: 0,
+    recovered_seqs: 0,
+    seq_resets: 0,
     pending_deliveries: 0,
     oldest_undelivered_age_ms: null,
     delivered: 0,
@@ -63,6 +65,7 @@ function settled(flushMs, counters, backlog) {
     ledger_rows: 0,
     refused_by_origin: 0,
     parked_uplinks: 0,
+    missing_seqs: 0,
     ignored_events: {},
     simulated_uplinks: 0,
     ...counters,
@@ -200,7 +203,8 @@ test("a flush the roll-up applied but whose acknowledgement was lost is sent aga
   const third = await start({ persist: dir, vars });
   try {
     await ingest(third.call, [reading("bin-ACK", 4, 40)]);
-    await quiet(third.call, settled(50, { devices: 1, received: 5, unique: 3, duplicates_suppressed: 1, rejected: 1 }, { ledger_rows: 3 }));
+    // Seq 3 was rejected, so it never fed the sequence window: seq 4 leaves it missing.
+    await quiet(third.call, settled(50, { devices: 1, received: 5, unique: 3, duplicates_suppressed: 1, rejected: 1 }, { ledger_rows: 3, missing_seqs: 1 }));
     assert.deepEqual(flushFailures(third, "bin-ACK"), []);
   } finally {
     await third.mf.dispose();
