@@ -16,7 +16,7 @@ const UNREADABLE = new Set(["invalid_payload", "unsupported_port"]);
  * device-profile name; the geometry: ChirpStack tags). `missing` names what neither
  * gives.
  */
-export function effectiveConfig(stored, raw) {
+function effectiveConfig(stored, raw) {
   const hint = raw.config_hint ?? {};
   const config = {
     codec: stored?.codec ?? raw.codec_hint ?? null,
@@ -30,7 +30,8 @@ export function effectiveConfig(stored, raw) {
 
 /**
  * `raw` decoded for its device: `{readings, rejected, codec, counter_ref}` as
- * readingsFromPayload answers (each rejection with the device id), or `{parked:
+ * readingsFromPayload answers (each rejection with the device id), with the
+ * `reporting_period_s` it was decoded with (null: none), or `{parked:
  * {code, message}}` when the device has no usable configuration, or `{refused: {code,
  * message, codec}}` when the codec cannot read the payload (bytes it does not
  * understand, a port it does not read). `counterRef`: the device's stored
@@ -43,12 +44,23 @@ export function decodeRaw(raw, stored, counterRef) {
   try {
     const out = guarded(() => readingsFromPayload(raw.device_id, config, raw.f_port, bytesOfHex(raw.payload), frame));
     out.rejected = out.rejected.map((r) => ({ ...r, device_id: raw.device_id }));
+    out.reporting_period_s = config.reporting_period_s;
     return out;
   } catch (e) {
     if (e?.code === "missing_reporting_period") return { parked: notConfigured(raw.device_id, `reporting_period_s (${config.codec} times its readings by it)`) };
     if (UNREADABLE.has(e?.code)) return { refused: { code: e.code, message: `${config.codec}: ${e.message}`, codec: config.codec } };
     throw e;
   }
+}
+
+/**
+ * A preview's answer (Simulate uplink) for a raw uplink `decodeRaw` would not turn
+ * into readings: parked, or refused with the codec's code; null when it decodes.
+ */
+export function previewNotDecoded(decoded) {
+  if (decoded.parked) return { ok: true, verdicts: [], parked: { ...decoded.parked, copy: false } };
+  if (decoded.refused) return { ok: true, verdicts: [], refused_as: decoded.refused };
+  return null;
 }
 
 /**

@@ -4,7 +4,7 @@
 import { DurableObject } from "cloudflare:workers";
 import { config } from "./config.js";
 import { ADMITTED, auditLine, CONFLICT, Deduplicator, DUPLICATE, guarded, HttpError, idempotencyKey, isoTime, logNothingStored, SeqWindow, wasmGeneration } from "./core.js";
-import { decodeRaw, decodedView, effectiveConfig } from "./decode.js";
+import { decodeRaw, decodedView, previewNotDecoded } from "./decode.js";
 import { deliver, nextDelivery, prepareOutbox } from "./delivery.js";
 import { countBurst, flush, flushDue, noteChange, prepareDevice, register } from "./fleet.js";
 
@@ -211,7 +211,7 @@ export class DeviceObject extends DurableObject {
     if (!raw) return this.admit(context, planned, refused, { attempt, windowSeqs });
     let decoded;
     try {
-      decoded = decodeRaw(raw, this.deviceConfig(), this.counterRef());
+      decoded = this.decode(raw);
     } catch (e) {
       // The uplink's readings are not stored (the reply lists them in not_stored).
       return notAdmitted(context, refused, 0, e);
@@ -235,7 +235,7 @@ export class DeviceObject extends DurableObject {
       return { ...out, refused_as: { code, message } };
     }
     // Also when nothing was stored: the reply lists the samples in not_stored, as the audit line counts them.
-    const windowSeqs = decodedWindowSeqs(decoded, effectiveConfig(this.deviceConfig(), raw).config.reporting_period_s);
+    const windowSeqs = decodedWindowSeqs(decoded, decoded.reporting_period_s);
     const out = await this.admit(context, decoded.readings, decoded.rejected.length, { attempt, unpark, counterRef: decoded.counter_ref, crossPath: true, windowSeqs });
     return { ...out, decoded: decodedView(raw, decoded, out.crossed) };
   }
@@ -519,6 +519,11 @@ export class DeviceObject extends DurableObject {
     }
   }
 
+  /** `raw` decoded with the device's configuration and counter reference (decode.js `decodeRaw`). Reads only. */
+  decode(raw) {
+    return decodeRaw(raw, this.deviceConfig(), this.prepared ? this.counterRef() : null);
+  }
+
   /** The codec's stored application-counter reference (DF703), or null. */
   counterRef() {
     return this.sql.exec("SELECT counter_ref FROM codec_state").toArray()[0]?.counter_ref ?? null;
@@ -605,7 +610,7 @@ export class DeviceObject extends DurableObject {
       const context = { device_id: raw.device_id, route: row.route, burst_id: row.burst_id };
       let out;
       try {
-        const decoded = decodeRaw(raw, this.deviceConfig(), this.counterRef());
+        const decoded = this.decode(raw);
         if (decoded.parked) continue;
         if (decoded.refused) {
           // The codec now configured does not read it (the wrong sensor?): it stays
@@ -677,9 +682,9 @@ export class DeviceObject extends DurableObject {
     try {
       let decoded = null;
       if (raw) {
-        decoded = decodeRaw(raw, this.deviceConfig(), this.prepared ? this.counterRef() : null);
-        if (decoded.parked) return { ok: true, verdicts: [], parked: { ...decoded.parked, copy: false } };
-        if (decoded.refused) return { ok: true, verdicts: [], refused_as: decoded.refused };
+        decoded = this.decode(raw);
+        const undecoded = previewNotDecoded(decoded);
+        if (undecoded) return undecoded;
         readings = decoded.readings;
       }
       const held = this.prepared ? guarded(() => this.seen(now, cfg)) : null;
@@ -905,7 +910,6 @@ function notAdmitted(context, readings, refused, e) {
   logNothingStored(context, readings, refused, answer.code);
   return answer;
 }
-
 
 /**
  * Which decoded readings feed the device's sequence window, and with what: per reading,

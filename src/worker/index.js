@@ -5,7 +5,7 @@ import { authenticate, requireConfiguredToken } from "./auth.js";
 import { config } from "./config.js";
 import { ADMITTED, auditLine, checkDeviceId, CONFLICT, DUPLICATE, guarded, HttpError, limits, logNothingStored, parseUplink, SeqWindow } from "./core.js";
 import { mapAtMost } from "./fanout.js";
-import { decodedView, decodeRaw } from "./decode.js";
+import { decodedView, decodeRaw, previewNotDecoded } from "./decode.js";
 import { countMessage, countUnroutable, fleetStats, IGNORED, knows } from "./fleet.js";
 
 export { DeviceObject } from "./device.js";
@@ -255,9 +255,9 @@ async function simulate(env, plan, context) {
       return reply;
     }
     // A device without a ledger has no configuration either: only the uplink's hints.
-    const decoded = raw ? guarded(() => decodeRaw(raw, null, null)) : null;
-    if (decoded?.parked) return { ok: true, verdicts: [], parked: { ...decoded.parked, copy: false } };
-    if (decoded?.refused) return { ok: true, verdicts: [], refused_as: decoded.refused };
+    const decoded = raw ? decodeRaw(raw, null, null) : null;
+    const undecoded = decoded && previewNotDecoded(decoded);
+    if (undecoded) return undecoded;
     const seen = new Set();
     const verdicts = (decoded?.readings ?? readings).map(({ key }) => (seen.has(key) ? DUPLICATE : (seen.add(key), 0)));
     return { ok: true, verdicts, decoded: decoded && decodedView(raw, decoded) };
