@@ -1,6 +1,7 @@
 // Runs src/worker/ in workerd through Miniflare (no mocks of the runtime), with the
 // bindings wrangler.toml declares, and a real HTTP origin on 127.0.0.1 for delivery.
 import { Miniflare } from "miniflare";
+import assert from "node:assert/strict";
 import http from "node:http";
 import fs from "node:fs";
 import { execFileSync } from "node:child_process";
@@ -75,6 +76,32 @@ export function post(call, p, body, headers = {}) {
 export async function get(call, p) {
   const res = await call(p, { headers: { authorization: `Bearer ${TOKEN}` } });
   return { status: res.status, body: await res.json() };
+}
+
+/** POSTs `body` to `/v1/uplinks/<route>` (`ttn`, `chirpstack?event=up`, ...) with the token: `{status, body}`. */
+export async function sendUplink(call, route, body) {
+  const res = await post(call, `/v1/uplinks/${route}`, body);
+  return { status: res.status, body: await res.json() };
+}
+
+/** PUT /v1/devices/{id}/config with `config` and the token: `{status, body}`. */
+export async function putConfig(call, id, config) {
+  const res = await call(`/v1/devices/${id}/config`, {
+    method: "PUT",
+    headers: { authorization: `Bearer ${TOKEN}`, "content-type": "application/json" },
+    body: JSON.stringify(config),
+  });
+  return { status: res.status, body: await res.json() };
+}
+
+/** The device's ledger rows (first page). */
+export const readingsOf = async (call, id) => (await get(call, `/v1/devices/${id}/readings`)).body.readings;
+/** GET /v1/stats. */
+export const statsOf = async (call) => (await get(call, "/v1/stats")).body;
+
+/** An ingest reply accounts for every reading once (README "HTTP API"). */
+export function assertReconciles(b) {
+  assert.equal(b.received, b.unique + b.duplicates_suppressed + b.rejected.length + (b.parked?.length ?? 0) + (b.not_stored?.length ?? 0), JSON.stringify(b));
 }
 
 /**

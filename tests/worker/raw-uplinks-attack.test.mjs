@@ -8,7 +8,7 @@
 import { test } from "node:test";
 import assert from "node:assert/strict";
 import fs from "node:fs";
-import { databases, fixture, get, logged, logSettled, post, sqlite, start, tempDir, until } from "./harness.mjs";
+import { assertReconciles, databases, fixture, logged, logSettled, putConfig, readingsOf, sendUplink, sqlite, start, statsOf, tempDir, until } from "./harness.mjs";
 
 const pkgUrl = new URL("../../pkg/", import.meta.url);
 const pkg = await import(new URL("reconnect_dedupe.js", pkgUrl));
@@ -24,23 +24,11 @@ const bare = (device, f_cnt = 1) => {
 };
 const EM310 = { codec: "milesight-iot/em310-udl", bin_depth_mm: 1000 };
 
-const send = async (w, route, body) => {
-  const res = await post(w.call, `/v1/uplinks/${route}`, body);
-  return { status: res.status, body: await res.json() };
-};
-const configure = async (w, id, body) => {
-  const res = await w.call(`/v1/devices/${id}/config`, {
-    method: "PUT",
-    headers: { authorization: "Bearer test-token", "content-type": "application/json" },
-    body: JSON.stringify(body),
-  });
-  return { status: res.status, body: await res.json() };
-};
-const ledger = async (w, id) => (await get(w.call, `/v1/devices/${id}/readings`)).body.readings;
-const stats = async (w) => (await get(w.call, "/v1/stats")).body;
-/** The reply's counts reconcile (README "HTTP API"). */
-const reconciles = (b) =>
-  assert.equal(b.received, b.unique + b.duplicates_suppressed + b.rejected.length + (b.parked?.length ?? 0) + (b.not_stored?.length ?? 0), JSON.stringify(b));
+const send = (w, route, body) => sendUplink(w.call, route, body);
+const configure = (w, id, body) => putConfig(w.call, id, body);
+const ledger = (w, id) => readingsOf(w.call, id);
+const stats = (w) => statsOf(w.call);
+const reconciles = assertReconciles;
 /**
  * Runs `setup(w)` on a fresh persisted worker, stops it, applies `fault` (SQL) to every
  * device object's database, and runs `during(w)` on the same state.

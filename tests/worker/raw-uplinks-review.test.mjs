@@ -6,7 +6,7 @@
 import { test } from "node:test";
 import assert from "node:assert/strict";
 import fs from "node:fs";
-import { fixture, get, post, start, until } from "./harness.mjs";
+import { assertReconciles, fixture, putConfig, readingsOf, sendUplink, start, statsOf, until } from "./harness.mjs";
 
 const pkgUrl = new URL("../../pkg/", import.meta.url);
 const pkg = await import(new URL("reconnect_dedupe.js", pkgUrl));
@@ -24,22 +24,11 @@ const word = (n) => n.toString(16).padStart(4, "0");
 const live = (distance) => `0e1c${word(distance)}0000fa01`;
 const entry = (distance, iso) => `0e1c${word(distance)}00fa02${(Date.parse(iso) / 1000).toString(16).padStart(8, "0")}`;
 
-const send = async (w, body) => {
-  const res = await post(w.call, "/v1/uplinks/ttn", body);
-  return { status: res.status, body: await res.json() };
-};
-const configure = async (w, id) => {
-  const res = await w.call(`/v1/devices/${id}/config`, {
-    method: "PUT",
-    headers: { authorization: "Bearer test-token", "content-type": "application/json" },
-    body: JSON.stringify({ codec: "dragino/dds75-lb", bin_depth_mm: 2000 }),
-  });
-  assert.equal(res.status, 200);
-};
-const ledger = async (w, id) => (await get(w.call, `/v1/devices/${id}/readings`)).body.readings;
-const stats = async (w) => (await get(w.call, "/v1/stats")).body;
-const reconciles = (b) =>
-  assert.equal(b.received, b.unique + b.duplicates_suppressed + b.rejected.length + (b.parked?.length ?? 0) + (b.not_stored?.length ?? 0), JSON.stringify(b));
+const send = (w, body) => sendUplink(w.call, "ttn", body);
+const configure = async (w, id) => assert.equal((await putConfig(w.call, id, { codec: "dragino/dds75-lb", bin_depth_mm: 2000 })).status, 200);
+const ledger = (w, id) => readingsOf(w.call, id);
+const stats = (w) => statsOf(w.call);
+const reconciles = assertReconciles;
 
 async function withWorker(vars, during) {
   const w = await start({ vars: { STATS_FLUSH_MS: "10", ...vars } });

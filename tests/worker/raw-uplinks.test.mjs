@@ -6,7 +6,7 @@
 // are parked and decoded when it is configured.
 import { test, before, after } from "node:test";
 import assert from "node:assert/strict";
-import { fixture, get, post, start, until } from "./harness.mjs";
+import { assertReconciles, fixture, putConfig, readingsOf, sendUplink, start, statsOf, until } from "./harness.mjs";
 
 let worker;
 before(async () => {
@@ -15,24 +15,12 @@ before(async () => {
 after(() => worker.mf.dispose());
 
 const raw = (name) => JSON.parse(fixture(`raw/${name}`));
-const sendTo = async (w, route, body) => {
-  const res = await post(w.call, `/v1/uplinks/${route}`, body);
-  return { status: res.status, body: await res.json() };
-};
+const sendTo = (w, route, body) => sendUplink(w.call, route, body);
 const send = (route, body) => sendTo(worker, route, body);
-const configure = async (id, body, w = worker) => {
-  const res = await w.call(`/v1/devices/${id}/config`, {
-    method: "PUT",
-    headers: { authorization: "Bearer test-token", "content-type": "application/json" },
-    body: JSON.stringify(body),
-  });
-  return { status: res.status, body: await res.json() };
-};
-const ledger = async (id) => (await get(worker.call, `/v1/devices/${id}/readings`)).body.readings;
-const stats = async () => (await get(worker.call, "/v1/stats")).body;
-/** The reply's counts reconcile (README "The reply"). */
-const reconciles = (b) =>
-  assert.equal(b.received, b.unique + b.duplicates_suppressed + b.rejected.length + (b.parked?.length ?? 0) + (b.not_stored?.length ?? 0), JSON.stringify(b));
+const configure = (id, body, w = worker) => putConfig(w.call, id, body);
+const ledger = (id) => readingsOf(worker.call, id);
+const stats = () => statsOf(worker.call);
+const reconciles = assertReconciles;
 /** A TTS body's device, as the worker names it (the DevEUI in upper case). */
 const ttsDevice = (body) => body.end_device_ids.dev_eui.toUpperCase();
 /** The worker's log lines of `event`, parsed. */
