@@ -25,7 +25,19 @@ const NUMBERS = {
   // A datalog record within this of a live reading's receive time, with its fill
   // level, is that reading (device.js `crossPath`); 0 turns the rule off.
   CROSS_PATH_TOLERANCE_MS: [120_000, 0, 3_600_000],
+  // History retrieval (backfill.js), when BACKFILL is "on": how long a gap stays open
+  // before the sensor is asked for it; the least time between two requests of one
+  // device; how long a sent request waits for its records; the most slots one asks
+  // for; sends of one request before it is given up.
+  BACKFILL_AFTER_MS: [3_600_000, 0, 30 * DAY],
+  BACKFILL_INTERVAL_MS: [6 * 3_600_000, 0, 30 * DAY],
+  BACKFILL_WAIT_MS: [12 * 3_600_000, 1, 30 * DAY],
+  BACKFILL_MAX_SLOTS: [48, 1, 2048],
+  BACKFILL_ATTEMPTS: [5, 1, 20],
 };
+// The hosts a The Things Stack downlink URL (X-Downlink-Push) may name when
+// BACKFILL_HOSTS is not set: The Things Stack Cloud and The Things Network.
+const TTS_HOSTS = "*.cloud.thethings.industries,*.cloud.thethings.network";
 
 const cache = new WeakMap();
 
@@ -84,6 +96,9 @@ function read(env) {
   c.AUTH_HEADER = header || "authorization";
   const unfit = authHeaderProblem(c.AUTH_HEADER);
   if (unfit) return new HttpError(500, "invalid_config", `AUTH_HEADER ${JSON.stringify(env.AUTH_HEADER)} ${unfit}`);
+  const backfill = backfillConfig(env);
+  if (backfill instanceof HttpError) return backfill;
+  Object.assign(c, backfill);
   c.uplink = { maxReadings: c.MAX_READINGS };
   // A member name of the decoded payload, or a JSON Pointer into it (`/level/fill_pct`).
   for (const [name, option] of [["UPLINK_SEQ_FIELD", "seqField"], ["UPLINK_TS_FIELD", "tsField"], ["UPLINK_FILL_FIELD", "fillField"]]) {
@@ -98,6 +113,40 @@ function read(env) {
     c.uplink[option] = value;
   }
   return c;
+}
+
+/**
+ * The switches and targets of history retrieval (backfill.js): `BACKFILL` ("on" or
+ * "off", the default), `BACKFILL_HOSTS` (the hosts a TTS downlink URL may name: a
+ * comma-separated list of `host`, `host:port` or `*.domain`, https; `http://host:port`
+ * allows plain http to that one), `CHIRPSTACK_API_URL` and `CHIRPSTACK_API_TOKEN` (a
+ * secret; both or neither).
+ */
+function backfillConfig(env) {
+  const text = (name) => (typeof env[name] === "string" ? env[name].trim() : "");
+  const bad = (message) => new HttpError(500, "invalid_config", message);
+  const on = text("BACKFILL").toLowerCase() || "off";
+  if (on !== "on" && on !== "off") return bad(`BACKFILL must be "on" or "off", got ${JSON.stringify(env.BACKFILL)}`);
+  const hosts = [];
+  for (const entry of (text("BACKFILL_HOSTS") || TTS_HOSTS).split(",").map((h) => h.trim().toLowerCase()).filter(Boolean)) {
+    const m = /^(http:\/\/)?(\*\.)?([a-z0-9.-]+)(:[0-9]{1,5})?$/.exec(entry);
+    if (!m || (m[1] && (m[2] || !m[4]))) return bad(`BACKFILL_HOSTS: ${JSON.stringify(entry)} is not a host, host:port, *.domain or http://host:port`);
+    hosts.push({ http: Boolean(m[1]), suffix: Boolean(m[2]), host: m[3], port: m[4] ? m[4].slice(1) : "" });
+  }
+  const api = text("CHIRPSTACK_API_URL").replace(/\/+$/, "");
+  const token = text("CHIRPSTACK_API_TOKEN");
+  if (Boolean(api) !== Boolean(token)) return bad("CHIRPSTACK_API_URL and CHIRPSTACK_API_TOKEN are set together or not at all");
+  if (api) {
+    let u;
+    try {
+      u = new URL(api);
+    } catch {
+      return bad("CHIRPSTACK_API_URL is not a URL");
+    }
+    if (u.protocol !== "https:" && u.protocol !== "http:") return bad("CHIRPSTACK_API_URL must be http(s)");
+  }
+  if (token && !/^[\x21-\x7e]+$/.test(token)) return bad("CHIRPSTACK_API_TOKEN must be printable ASCII without white space inside; the value is not shown");
+  return { BACKFILL: on === "on", BACKFILL_HOSTS: hosts, CHIRPSTACK_API_URL: api, CHIRPSTACK_API_TOKEN: token };
 }
 
 // Header names a proxy, the platform or the client sets, rewrites or strips: a token

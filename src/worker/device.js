@@ -4,6 +4,7 @@
 import { DurableObject } from "cloudflare:workers";
 import { config } from "./config.js";
 import { ADMITTED, auditLine, CONFLICT, Deduplicator, DUPLICATE, guarded, HttpError, idempotencyKey, isoTime, logNothingStored, SeqWindow, wasmGeneration } from "./core.js";
+import { backfillStep, backfillView, prepareBackfill } from "./backfill.js";
 import { decodeRaw, decodedView, previewNotDecoded } from "./decode.js";
 import { deliver, nextDelivery, prepareOutbox } from "./delivery.js";
 import { countBurst, flush, flushDue, noteChange, prepareDevice, register } from "./fleet.js";
@@ -117,6 +118,9 @@ export class DeviceObject extends DurableObject {
     prepareOutbox(this.sql);
     prepareFrames(this.sql);
     prepareVerdicts(this.sql);
+    prepareBackfill(this.sql);
+    // The device's own backfill switch (null: BACKFILL decides), added to older storage.
+    if (!this.sql.exec("PRAGMA table_info(config)").toArray().some((c) => c.name === "backfill")) this.sql.exec("ALTER TABLE config ADD COLUMN backfill INTEGER");
     if (prepareDevice(this.sql)) {
       // Storage from 0.1.0: flush its figures to the roll-up soon.
       this.ctx.blockConcurrencyWhile(async () => {
@@ -197,8 +201,11 @@ export class DeviceObject extends DurableObject {
    * {code, message, copy}` (no usable configuration: the uplink is kept, `park`) or
    * `refused_as: {code, message}` (the codec does not read the payload: the
    * `refused` readings are rejected with that code).
+   *
+   * `downlink`: where a history request for this device would go (backfill.js
+   * `downlinkTarget`), or null; after a decoded burst is stored, `askForMissing`.
    */
-  async ingest({ device_id, readings: planned, refused = 0, raw = null, route, burst_id, attempt = 0 }) {
+  async ingest({ device_id, readings: planned, refused = 0, raw = null, downlink = null, route, burst_id, attempt = 0 }) {
     this.prepare();
     const unregistered = await this.register(device_id);
     if (unregistered) {
@@ -217,7 +224,42 @@ export class DeviceObject extends DurableObject {
       return notAdmitted(context, refused, 0, e);
     }
     if (decoded.parked) return this.park(raw, refused, context, decoded.parked, attempt);
-    return this.admitDecoded(context, raw, decoded, refused, { attempt });
+    const out = await this.admitDecoded(context, raw, decoded, refused, { attempt });
+    if (out.ok) this.askForMissing(downlink, decoded, out, context);
+    return out;
+  }
+
+  /**
+   * After a stored decoded burst: the device's history request moves on (backfill.js
+   * `backfillStep`): closed when answered or expired, sent again when due, or a new one
+   * for a gap open too long. Its send goes on after the reply. Never throws: the burst
+   * is stored; a failure here is logged (ERROR backfill_step_failed).
+   */
+  askForMissing(target, decoded, { recovered, at }, context) {
+    try {
+      const cfg = config(this.env);
+      const stored = this.deviceConfig();
+      let gaps;
+      const health = {
+        at,
+        recovered,
+        gaps: () => {
+          if (gaps) return gaps;
+          const window = this.seqWindow(context);
+          try {
+            gaps = guarded(() => window.gaps());
+          } finally {
+            window.free();
+          }
+          return gaps;
+        },
+      };
+      const device = { codec: decoded.codec, period: decoded.reporting_period_s, enabled: stored?.backfill ?? null };
+      const sending = backfillStep(this.ctx.storage, cfg, Date.now(), { device, health, target, context });
+      if (sending) this.ctx.waitUntil?.(sending);
+    } catch (e) {
+      console.log(JSON.stringify({ level: "ERROR", event: "backfill_step_failed", ...context, error: String(e?.message ?? e) }));
+    }
   }
 
   /**
@@ -339,7 +381,8 @@ export class DeviceObject extends DurableObject {
     // Delivers the new rows right away (unless a batch is open: they wait for it);
     // also re-arms an alarm lost with a restart while a backlog waits.
     await this.scheduleAfterCommit(cfg, context);
-    return { ok: true, verdicts: out.verdicts, notes, keys: readings === planned ? undefined : readings.map((r) => r.key), counts: out.counts, crossed: out.crossed };
+    const recovered = health ? health.recovered.map((r) => r.seq) : [];
+    return { ok: true, verdicts: out.verdicts, notes, keys: readings === planned ? undefined : readings.map((r) => r.key), counts: out.counts, crossed: out.crossed, recovered, at: now };
   }
 
   /**
@@ -513,6 +556,7 @@ export class DeviceObject extends DurableObject {
         highest: window.highest ?? null,
         gaps: window.gaps().map((g) => ({ from: g.from, to: g.to, first_noticed_at: isoTime(g.first_noticed_ms) })),
         totals: window.totals(),
+        backfill: this.prepared ? backfillView(this.sql, isoTime) : { open: null, recent: [] },
       };
     } finally {
       window.free();
@@ -743,20 +787,20 @@ export class DeviceObject extends DurableObject {
    * `deviceConfig`, `unparked` as `unpark`), or `{ok: false, status, code,
    * message}` when nothing was stored.
    */
-  async configure({ device_id, codec, bin_depth_mm, offset_mm, reporting_period_s }) {
+  async configure({ device_id, codec, bin_depth_mm, offset_mm, reporting_period_s, backfill = null }) {
     this.prepare();
     const unregistered = await this.register(device_id);
     if (unregistered) {
       console.log(JSON.stringify({ level: "WARN", event: "device_config_not_stored", device_id, error: unregistered.code }));
       return unregistered;
     }
-    const wanted = { device_id, codec, bin_depth_mm, offset_mm, reporting_period_s };
+    const wanted = { device_id, codec, bin_depth_mm, offset_mm, reporting_period_s, backfill };
     const before = this.deviceConfig();
     if (!before || Object.keys(wanted).some((k) => before[k] !== wanted[k])) {
       try {
         this.sql.exec(
-          "INSERT OR REPLACE INTO config (id, device_id, codec, bin_depth_mm, offset_mm, reporting_period_s, updated_at) VALUES (0, ?, ?, ?, ?, ?, ?)",
-          device_id, codec, bin_depth_mm, offset_mm, reporting_period_s, Date.now(),
+          "INSERT OR REPLACE INTO config (id, device_id, codec, bin_depth_mm, offset_mm, reporting_period_s, backfill, updated_at) VALUES (0, ?, ?, ?, ?, ?, ?, ?)",
+          device_id, codec, bin_depth_mm, offset_mm, reporting_period_s, backfill === null ? null : Number(backfill), Date.now(),
         );
       } catch (e) {
         console.log(JSON.stringify({ level: "WARN", event: "device_config_not_stored", device_id, error: String(e?.message ?? e) }));
@@ -776,13 +820,13 @@ export class DeviceObject extends DurableObject {
 
   /**
    * The device's configuration as stored: `{device_id, codec, bin_depth_mm,
-   * offset_mm, reporting_period_s, updated_at}` (`codec` and `reporting_period_s`
+   * offset_mm, reporting_period_s, backfill, updated_at}` (`codec`, `reporting_period_s` and `backfill`
    * may be null), or null when it has none. Creates no state.
    */
   deviceConfig() {
     if (!this.prepared) return null;
-    const row = this.sql.exec("SELECT device_id, codec, bin_depth_mm, offset_mm, reporting_period_s, updated_at FROM config").toArray()[0];
-    return row ? { ...row, updated_at: isoTime(row.updated_at) } : null;
+    const row = this.sql.exec("SELECT device_id, codec, bin_depth_mm, offset_mm, reporting_period_s, backfill, updated_at FROM config").toArray()[0];
+    return row ? { ...row, backfill: row.backfill === null ? null : row.backfill === 1, updated_at: isoTime(row.updated_at) } : null;
   }
 
   /** Ledger rows in admission order, `after` a rowid cursor. */

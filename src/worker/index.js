@@ -2,6 +2,7 @@
 // readings to its Durable Object. Parsing and mapping webhooks happens in the Wasm
 // core (parseUplink); deduplication, storage and delivery in src/worker/device.js.
 import { authenticate, requireConfiguredToken } from "./auth.js";
+import { downlinkTarget } from "./backfill.js";
 import { config } from "./config.js";
 import { ADMITTED, auditLine, checkDeviceId, CONFLICT, DUPLICATE, guarded, HttpError, limits, logNothingStored, parseUplink, SeqWindow } from "./core.js";
 import { mapAtMost } from "./fanout.js";
@@ -153,6 +154,8 @@ async function ingest(request, env, cfg, format, routeName) {
   if (plan.ignored) return acknowledge(env, format, plan.event, burst_id);
   if (plan.simulated) return simulate(env, plan, { route: routeName, burst_id });
   const context = { route: routeName, burst_id };
+  // Where a history request for the raw uplink's device would go (backfill.js).
+  const downlink = plan.raw ? downlinkTarget(request, cfg, format, burst_id) : null;
   const refusedBy = new Map();
   const unroutable = [];
   for (const r of plan.rejected) {
@@ -180,7 +183,8 @@ async function ingest(request, env, cfg, format, routeName) {
       for (let attempt = 0; attempt < DEVICE_CALL_ATTEMPTS && !error?.overloaded; attempt++) {
         try {
           const stub = env.DEVICES.get(env.DEVICES.idFromName(device_id));
-          return await stub.ingest({ device_id, readings, refused, raw: rawOf(plan, device_id), attempt, ...context });
+          const raw = rawOf(plan, device_id);
+          return await stub.ingest({ device_id, readings, refused, raw, downlink: raw ? downlink : null, attempt, ...context });
         } catch (e) {
           error = e;
           console.log(JSON.stringify({ level: "WARN", event: "device_call_failed", device_id, burst_id, attempt, error: String(e?.message ?? e) }));
@@ -451,7 +455,7 @@ async function gaps(env, path) {
   if (!health) {
     const empty = new SeqWindow();
     try {
-      health = { highest: null, gaps: [], totals: empty.totals() };
+      health = { highest: null, gaps: [], totals: empty.totals(), backfill: { open: null, recent: [] } };
     } finally {
       empty.free();
     }
@@ -520,7 +524,7 @@ const CONFIG_NUMBERS = {
   offset_mm: { code: "invalid_offset", ...RANGES.offset_mm, unit: "millimetres", absent: 0 },
   reporting_period_s: { code: "invalid_reporting_period", ...RANGES.reporting_period_s, unit: "seconds", absent: null },
 };
-const CONFIG_MEMBERS = ["codec", ...Object.keys(CONFIG_NUMBERS)];
+const CONFIG_MEMBERS = ["codec", ...Object.keys(CONFIG_NUMBERS), "backfill"];
 
 /**
  * PUT /v1/devices/{device_id}/config: the body validated here, then stored by the
@@ -558,7 +562,7 @@ function unavailable(e) {
 
 /**
  * The configuration a PUT body gives: `{codec, bin_depth_mm, offset_mm,
- * reporting_period_s}`, absent or null members as their defaults. Throws a coded
+ * reporting_period_s, backfill}`, absent or null members as their defaults. Throws a coded
  * 400 naming the member and the rule it breaks (the first in that order).
  */
 function deviceConfigOf(bytes) {
@@ -586,6 +590,11 @@ function deviceConfigOf(bytes) {
   }
   const out = { codec };
   for (const [name, rule] of Object.entries(CONFIG_NUMBERS)) out[name] = wholeMember(name, rule, body[name] ?? null, given.get(name));
+  // The device's own history-request switch (README "Backfill"); null: BACKFILL decides.
+  out.backfill = body.backfill ?? null;
+  if (out.backfill !== null && typeof out.backfill !== "boolean") {
+    throw new HttpError(400, "invalid_backfill", `backfill must be true, false or null (BACKFILL decides); got ${shown(given.get("backfill"))}`);
+  }
   if (NEEDS_PERIOD.has(codec) && out.reporting_period_s === null) {
     throw new HttpError(400, "missing_reporting_period", `codec ${codec} needs reporting_period_s: it times the readings of each uplink by the period`);
   }

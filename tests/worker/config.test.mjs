@@ -123,8 +123,8 @@ test("a valid PUT answers the stored configuration, GET returns it, HEAD answers
   const res = await put("cfg-bin-1", EM500);
   const stored = await configOf(res);
   assert.equal(res.status, 200, JSON.stringify(stored));
-  assert.deepEqual(Object.keys(stored), ["device_id", "codec", "bin_depth_mm", "offset_mm", "reporting_period_s", "updated_at"]);
-  assert.deepEqual({ ...stored, updated_at: undefined }, { device_id: "cfg-bin-1", ...EM500, updated_at: undefined });
+  assert.deepEqual(Object.keys(stored), ["device_id", "codec", "bin_depth_mm", "offset_mm", "reporting_period_s", "backfill", "updated_at"]);
+  assert.deepEqual({ ...stored, updated_at: undefined }, { device_id: "cfg-bin-1", ...EM500, backfill: null, updated_at: undefined });
   assert.match(stored.updated_at, ISO);
   assert.deepEqual(await read("cfg-bin-1"), { status: 200, body: stored });
   const head = await worker.call("/v1/devices/cfg-bin-1/config", { method: "HEAD", headers: AUTH });
@@ -137,9 +137,9 @@ test("a valid PUT answers the stored configuration, GET returns it, HEAD answers
 test("defaults: codec, offset and reporting period may be absent or null; whole numbers written as 1e3 or 1.0 are whole", async () => {
   const res = await put("cfg-defaults", '{"bin_depth_mm": 1e3}');
   assert.equal(res.status, 200);
-  assert.deepEqual({ ...(await configOf(res)), updated_at: 0 }, { device_id: "cfg-defaults", codec: null, bin_depth_mm: 1000, offset_mm: 0, reporting_period_s: null, updated_at: 0 });
+  assert.deepEqual({ ...(await configOf(res)), updated_at: 0 }, { device_id: "cfg-defaults", codec: null, bin_depth_mm: 1000, offset_mm: 0, reporting_period_s: null, backfill: null, updated_at: 0 });
   const nulls = await put("cfg-defaults", '{"codec": null, "bin_depth_mm": 900.0, "offset_mm": -0, "reporting_period_s": null}');
-  assert.deepEqual({ ...(await configOf(nulls)), updated_at: 0 }, { device_id: "cfg-defaults", codec: null, bin_depth_mm: 900, offset_mm: 0, reporting_period_s: null, updated_at: 0 });
+  assert.deepEqual({ ...(await configOf(nulls)), updated_at: 0 }, { device_id: "cfg-defaults", codec: null, bin_depth_mm: 900, offset_mm: 0, reporting_period_s: null, backfill: null, updated_at: 0 });
   const edges = await put("cfg-defaults", { codec: "tekelek/tek766", bin_depth_mm: 100_000, offset_mm: 100_000, reporting_period_s: 604_800 });
   assert.equal(edges.status, 200);
   const low = await put("cfg-defaults", { codec: "tekelek/tek766", bin_depth_mm: 1, offset_mm: 0, reporting_period_s: 1 });
@@ -153,7 +153,7 @@ test("a second PUT replaces the first, logged with before and after; the same va
   const res = await put("cfg-bin-2", change);
   const second = await configOf(res);
   assert.equal(res.status, 200);
-  assert.deepEqual({ ...second, updated_at: 0 }, { device_id: "cfg-bin-2", ...change, offset_mm: 0, reporting_period_s: null, updated_at: 0 });
+  assert.deepEqual({ ...second, updated_at: 0 }, { device_id: "cfg-bin-2", ...change, offset_mm: 0, reporting_period_s: null, backfill: null, updated_at: 0 });
   assert.ok(second.updated_at > first.updated_at, `${second.updated_at} after ${first.updated_at}`);
   assert.deepEqual((await read("cfg-bin-2")).body, second);
   const lines = logged("cfg-bin-2");

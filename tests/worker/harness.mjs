@@ -107,7 +107,7 @@ export function assertReconciles(b) {
 /**
  * A real origin on 127.0.0.1, path `/ingest`. By default it answers 500 to the first
  * `failures` requests, then 200. `answer(request)` decides instead: it gets the
- * request's record (`n`, its index; `method`, `path`, `idempotencyKey`, `raw` body
+ * request's record (`n`, its index; `method`, `path`, `headers`, `idempotencyKey`, `raw` body
  * text, `body` parsed or null) and returns `{status, headers}` to answer, or
  * `{hang: true}` to never answer (until `close()`); `commit` (default: a 2xx status)
  * says whether the origin stored the batch. `port` listens on a given port (a port
@@ -120,7 +120,7 @@ export async function origin({ failures = 0, answer, port = 0 } = {}) {
     req.on("data", (c) => (data += c));
     req.on("end", () => {
       const n = requests.length;
-      const r = { n, at: Date.now(), method: req.method, path: req.url, idempotencyKey: req.headers["idempotency-key"], raw: data, body: data ? JSON.parse(data) : null };
+      const r = { n, at: Date.now(), method: req.method, path: req.url, headers: req.headers, idempotencyKey: req.headers["idempotency-key"], raw: data, body: data ? JSON.parse(data) : null };
       const a = answer ? answer(r) : { status: n >= failures ? 200 : 500 };
       r.status = a.hang ? null : a.status;
       r.ok = a.commit ?? (r.status >= 200 && r.status < 300);

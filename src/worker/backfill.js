@@ -1,0 +1,276 @@
+// Asking a sensor for what is missing (README "Backfill"). A Milesight EM500 keeps its
+// readings and sends again those of a time range when asked by a downlink (`fd 6c`,
+// start and end in Unix seconds, u32 little-endian, on fPort 85). When a device's
+// sequence window has a gap that its reconnect replay did not close within
+// BACKFILL_AFTER_MS, its object asks for that range through the network server that
+// delivered the uplink: The Things Stack's webhook downlink API (the X-Downlink-Push
+// URL and X-Downlink-Apikey key the uplink's request carried) or ChirpStack's REST API
+// (CHIRPSTACK_API_URL, CHIRPSTACK_API_TOKEN). The records that come back are ordinary
+// uplinks: deduplicated like any other, they close the gap.
+//
+// One device has at most one open request (a row in state `queued` or `sent`; a unique
+// index holds it). Everything happens at an uplink of the device, after its burst is
+// stored: a Class A sensor only receives a downlink after an uplink, and the uplink's
+// request carries the TTS key, which is never stored. A send that fails is retried at
+// a later uplink, with backoff (RETRY_BASE_MS doubling to RETRY_MAX_MS), at most
+// BACKFILL_ATTEMPTS sends; a refusal (4xx other than 408 and 429) is final. A request
+// the network server accepted waits BACKFILL_WAIT_MS for its records, then expires;
+// its range is not asked for again. A device asks at most once per BACKFILL_INTERVAL_MS.
+
+/** The sensors that answer a history request, by codec: the port and the command. */
+const HISTORY = {
+  "milesight-iot/em500-udl": { f_port: 85, command: milesightRange },
+};
+
+/** Requests kept per device (open and closed, newest); older closed ones are deleted. */
+const KEPT = 100;
+
+const SCHEMA = `
+CREATE TABLE IF NOT EXISTS backfill (
+  id INTEGER PRIMARY KEY AUTOINCREMENT,
+  from_seq INTEGER NOT NULL,       -- the window's slots asked for, inclusive
+  to_seq INTEGER NOT NULL,
+  start_s INTEGER NOT NULL,        -- the device-time range asked for, Unix seconds, inclusive
+  end_s INTEGER NOT NULL,
+  via TEXT NOT NULL,               -- tts | chirpstack
+  payload TEXT NOT NULL,           -- the downlink's bytes, hex
+  f_port INTEGER NOT NULL,
+  state TEXT NOT NULL,             -- queued (not yet accepted) | sent (accepted, waiting) | answered | expired | failed | cancelled
+  attempts INTEGER NOT NULL DEFAULT 0,
+  created_at INTEGER NOT NULL,
+  next_attempt_at INTEGER,         -- queued: the earliest next send (a send in flight holds it)
+  sent_at INTEGER,
+  closed_at INTEGER,
+  recovered INTEGER NOT NULL DEFAULT 0, -- slots of the range that arrived after it was sent
+  last_error TEXT
+);
+CREATE UNIQUE INDEX IF NOT EXISTS backfill_one_open ON backfill ((0)) WHERE state IN ('queued', 'sent');
+`;
+
+/** Creates the device's table of history requests. Idempotent. */
+export function prepareBackfill(sql) {
+  sql.exec(SCHEMA);
+}
+
+/**
+ * Where a history request for the device of this uplink would go, from the request
+ * (index.js): `{via: "tts", url, api_key}` from The Things Stack's headers,
+ * `{via: "chirpstack"}` when the ChirpStack API is configured, or null (BACKFILL off, no
+ * target, or a TTS URL whose host BACKFILL_HOSTS does not allow: logged WARN
+ * downlink_target_refused, and the uplink is ingested as ever).
+ */
+export function downlinkTarget(request, cfg, format, burst_id) {
+  if (!cfg.BACKFILL) return null;
+  if (format === "chirpstack") return cfg.CHIRPSTACK_API_URL ? { via: "chirpstack" } : null;
+  if (format !== "ttn" && format !== "tts") return null;
+  const push = request.headers.get("x-downlink-push");
+  const key = request.headers.get("x-downlink-apikey");
+  if (!push || !key) return null;
+  const refused = ttsTargetProblem(push, key, cfg.BACKFILL_HOSTS);
+  if (refused) {
+    console.log(JSON.stringify({ level: "WARN", event: "downlink_target_refused", burst_id, reason: refused }));
+    return null;
+  }
+  return { via: "tts", url: push, api_key: key };
+}
+
+/** Why a TTS downlink URL and key cannot be used, or null. */
+function ttsTargetProblem(push, key, hosts) {
+  let u;
+  try {
+    u = new URL(push);
+  } catch {
+    return "X-Downlink-Push is not a URL";
+  }
+  const host = u.hostname.toLowerCase();
+  const allowed = hosts.some((h) => {
+    if (h.port !== u.port) return false;
+    if (h.http !== (u.protocol === "http:") || (u.protocol !== "http:" && u.protocol !== "https:")) return false;
+    return h.suffix ? host.endsWith(`.${h.host}`) : host === h.host;
+  });
+  if (!allowed) return `X-Downlink-Push names ${u.protocol}//${u.host}, which BACKFILL_HOSTS does not allow`;
+  if (u.search || u.hash || u.username || u.password || !/^\/api\/v3\/as\/applications\/[^/]+\/webhooks\/[^/]+\/devices\/[^/]+\/down\/push$/.test(u.pathname)) {
+    return "X-Downlink-Push is not a The Things Stack downlink push path (/api/v3/as/applications/{app}/webhooks/{webhook}/devices/{device}/down/push)";
+  }
+  if (!/^[\x21-\x7e]{1,1024}$/.test(key)) return "X-Downlink-Apikey is not a printable token";
+  return null;
+}
+
+/**
+ * After a stored burst of the device (device.js): closes the open request when its
+ * range has arrived or its wait is over, sends it again when a retry is due, or asks
+ * for the oldest gap open longer than BACKFILL_AFTER_MS. `device`: `{codec, period,
+ * enabled}` (`enabled`: the device's own switch, null for the default); `health`:
+ * `{at, gaps(), recovered}`: the burst's time, the window's gaps after it (`[{from,
+ * to, first_noticed_ms}]`, read when needed) and the seqs it recovered;
+ * `target`: `downlinkTarget`'s; `context`: the burst's, for the log lines.
+ * Returns a promise of the send it started (for waitUntil), or null. Never throws
+ * for the network server: its failures are logged and recorded.
+ */
+export function backfillStep(storage, cfg, now, { device, health, target, context }) {
+  const sql = storage.sql;
+  let open = openRequest(sql);
+  if (open) open = settle(sql, cfg, now, open, health, context);
+  const history = HISTORY[device.codec];
+  const enabled = cfg.BACKFILL && device.enabled !== false && history && device.period && target;
+  if (!enabled) return null;
+  if (open) {
+    if (open.state !== "queued" || open.next_attempt_at > now) return null;
+    return send(storage, cfg, now, open, target, context);
+  }
+  const last = sql.exec("SELECT MAX(created_at) AS at FROM backfill").one().at;
+  if (last !== null && now - last < cfg.BACKFILL_INTERVAL_MS) return null;
+  const range = wanted(sql, cfg, now, health);
+  if (!range) return null;
+  const start_s = range.from * device.period;
+  const end_s = (range.to + 1) * device.period - 1;
+  if (end_s > 0xffff_ffff) return null; // not a time the sensor can hold
+  const payload = history.command(start_s, end_s);
+  const row = sql
+    .exec(
+      `INSERT INTO backfill (from_seq, to_seq, start_s, end_s, via, payload, f_port, state, created_at, next_attempt_at)
+       VALUES (?, ?, ?, ?, ?, ?, ?, 'queued', ?, ?) RETURNING *`,
+      range.from, range.to, start_s, end_s, target.via, payload, history.f_port, now, now,
+    )
+    .one();
+  sql.exec("DELETE FROM backfill WHERE id <= (SELECT MAX(id) FROM backfill) - ? AND state NOT IN ('queued', 'sent')", KEPT);
+  return send(storage, cfg, now, row, target, context);
+}
+
+/** The open request (`queued` or `sent`), or null. */
+function openRequest(sql) {
+  return sql.exec("SELECT * FROM backfill WHERE state IN ('queued', 'sent')").toArray()[0] ?? null;
+}
+
+/**
+ * A sent request whose range has no missing slot left is answered; one older than
+ * BACKFILL_WAIT_MS expires. Counts the slots of its range this burst recovered.
+ * Returns the request if still open, else null.
+ */
+function settle(sql, cfg, now, open, health, context) {
+  if (open.state !== "sent") return open;
+  const back = health.recovered.filter((seq) => seq >= open.from_seq && seq <= open.to_seq).length;
+  const missing = health.gaps().some((g) => g.from <= open.to_seq && g.to >= open.from_seq);
+  const state = !missing ? "answered" : now - open.sent_at >= cfg.BACKFILL_WAIT_MS ? "expired" : null;
+  sql.exec("UPDATE backfill SET recovered = recovered + ?, state = COALESCE(?, state), closed_at = CASE WHEN ? IS NULL THEN closed_at ELSE ? END WHERE id = ?", back, state, state, now, open.id);
+  if (!state) return open;
+  const line = { ...context, request: open.id, from: open.from_seq, to: open.to_seq, start_s: open.start_s, end_s: open.end_s, recovered: open.recovered + back, waited_ms: now - open.sent_at };
+  console.log(JSON.stringify({ level: state === "answered" ? "INFO" : "WARN", event: `backfill_${state}`, ...line }));
+  return null;
+}
+
+/**
+ * The slots to ask for: the oldest gap open longer than BACKFILL_AFTER_MS and noticed
+ * before this burst (its replay may still be under way), from its
+ * first slot no expired or failed request asked for, at most BACKFILL_MAX_SLOTS, up to
+ * its end or the next slot asked for already. Null when there is none.
+ */
+function wanted(sql, cfg, now, { at, gaps }) {
+  const asked = sql.exec("SELECT from_seq, to_seq FROM backfill WHERE state IN ('expired', 'failed') ORDER BY from_seq").toArray();
+  for (const gap of gaps()) {
+    if (gap.first_noticed_ms >= at || gap.first_noticed_ms + cfg.BACKFILL_AFTER_MS > now) continue;
+    let from = gap.from;
+    for (const a of asked) if (a.from_seq <= from && a.to_seq >= from) from = a.to_seq + 1;
+    if (from > gap.to) continue;
+    let to = Math.min(gap.to, from + cfg.BACKFILL_MAX_SLOTS - 1);
+    for (const a of asked) if (a.from_seq > from && a.from_seq <= to) to = a.from_seq - 1;
+    return { from, to };
+  }
+  return null;
+}
+
+/**
+ * Sends `row` through `target` and records the outcome. The row holds the send (its
+ * next attempt is pushed past the timeout first), so a concurrent burst does not send
+ * it again. Resolves when recorded; never rejects.
+ */
+function send(storage, cfg, now, row, target, context) {
+  const sql = storage.sql;
+  const attempt = row.attempts + 1;
+  sql.exec("UPDATE backfill SET attempts = ?, next_attempt_at = ?, via = ? WHERE id = ?", attempt, now + cfg.ORIGIN_TIMEOUT_MS + 1000, target.via, row.id);
+  const line = { ...context, request: row.id, via: target.via, attempt, from: row.from_seq, to: row.to_seq, start_s: row.start_s, end_s: row.end_s, f_port: row.f_port, payload: row.payload };
+  return post(cfg, target, context.device_id, row)
+    .then(() => {
+      sql.exec("UPDATE backfill SET state = 'sent', sent_at = ?, next_attempt_at = NULL, last_error = NULL WHERE id = ?", Date.now(), row.id);
+      console.log(JSON.stringify({ level: "INFO", event: "backfill_requested", ...line }));
+    })
+    .catch((e) => {
+      const error = String(e?.message ?? e).slice(0, 500);
+      const final = e?.final || attempt >= cfg.BACKFILL_ATTEMPTS;
+      const retryAt = Date.now() + Math.min(cfg.RETRY_MAX_MS, cfg.RETRY_BASE_MS * 2 ** (attempt - 1));
+      try {
+        if (final) sql.exec("UPDATE backfill SET state = 'failed', closed_at = ?, next_attempt_at = NULL, last_error = ? WHERE id = ?", Date.now(), error, row.id);
+        else sql.exec("UPDATE backfill SET next_attempt_at = ?, last_error = ? WHERE id = ?", retryAt, error, row.id);
+      } catch (w) {
+        // The row keeps its hold: the next burst after it retries.
+        console.log(JSON.stringify({ level: "ERROR", event: "backfill_not_recorded", ...line, error: String(w?.message ?? w) }));
+      }
+      console.log(JSON.stringify({ level: final ? "ERROR" : "WARN", event: final ? "backfill_failed" : "backfill_retry", ...line, error, ...(final ? {} : { retry_at: new Date(retryAt).toISOString() }) }));
+    });
+}
+
+/** POSTs the request's downlink to the network server; rejects with `final` for a refusal. */
+async function post(cfg, target, device_id, row) {
+  const frm = btoa(String.fromCharCode(...row.payload.match(/../g).map((h) => parseInt(h, 16))));
+  const [url, headers, body] =
+    target.via === "tts"
+      ? [target.url, { authorization: `Bearer ${target.api_key}` }, { downlinks: [{ f_port: row.f_port, frm_payload: frm, priority: "NORMAL" }] }]
+      : [
+          `${cfg.CHIRPSTACK_API_URL}/api/devices/${encodeURIComponent(device_id.toLowerCase())}/queue`,
+          { "grpc-metadata-authorization": `Bearer ${cfg.CHIRPSTACK_API_TOKEN}` },
+          { queueItem: { confirmed: false, fPort: row.f_port, data: frm } },
+        ];
+  const res = await fetch(url, {
+    method: "POST",
+    headers: { "content-type": "application/json", ...headers },
+    body: JSON.stringify(body),
+    signal: AbortSignal.timeout(cfg.ORIGIN_TIMEOUT_MS),
+  });
+  const text = await res.text().catch(() => "");
+  if (res.ok) return;
+  const e = new Error(`${target.via} answered ${res.status}: ${text.slice(0, 300)}`);
+  e.final = res.status >= 400 && res.status < 500 && res.status !== 408 && res.status !== 429;
+  throw e;
+}
+
+/**
+ * The Milesight command "enquire data in time range": `fd 6c`, then the start and the
+ * end, Unix seconds, u32 little-endian (Milesight-IoT/SensorDecoders, the EM500-UDL
+ * encoder's `fetch_history`; the UC100 user guide's "Historical Data Enquiry"). Hex.
+ */
+export function milesightRange(start_s, end_s) {
+  const le = (v) => [0, 8, 16, 24].map((s) => ((v >>> s) & 0xff).toString(16).padStart(2, "0")).join("");
+  return `fd6c${le(start_s)}${le(end_s)}`;
+}
+
+/**
+ * The device's requests for GET /v1/devices/{id}/gaps: the open one and the last
+ * ten closed, newest first, times as ISO strings. Reads only.
+ */
+export function backfillView(sql, iso) {
+  const rows = sql.exec("SELECT * FROM backfill ORDER BY id DESC LIMIT 11").toArray();
+  const view = (r) => ({
+    id: r.id,
+    state: r.state,
+    via: r.via,
+    from: r.from_seq,
+    to: r.to_seq,
+    start: iso(r.start_s * 1000),
+    end: iso(r.end_s * 1000),
+    f_port: r.f_port,
+    payload: r.payload,
+    attempts: r.attempts,
+    created_at: iso(r.created_at),
+    sent_at: r.sent_at === null ? null : iso(r.sent_at),
+    closed_at: r.closed_at === null ? null : iso(r.closed_at),
+    recovered: r.recovered,
+    last_error: r.last_error,
+  });
+  const open = rows.find((r) => r.state === "queued" || r.state === "sent");
+  return { open: open ? view(open) : null, recent: rows.filter((r) => r !== open).slice(0, 10).map(view) };
+}
+
+/** Closes the open request as `cancelled` (a reset of the device's memory). Returns whether there was one. */
+export function cancelBackfill(sql, now) {
+  return sql.exec("UPDATE backfill SET state = 'cancelled', closed_at = ?, next_attempt_at = NULL WHERE state IN ('queued', 'sent')", now).rowsWritten > 0;
+}
