@@ -1,9 +1,12 @@
 // The page: controls, playback, rendering and the worker switch. The simulation
-// (sim.js) and the scoring (strategies.js) are pure and live elsewhere.
-import init, { Deduplicator } from './pkg/reconnect_dedupe.js';
+// (sim.js), the scoring (strategies.js) and the chart bin's gaps and backfill
+// (gaps.js) are pure and live elsewhere.
+import init, { Deduplicator, SeqWindow } from './pkg/reconnect_dedupe.js';
 import { PARAMS, START_MS, TICK_MS, simulate, telltaleBin, normalizeParams } from './sim.js';
 import { STRATEGIES, createRun, compareWithWorker } from './strategies.js';
+import { GAP_PARAMS, PERIOD_S, createBinHealth } from './gaps.js';
 import { chartSvg } from './chart.js';
+import { el } from './dom.js';
 
 const $ = (id) => document.getElementById(id);
 const fmt = (n) => Number(n).toLocaleString('en-US');
@@ -11,6 +14,8 @@ const PLAY_INTERVAL_MS = 40;
 const DEDUP_DEFAULTS = { ttlMin: 360, maxKeys: 100_000 };
 
 let run = null; // the current run (strategies.js)
+let health = null; // the chart bin's sequence health (gaps.js), stepped up to the run's minute
+let dedupOptions = null; // the run's deduplicator limits, which the bin's own deduplicator shares
 let timer = null;
 let busy = false; // a step (possibly awaiting the worker) is in flight
 let runTag = ''; // device-id prefix for the worker, new per run
@@ -20,16 +25,22 @@ let workerDiffer = 0;
 
 // ---------- parameters --------------------------------------------------------
 
-function readForm() {
+/** The form's values of the parameters in `specs`, clamped into their ranges. */
+function formParams(specs) {
   const f = $('params').elements;
-  const sim = {};
-  for (const name of Object.keys(PARAMS)) sim[name] = f[name].value;
-  return { sim: normalizeParams(sim), ttlMin: Number(f.ttlMin.value), maxKeys: Number(f.maxKeys.value) };
+  const p = {};
+  for (const name of Object.keys(specs)) p[name] = f[name].value;
+  return normalizeParams(p, specs);
 }
 
-function writeForm(sim, ttlMin, maxKeys) {
+function readForm() {
   const f = $('params').elements;
-  for (const name of Object.keys(PARAMS)) f[name].value = String(sim[name]);
+  return { sim: formParams(PARAMS), ttlMin: Number(f.ttlMin.value), maxKeys: Number(f.maxKeys.value) };
+}
+
+function writeForm({ sim, ttlMin, maxKeys, gap }) {
+  const f = $('params').elements;
+  for (const [name, value] of Object.entries({ ...sim, ...gap })) f[name].value = String(value);
   f.ttlMin.value = String(ttlMin);
   f.maxKeys.value = String(maxKeys);
   showRangeValues();
@@ -41,13 +52,16 @@ function showRangeValues() {
   }
 }
 
-/** Initial values: defaults, overridden by the query string (?seed=7&fleet=20...). */
+/** Initial values: defaults, overridden by the query string (?seed=7&fleet=20&backfillMin=20...). */
 function initialValues() {
   const q = new URLSearchParams(location.search);
-  const sim = {};
-  for (const name of Object.keys(PARAMS)) sim[name] = q.has(name) ? q.get(name) : PARAMS[name].def;
+  const fromQuery = (specs) => {
+    const p = {};
+    for (const name of Object.keys(specs)) if (q.has(name)) p[name] = q.get(name);
+    return normalizeParams(p, specs);
+  };
   const num = (k) => (q.has(k) ? Number(q.get(k)) : DEDUP_DEFAULTS[k]);
-  return [normalizeParams(sim), num('ttlMin'), num('maxKeys')];
+  return { sim: fromQuery(PARAMS), ttlMin: num('ttlMin'), maxKeys: num('maxKeys'), gap: fromQuery(GAP_PARAMS) };
 }
 
 // ---------- run lifecycle -----------------------------------------------------
@@ -57,12 +71,14 @@ function reset() {
   const { sim, ttlMin, maxKeys } = readForm();
   let dedup;
   try {
-    dedup = new Deduplicator({ ttlMs: Math.round(ttlMin * 60_000), maxKeys });
+    dedupOptions = { ttlMs: Math.round(ttlMin * 60_000), maxKeys };
+    dedup = new Deduplicator(dedupOptions);
     $('config-error').hidden = true;
   } catch (e) {
     $('config-error').textContent = `The deduplicator refused this configuration (${e.code}): ${e.message}`;
     $('config-error').hidden = false;
-    dedup = new Deduplicator({ ttlMs: DEDUP_DEFAULTS.ttlMin * 60_000, maxKeys: DEDUP_DEFAULTS.maxKeys });
+    dedupOptions = { ttlMs: DEDUP_DEFAULTS.ttlMin * 60_000, maxKeys: DEDUP_DEFAULTS.maxKeys };
+    dedup = new Deduplicator(dedupOptions);
   }
   if (run) run.free?.();
   const stream = simulate(sim);
@@ -73,8 +89,22 @@ function reset() {
   workerAgree = workerDiffer = 0;
   fillBinSelect(stream);
   buildCards();
+  newHealth();
   document.body.dataset.run = 'idle';
   render();
+}
+
+/** A new sequence health for the chart bin; render() steps it up to the run's minute. */
+function newHealth() {
+  health?.free();
+  health = createBinHealth({
+    stream: run.stream,
+    dev: Number($('bin').value) || 0,
+    SeqWindow,
+    Deduplicator,
+    dedupOptions,
+    ...formParams(GAP_PARAMS),
+  });
 }
 
 function fillBinSelect(stream) {
@@ -129,13 +159,14 @@ function pause() {
   if (run && !run.done) document.body.dataset.run = 'idle';
 }
 
-/** Runs every remaining minute; resolves with the summary once the run is done. */
-async function runToEnd() {
+/** Runs up to `minute` (every remaining one by default); resolves with the summary then. */
+async function runTo(minute = Infinity) {
   pause();
   while (busy) await new Promise((r) => setTimeout(r, 0));
-  await advance(Infinity);
+  await advance(minute - run.minute);
   return snapshot();
 }
+const runToEnd = () => runTo();
 
 // ---------- the worker switch -------------------------------------------------
 
@@ -210,7 +241,7 @@ function dl(el, rows) {
       dt.textContent = label;
       if (title) dt.title = title;
       const dd = document.createElement('dd');
-      dd.textContent = fmt(value);
+      dd.textContent = typeof value === 'number' ? fmt(value) : value;
       if (key) dd.dataset.counter = key;
       return [dt, dd];
     }),
@@ -229,6 +260,7 @@ function logList(ol, lines) {
 
 function render() {
   if (!run) return;
+  while (health.minute < run.minute) health.step();
   const { stream, truth, core } = run;
   const minutes = stream.params.minutes;
   const now = START_MS + run.minute * TICK_MS;
@@ -285,12 +317,122 @@ function render() {
 
   logList($('audit'), run.audits.slice(-8));
 
+  renderHealth();
+
   if ($('useWorker').checked || workerLog.length) {
     $('worker-panel').hidden = false;
     if (workerLog.length)
       $('worker-status').textContent = `${workerAgree} bursts agree, ${workerDiffer} differ (worker limits must match the TTL and max keys here).`;
     logList($('worker-log'), workerLog);
   }
+}
+
+// ---------- the chart bin's gaps and backfill ----------------------------------
+
+const hhmm = (ms) => new Date(ms).toISOString().slice(11, 16);
+const hhmmss = (ms) => new Date(ms).toISOString().slice(11, 19);
+const slotMs = (slot) => slot * PERIOD_S * 1000;
+const plural = (n, word) => `${fmt(n)} ${word}${n === 1 ? '' : 's'}`;
+const mins = (ms) => `${fmt(Math.round(ms / 60_000))} min`;
+/** Slots `from ..= to` as the device times they start at: "06:29" or "06:01 to 06:06". */
+const slotsLabel = (from, to) => (from === to ? hhmm(slotMs(from)) : `${hhmm(slotMs(from))} to ${hhmm(slotMs(to))}`);
+const slotNumbers = (from, to) => (from === to ? `slot ${from}` : `slots ${from}–${to}`);
+const BY = { replay: 'a replayed copy', backfill: 'the backfill', live: 'a live reading' };
+const STATUS = { waiting: 'waiting', answered: 'answered', unanswered: 'unanswered' };
+
+/** What an open gap's backfill is at: its request's status, or when it is due. */
+function gapBackfill(g, v) {
+  const r = g.request;
+  if (r?.status === 'waiting') return `requested (#${r.id} at ${hhmm(r.atMs)}), waiting for the bin's next uplink`;
+  if (r) return `unanswered (#${r.id}): the sensor no longer holds ${plural(r.answer.stillMissing, 'slot')} of it`;
+  const left = v.backfillMs - (v.nowMs - g.first_noticed_ms);
+  return left > 0 ? `due in ${mins(left)}` : 'due: after the open request';
+}
+
+function gapRow(g, v) {
+  const td = (text, className = '') => el('td', { className }, text);
+  const tr = el(
+    'tr',
+    {},
+    el('th', { scope: 'row' }, slotsLabel(g.from, g.to)),
+    td(slotNumbers(g.from, g.to), 'key'),
+    td(fmt(g.to - g.from + 1), 'n'),
+    td(hhmm(g.first_noticed_ms)),
+    td(mins(v.nowMs - g.first_noticed_ms), 'n'),
+    td(gapBackfill(g, v), 'backfill'),
+  );
+  tr.dataset.gap = `${g.from}-${g.to}`;
+  return tr;
+}
+
+function requestItem(r, v) {
+  const li = el(
+    'li',
+    { className: `request ${r.status}` },
+    el('p', {}, el('strong', {}, `#${r.id} · ${hhmm(r.atMs)} · fPort ${r.port} `), el('code', { className: 'hex' }, r.hex)),
+    el('p', { className: 'small' },
+      `${slotNumbers(r.from, r.to)}: device time ${hhmmss(r.startS * 1000)}–${hhmmss(r.endS * 1000)} UTC ` +
+        `(start ${r.startS}, end ${r.endS}, u32 little-endian after fd 6c)`),
+  );
+  li.dataset.request = String(r.id);
+  li.dataset.status = r.status;
+  const status = el('p', { className: 'status' }, el('strong', {}, STATUS[r.status]), ': ');
+  if (!r.answer) {
+    status.append("queued; it goes out after the bin's next uplink (Class A), the answer follows");
+  } else {
+    const a = r.answer;
+    const held = a.records.map((x) => `${hhmmss(Date.parse(x.ts))} ${x.fill} % ${x.verdict}`);
+    status.append(
+      `the sensor answered at ${hhmm(a.atMs)} with ${plural(a.records.length, 'record')}` +
+        (held.length ? ` (${held.slice(0, 6).join('; ')}${held.length > 6 ? '; …' : ''})` : '') +
+        (a.gone ? `; ${fmt(a.gone)} gone from the sensor (it keeps its last ${fmt(v.historyRecords)})` : '') +
+        `; closed ${a.closed.length ? a.closed.map((s) => hhmm(slotMs(s))).join(', ') : 'nothing'}` +
+        (a.stillMissing ? `; ${plural(a.stillMissing, 'slot')} of the range still missing` : ''),
+    );
+  }
+  li.append(status);
+  return li;
+}
+
+function eventText(e) {
+  const at = hhmm(e.atMs);
+  if (e.kind === 'opened') return `${at} gap opened: ${slotsLabel(e.from, e.to)} (${slotNumbers(e.from, e.to)}), ${plural(e.to - e.from + 1, 'slot')} missing`;
+  if (e.kind === 'recovered')
+    return `${at} recovered ${slotsLabel(e.from, e.to)} (${slotNumbers(e.from, e.to)}) by ${BY[e.by]}, ${mins(e.delayMs)} after the gap was noticed`;
+  return `${at} reset: the window starts over at slot ${e.to} (${hhmm(slotMs(e.to))}); it was at slot ${e.from}`;
+}
+
+function renderHealth() {
+  const v = health.view();
+  $('gaps-bin').textContent = run.stream.devices[v.dev];
+  $('gaps-after').textContent = plural(Math.round(v.backfillMs / 60_000), 'simulated minute');
+  const t = v.totals;
+  const unanswered = v.requests.filter((r) => r.status === 'unanswered').length;
+  dl($('gaps-counts'), [
+    ['highest slot', v.highest === undefined ? '—' : `${hhmm(slotMs(v.highest))} (slot ${v.highest})`, 'gaps-highest'],
+    ['open gaps', v.gaps.length, 'gaps-open'],
+    ['missing slots', t.missing, 'gaps-missing'],
+    ['recovered by a replayed copy', v.recoveredBy.replay, 'gaps-by-replay', 'slots closed late by a copy the bin retransmitted'],
+    ['recovered by the backfill', v.recoveredBy.backfill, 'gaps-by-backfill', "slots closed by the sensor's answer to a history-retrieval downlink"],
+    ['repeats', t.repeats, 'gaps-repeats', 'a slot seen again (a duplicate, or a second reading in the same minute)'],
+    ['resets', t.resets, 'gaps-resets', 'the device clock went far back: the window starts over'],
+    ['too old', t.too_old, 'gaps-too-old'],
+    ['backfill requests', v.requests.length, 'gaps-requests'],
+    ['unanswered', unanswered, 'gaps-unanswered', 'the sensor no longer held all of the range'],
+  ]);
+  $('gaps-none').hidden = v.gaps.length > 0;
+  $('gaps-table').hidden = v.gaps.length === 0;
+  $('gaps-open').replaceChildren(...v.gaps.map((g) => gapRow(g, v)));
+  $('backfill-none').hidden = v.requests.length > 0;
+  $('backfill').replaceChildren(...v.requests.slice(-8).map((r) => requestItem(r, v)));
+  const shown = v.events.slice(-12);
+  $('gap-log').replaceChildren(
+    ...shown.map((e) => {
+      const li = el('li', {}, eventText(e));
+      Object.assign(li.dataset, { event: e.kind, from: String(e.from), to: String(e.to) }, e.by ? { by: e.by } : {});
+      return li;
+    }),
+  );
 }
 
 /** What the test (and a curious reader) can ask the page. */
@@ -313,12 +455,17 @@ async function main() {
     showLoadError(`Could not load the WebAssembly package (${e.message}). Run \`npm run build\` first.`);
     return;
   }
-  writeForm(...initialValues());
+  for (const [name, spec] of Object.entries(GAP_PARAMS)) Object.assign($(name), { min: String(spec.min), max: String(spec.max) });
+  writeForm(initialValues());
   $('params').addEventListener('input', (e) => {
     if (e.target.type === 'range') showRangeValues();
   });
   $('params').addEventListener('change', (e) => {
     if (e.target.id === 'useWorker' || e.target.id === 'token') return render();
+    if (e.target.name in GAP_PARAMS) {
+      newHealth(); // worked out again up to the current minute; the run goes on
+      return render();
+    }
     reset();
   });
   $('params').addEventListener('submit', (e) => e.preventDefault());
@@ -329,8 +476,11 @@ async function main() {
   });
   $('toEnd').addEventListener('click', () => runToEnd());
   $('reset').addEventListener('click', () => reset());
-  $('bin').addEventListener('change', () => render());
-  window.demo = { runToEnd, snapshot, reset };
+  $('bin').addEventListener('change', () => {
+    newHealth();
+    render();
+  });
+  window.demo = { runTo, runToEnd, snapshot, reset };
   reset();
 }
 

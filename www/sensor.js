@@ -3,6 +3,7 @@
 // for the keyed readings) and one Deduplicator, then the same uplinks again after a
 // rejoin. It shares only the Wasm module with the simulation (app.js).
 import init, { Deduplicator, decodePayload, readingsFromPayload, limits } from './pkg/reconnect_dedupe.js';
+import { el } from './dom.js';
 
 /** The one device of this section (the README's example DevEUI). */
 export const DEVICE_ID = '24E124136B502217';
@@ -173,12 +174,6 @@ function resetDevice() {
   $('sensor-status').textContent = '';
   $('sensor-results').replaceChildren();
   renderTotals();
-}
-
-function el(tag, props = {}, ...children) {
-  const node = Object.assign(document.createElement(tag), props);
-  node.append(...children);
-  return node;
 }
 
 const utc = (iso) => `${iso.slice(0, 10)} ${iso.slice(11, 19)} UTC`;

@@ -24,10 +24,10 @@ const CORRUPT_FILL = 255; // what a damaged fill byte decodes to
 /** A drop of at least this many points in a bin's level reads as "serviced". */
 export const SERVICE_DROP = 30;
 
-/** Fills in defaults and clamps every parameter into its range. */
-export function normalizeParams(p = {}) {
+/** Fills in defaults and clamps every parameter of `specs` (PARAMS unless given) into its range. */
+export function normalizeParams(p = {}, specs = PARAMS) {
   const out = {};
-  for (const [name, spec] of Object.entries(PARAMS)) {
+  for (const [name, spec] of Object.entries(specs)) {
     let v = Number(p[name]);
     if (!Number.isFinite(v)) v = spec.def;
     if (spec.options) v = spec.options.includes(v) ? v : spec.def;
