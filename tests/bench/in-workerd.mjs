@@ -1,7 +1,8 @@
-// What the benchmarks of the worker in workerd share (webhooks.mjs, raw-uplinks.mjs):
+// What the benchmarks of the worker in workerd share (webhooks.mjs, raw-uplinks.mjs,
+// seq-window.mjs, soak.mjs):
 // the machine line, the core's calls timed in Node, requests posted a few at a time
 // with their latencies, and SQL over the objects' SQLite files (SQLite's dbstat) once
-// workerd has let go of them.
+// workerd has let go of them; the workerd processes and the CPU time they used.
 import { execFileSync } from "node:child_process";
 import fs from "node:fs";
 import os from "node:os";
@@ -10,16 +11,20 @@ import { post } from "../worker/harness.mjs";
 
 const root = new URL("../../", import.meta.url).pathname;
 
-/** The built core (pkg/), instantiated in Node, to time its calls outside workerd. */
+/**
+ * The built core (pkg/), instantiated in Node, to time its calls outside workerd: the
+ * package's exports and `memory`, its linear memory.
+ */
 export async function coreInNode() {
   const wasm = path.join(root, "pkg/reconnect_dedupe_bg.wasm");
   if (!fs.existsSync(wasm)) throw new Error("pkg/ is missing: run `npm run build`");
   const glue = await import(path.join(root, "pkg/reconnect_dedupe.js"));
-  glue.initSync({ module: fs.readFileSync(wasm) });
-  return glue;
+  const { memory } = glue.initSync({ module: fs.readFileSync(wasm) });
+  return { ...glue, memory };
 }
 
 export const median = (xs) => [...xs].sort((a, b) => a - b)[Math.floor(xs.length / 2)];
+export const mean = (xs) => xs.reduce((t, x) => t + x, 0) / xs.length;
 
 /** µs per item of `fn` over all `items`, the median of `rounds` passes. */
 export function microsPerItem(items, fn, rounds) {
@@ -96,3 +101,38 @@ print(json.dumps(out))`;
 /** The sum of each numeric member over `rows` (one object per file, as sqliteQueries answers). */
 export const totals = (rows) =>
   Object.fromEntries(Object.keys(rows[0] ?? {}).filter((k) => typeof rows[0][k] === "number").map((k) => [k, rows.reduce((t, r) => t + r[k], 0)]));
+
+/** The workerd processes Miniflare started: children (or grandchildren) of process `root`. */
+export function workerdPids(root) {
+  const parent = new Map();
+  for (const p of fs.readdirSync("/proc")) {
+    if (!/^\d+$/.test(p)) continue;
+    try {
+      const stat = fs.readFileSync(`/proc/${p}/stat`, "utf8");
+      const comm = stat.slice(stat.indexOf("(") + 1, stat.lastIndexOf(")"));
+      const ppid = Number(stat.slice(stat.lastIndexOf(")") + 2).split(" ")[1]);
+      parent.set(Number(p), { ppid, comm });
+    } catch {}
+  }
+  const descends = (pid) => {
+    for (let p = pid, hops = 0; p > 1 && hops < 5; p = parent.get(p)?.ppid ?? 0, hops++) if (parent.get(p)?.ppid === root) return true;
+    return false;
+  };
+  return [...parent].filter(([pid, p]) => p.comm === "workerd" && descends(pid)).map(([pid]) => pid);
+}
+
+/**
+ * Nanoseconds process `pid` has run on a CPU, its live threads summed (/proc schedstat):
+ * what a stretch of work cost it, whatever else the machine's cores were doing.
+ */
+export function cpuNs(pid) {
+  return fs
+    .readdirSync(`/proc/${pid}/task`)
+    .reduce((t, task) => {
+      try {
+        return t + Number(fs.readFileSync(`/proc/${pid}/task/${task}/schedstat`, "utf8").split(" ")[0]);
+      } catch {
+        return t;
+      }
+    }, 0);
+}

@@ -25,7 +25,7 @@ import fs from "node:fs";
 import os from "node:os";
 import path from "node:path";
 import { databases, fixture, start, TOKEN } from "../worker/harness.mjs";
-import { coreInNode, fmt, machine, microsPerItem, percentile, sqliteQueries, timedPosts, totals } from "./in-workerd.mjs";
+import { coreInNode, fmt, machine, mean, microsPerItem, percentile, sqliteQueries, timedPosts, totals } from "./in-workerd.mjs";
 import { option } from "./workload.mjs";
 
 const root = new URL("../../", import.meta.url).pathname;
@@ -162,7 +162,6 @@ try {
   for (const [pass, order] of [[0, ["a", "b", "c", "d"]], [1, ["d", "c", "b", "a"]]]) {
     for (const key of order) results[key].push(await timedPosts(worker.call, kinds[key].name, kinds[key].route, chunk(key, pass), CONCURRENCY));
   }
-  const mean = (xs) => xs.reduce((t, x) => t + x, 0) / xs.length;
   const base = mean(results.a.map((r) => r.rps));
   console.log("   summary (two runs each; ratio: mean requests/s against (a)'s mean):");
   for (const [key, runs] of Object.entries(results)) {

@@ -43,6 +43,7 @@ import http from "node:http";
 import os from "node:os";
 import { rng32 } from "../../www/sim.js";
 import { start, TOKEN, tempDir } from "../worker/harness.mjs";
+import { workerdPids } from "./in-workerd.mjs";
 
 const env = (name, dflt) => (process.env[name] === undefined || process.env[name] === "" ? dflt : Number(process.env[name]));
 const SECONDS = env("SOAK_SECONDS", 60);
@@ -379,7 +380,7 @@ const vars = { ORIGIN_URL, TTL_MS: String(TTL_MS), STATS_FLUSH_MS: String(FLUSH_
 const PERSIST = process.env.SOAK_STORAGE !== "memory";
 const w = await start({ persist: PERSIST ? dir : undefined, vars, log: process.env.SOAK_LOG === "1" });
 const base = new URL(await w.mf.ready);
-const workerdPid = findWorkerd(process.pid);
+const workerdPid = workerdPids(process.pid)[0] ?? null;
 const readingsPlanned = requests.reduce((n, q) => n + q.readings.length, 0);
 console.log(
   `plan: seed ${SEED}, ${fmt(DEVICES)} devices, ${SECONDS} s, ${fmt(requests.length)} requests (${fmt(validCount)} valid carrying ${fmt(readingsPlanned)} readings, ` +
@@ -387,24 +388,6 @@ console.log(
     `MAX_READINGS ${MAX_READINGS}; workerd pid ${workerdPid ?? "not found"}; loopback ${base.host}, origin ${ORIGIN_URL}`,
 );
 
-/** The workerd process Miniflare started: a child (or grandchild) of this process. */
-function findWorkerd(root) {
-  const parent = new Map();
-  for (const p of fs.readdirSync("/proc")) {
-    if (!/^\d+$/.test(p)) continue;
-    try {
-      const stat = fs.readFileSync(`/proc/${p}/stat`, "utf8");
-      const comm = stat.slice(stat.indexOf("(") + 1, stat.lastIndexOf(")"));
-      const ppid = Number(stat.slice(stat.lastIndexOf(")") + 2).split(" ")[1]);
-      parent.set(Number(p), { ppid, comm });
-    } catch {}
-  }
-  const descends = (pid) => {
-    for (let p = pid, hops = 0; p > 1 && hops < 5; p = parent.get(p)?.ppid ?? 0, hops++) if (parent.get(p)?.ppid === root) return true;
-    return false;
-  };
-  return [...parent].find(([pid, p]) => p.comm === "workerd" && descends(pid))?.[0] ?? null;
-}
 /** CPU seconds (user + system) a process has used, from /proc. */
 const cpuSeconds = (pid) => {
   try {

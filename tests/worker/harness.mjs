@@ -21,15 +21,17 @@ export function tempDir() {
 /**
  * Starts the worker. `vars` override [vars]; `persist` is a directory or undefined.
  * `lines` holds what the worker printed to stdout (its audit lines), line by line.
+ * `script`: the module to run instead of src/worker/index.js (a benchmark's variant
+ * of the worker, exporting the same classes), relative to the repository.
  */
-export async function start({ vars = {}, persist, log = false } = {}) {
+export async function start({ vars = {}, persist, log = false, script = "src/worker/index.js" } = {}) {
   const lines = [];
   let partial = "";
   assertBuilt();
   const mf = new Miniflare({
     modules: true,
     modulesRoot: root,
-    scriptPath: path.join(root, "src/worker/index.js"),
+    scriptPath: path.join(root, script),
     modulesRules: [
       { type: "ESModule", include: ["**/*.js"] },
       { type: "CompiledWasm", include: ["**/*.wasm"] },
