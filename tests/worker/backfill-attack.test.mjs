@@ -135,3 +135,24 @@ test("a sent request whose range the window forgot (a reset) is not reported ans
   await logSettled(worker);
   assert.deepEqual(logged(worker, "backfill_answered", reset.burst_id), []);
 });
+
+test("a request the replay closes while its send is in flight stays closed when the network server then accepts it", async () => {
+  const eui = "A84041000000A106";
+  await putConfig(worker.call, eui, EM500);
+  answer = (r) => (r.path === ttsPath("bin-f1") ? { status: 200, delay: 1500 } : { status: 200 });
+  try {
+    await tts(worker, eui, "bin-f1", history([0, 3]));
+    await tts(worker, eui, "bin-f1", live(600));
+    await until(() => to(ttsPath("bin-f1")).length, "the push in flight");
+    // The replay closes the gap before the network server answers.
+    await tts(worker, eui, "bin-f1", history([1, 2]));
+    const closed = await health(worker, eui);
+    assert.deepEqual([closed.gaps, closed.backfill.open, closed.backfill.recent[0]?.state], [[], null, "cancelled"]);
+    await new Promise((r) => setTimeout(r, 2000)); // the 200 arrives
+    const after = await health(worker, eui);
+    assert.equal(after.backfill.open, null, "the accepted send reopened a closed request");
+    assert.equal(after.backfill.recent[0].state, "cancelled");
+  } finally {
+    answer = () => ({ status: 200 });
+  }
+});
