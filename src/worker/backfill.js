@@ -13,9 +13,14 @@
 // stored: a Class A sensor only receives a downlink after an uplink, and the uplink's
 // request carries the TTS key, which is never stored. A send that fails is retried at
 // a later uplink, with backoff (RETRY_BASE_MS doubling to RETRY_MAX_MS), at most
-// BACKFILL_ATTEMPTS sends; a refusal (4xx other than 408 and 429) is final. A request
-// the network server accepted waits BACKFILL_WAIT_MS for its records, then expires;
-// its range is not asked for again. A device asks at most once per BACKFILL_INTERVAL_MS.
+// BACKFILL_ATTEMPTS sends; a refusal (4xx other than 408 and 429) is final; a redirect
+// is a failure, never followed (it could lead off the hosts BACKFILL_HOSTS allows). A
+// request the network server accepted waits BACKFILL_WAIT_MS for its records, then
+// expires; its range is not asked for again. A request whose range has no missing slot
+// left without its records coming back (a queued one the replay closed by itself, a
+// sent one the window forgot: a reset) is cancelled. A device asks at most once per
+// BACKFILL_INTERVAL_MS. A network server's error text is kept and logged without the
+// credential it was sent.
 
 /** The sensors that answer a history request, by codec: the port and the command. */
 const HISTORY = {
@@ -143,19 +148,22 @@ function openRequest(sql) {
 }
 
 /**
- * A sent request whose range has no missing slot left is answered; one older than
- * BACKFILL_WAIT_MS expires. Counts the slots of its range this burst recovered.
- * Returns the request if still open, else null.
+ * A request whose range has no missing slot left is answered when this burst brought
+ * some of it back to a sent request, else cancelled (a queued one the replay closed by
+ * itself: it is not sent; a sent one whose range the window forgot, a reset or a
+ * dropped gap: nothing came back). A sent one older than BACKFILL_WAIT_MS expires.
+ * Counts the slots of a sent request's range this burst recovered. Returns the request
+ * if still open, else null.
  */
 function settle(sql, cfg, now, open, health, context) {
-  if (open.state !== "sent") return open;
-  const back = health.recovered.filter((seq) => seq >= open.from_seq && seq <= open.to_seq).length;
+  const sent = open.state === "sent";
+  const back = sent ? health.recovered.filter((seq) => seq >= open.from_seq && seq <= open.to_seq).length : 0;
   const missing = health.gaps().some((g) => g.from <= open.to_seq && g.to >= open.from_seq);
-  const state = !missing ? "answered" : now - open.sent_at >= cfg.BACKFILL_WAIT_MS ? "expired" : null;
+  const state = !missing ? (back > 0 ? "answered" : "cancelled") : sent && now - open.sent_at >= cfg.BACKFILL_WAIT_MS ? "expired" : null;
   sql.exec("UPDATE backfill SET recovered = recovered + ?, state = COALESCE(?, state), closed_at = CASE WHEN ? IS NULL THEN closed_at ELSE ? END WHERE id = ?", back, state, state, now, open.id);
   if (!state) return open;
-  const line = { ...context, request: open.id, from: open.from_seq, to: open.to_seq, start_s: open.start_s, end_s: open.end_s, recovered: open.recovered + back, waited_ms: now - open.sent_at };
-  console.log(JSON.stringify({ level: state === "answered" ? "INFO" : "WARN", event: `backfill_${state}`, ...line }));
+  const line = { ...context, request: open.id, from: open.from_seq, to: open.to_seq, start_s: open.start_s, end_s: open.end_s, recovered: open.recovered + back, waited_ms: sent ? now - open.sent_at : null };
+  console.log(JSON.stringify({ level: state === "answered" || !sent ? "INFO" : "WARN", event: `backfill_${state}`, ...line }));
   return null;
 }
 
@@ -180,9 +188,10 @@ function wanted(sql, cfg, now, { at, gaps }) {
 }
 
 /**
- * Sends `row` through `target` and records the outcome. The row holds the send (its
- * next attempt is pushed past the timeout first), so a concurrent burst does not send
- * it again. Resolves when recorded; never rejects.
+ * Sends `row` through `target` and records the outcome, unless the row was closed
+ * meanwhile (`settle`). The row holds the send (its next attempt is pushed past the
+ * timeout first), so a concurrent burst does not send it again. Resolves when
+ * recorded; never rejects.
  */
 function send(storage, cfg, now, row, target, context) {
   const sql = storage.sql;
@@ -191,7 +200,7 @@ function send(storage, cfg, now, row, target, context) {
   const line = { ...context, request: row.id, via: target.via, attempt, from: row.from_seq, to: row.to_seq, start_s: row.start_s, end_s: row.end_s, f_port: row.f_port, payload: row.payload };
   return post(cfg, target, context.device_id, row)
     .then(() => {
-      sql.exec("UPDATE backfill SET state = 'sent', sent_at = ?, next_attempt_at = NULL, last_error = NULL WHERE id = ?", Date.now(), row.id);
+      sql.exec("UPDATE backfill SET state = 'sent', sent_at = ?, next_attempt_at = NULL, last_error = NULL WHERE id = ? AND state = 'queued'", Date.now(), row.id);
       console.log(JSON.stringify({ level: "INFO", event: "backfill_requested", ...line }));
     })
     .catch((e) => {
@@ -199,8 +208,8 @@ function send(storage, cfg, now, row, target, context) {
       const final = e?.final || attempt >= cfg.BACKFILL_ATTEMPTS;
       const retryAt = Date.now() + Math.min(cfg.RETRY_MAX_MS, cfg.RETRY_BASE_MS * 2 ** (attempt - 1));
       try {
-        if (final) sql.exec("UPDATE backfill SET state = 'failed', closed_at = ?, next_attempt_at = NULL, last_error = ? WHERE id = ?", Date.now(), error, row.id);
-        else sql.exec("UPDATE backfill SET next_attempt_at = ?, last_error = ? WHERE id = ?", retryAt, error, row.id);
+        if (final) sql.exec("UPDATE backfill SET state = 'failed', closed_at = ?, next_attempt_at = NULL, last_error = ? WHERE id = ? AND state = 'queued'", Date.now(), error, row.id);
+        else sql.exec("UPDATE backfill SET next_attempt_at = ?, last_error = ? WHERE id = ? AND state = 'queued'", retryAt, error, row.id);
       } catch (w) {
         // The row keeps its hold: the next burst after it retries.
         console.log(JSON.stringify({ level: "ERROR", event: "backfill_not_recorded", ...line, error: String(w?.message ?? w) }));
@@ -209,7 +218,11 @@ function send(storage, cfg, now, row, target, context) {
     });
 }
 
-/** POSTs the request's downlink to the network server; rejects with `final` for a refusal. */
+/**
+ * POSTs the request's downlink to the network server; rejects with `final` for a
+ * refusal, and for a redirect (not followed) or another failure with its status and
+ * text, the credential sent cut out of it (a server may echo it).
+ */
 async function post(cfg, target, device_id, row) {
   const frm = btoa(String.fromCharCode(...row.payload.match(/../g).map((h) => parseInt(h, 16))));
   const [url, headers, body] =
@@ -224,11 +237,13 @@ async function post(cfg, target, device_id, row) {
     method: "POST",
     headers: { "content-type": "application/json", ...headers },
     body: JSON.stringify(body),
+    redirect: "manual",
     signal: AbortSignal.timeout(cfg.ORIGIN_TIMEOUT_MS),
   });
   const text = await res.text().catch(() => "");
   if (res.ok) return;
-  const e = new Error(`${target.via} answered ${res.status}: ${text.slice(0, 300)}`);
+  const secret = target.via === "tts" ? target.api_key : cfg.CHIRPSTACK_API_TOKEN;
+  const e = new Error(`${target.via} answered ${res.status}: ${text.split(secret).join("[credential]").slice(0, 300)}`);
   e.final = res.status >= 400 && res.status < 500 && res.status !== 408 && res.status !== 429;
   throw e;
 }

@@ -7,12 +7,8 @@
 // up; the switches, the host allowlist and "one open request per device" hold.
 import { test, after } from "node:test";
 import assert from "node:assert/strict";
-import { fixture, get, logged, logSettled, origin, post, putConfig, start, until } from "./harness.mjs";
-
-const PERIOD = 600;
-const T0 = 1_780_000_200; // a multiple of PERIOD: slot T0 / PERIOD
-const SLOT0 = T0 / PERIOD;
-const EM500 = { codec: "milesight-iot/em500-udl", bin_depth_mm: 2000, reporting_period_s: PERIOD };
+import { chirpstack, EM500, history, live, PERIOD, request, SLOT0, T0, tts as ttsUplink } from "./em500.mjs";
+import { get, logged, logSettled, origin, putConfig, start, until } from "./harness.mjs";
 
 /** The Things Stack's and ChirpStack's downlink APIs: one stub, answers decided per test. */
 let answer = () => ({ status: 200 });
@@ -25,53 +21,10 @@ after(async () => {
   await ns.close();
 });
 
-const u32 = (v) => {
-  const b = Buffer.alloc(4);
-  b.writeUInt32LE(v);
-  return b;
-};
-const u16 = (v) => {
-  const b = Buffer.alloc(2);
-  b.writeUInt16LE(v);
-  return b;
-};
-/** EM500-UDL history records (channel 0x20, type 0xCE: time u32 LE, distance u16 LE), one per slot. */
-const history = (slots) => Buffer.concat(slots.map((k) => Buffer.concat([Buffer.from([0x20, 0xce]), u32(T0 + k * PERIOD), u16(500 + k)])));
-/** An EM500-UDL live reading: battery, then distance (mm). */
-const live = (mm) => Buffer.from([0x01, 0x75, 0x5c, 0x03, 0x82, ...u16(mm)]);
-/** The history request the sensor must receive for slots `from`..`to` (relative to SLOT0). */
-const request = (from, to) => Buffer.concat([Buffer.from([0xfd, 0x6c]), u32(T0 + from * PERIOD), u32(T0 + (to + 1) * PERIOD - 1)]);
-
-let fcnt = 0;
-/** A TTS uplink of `bytes` on fPort 85 for DevEUI `eui` (TTS device `dev`), with TTS's downlink headers. */
-async function tts(w, eui, dev, bytes, headers = ttsHeaders(dev)) {
-  const body = JSON.parse(fixture("raw/tts-em500-udl-history.json"));
-  body.end_device_ids.dev_eui = eui;
-  body.end_device_ids.device_id = dev;
-  body.uplink_message.frm_payload = bytes.toString("base64");
-  body.uplink_message.f_cnt = ++fcnt;
-  body.received_at = new Date().toISOString();
-  const res = await post(w.call, "/v1/uplinks/ttn", body, headers);
-  const reply = await res.json();
-  assert.equal(res.status, 200, JSON.stringify(reply));
-  return reply;
-}
 const ttsPath = (dev) => `/api/v3/as/applications/bins/webhooks/dedupe/devices/${dev}/down/push`;
+/** A TTS uplink with `dev`'s downlink headers (at this stub) unless others are given. */
+const tts = (w, eui, dev, bytes, headers = ttsHeaders(dev)) => ttsUplink(w, eui, dev, bytes, headers);
 const ttsHeaders = (dev, host = base) => ({ "x-downlink-push": `${host}${ttsPath(dev)}`, "x-downlink-replace": `${host}${ttsPath(dev).replace(/push$/, "replace")}`, "x-downlink-apikey": `NNSXS.KEY-OF-${dev}` });
-/** A ChirpStack v4 `up` event of `bytes` on fPort 85. */
-async function chirpstack(w, eui, bytes) {
-  const body = JSON.parse(fs_sample);
-  body.deviceInfo.devEui = eui;
-  body.fPort = 85;
-  body.fCnt = ++fcnt;
-  body.deduplicationId = crypto.randomUUID();
-  body.time = new Date().toISOString();
-  body.data = bytes.toString("base64");
-  const res = await post(w.call, "/v1/uplinks/chirpstack?event=up", body);
-  assert.equal(res.status, 200, await res.clone().text());
-  return res.json();
-}
-const fs_sample = (await import("node:fs")).readFileSync(new URL("../../../shared/samples/webhooks/chirpstack-v4-up-docs-example.json", import.meta.url), "utf8");
 const health = async (w, id) => {
   const r = await get(w.call, `/v1/devices/${id}/gaps`);
   assert.equal(r.status, 200, JSON.stringify(r.body));

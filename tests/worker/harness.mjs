@@ -110,7 +110,8 @@ export function assertReconciles(b) {
  * A real origin on 127.0.0.1, path `/ingest`. By default it answers 500 to the first
  * `failures` requests, then 200. `answer(request)` decides instead: it gets the
  * request's record (`n`, its index; `method`, `path`, `headers`, `idempotencyKey`, `raw` body
- * text, `body` parsed or null) and returns `{status, headers}` to answer, or
+ * text, `body` parsed or null) and returns `{status, headers, body, delay}` to answer
+ * (`body` a string, `{}` when absent; after `delay` ms, when given), or
  * `{hang: true}` to never answer (until `close()`); `commit` (default: a 2xx status)
  * says whether the origin stored the batch. `port` listens on a given port (a port
  * that refused connections until now).
@@ -128,8 +129,10 @@ export async function origin({ failures = 0, answer, port = 0 } = {}) {
       r.ok = a.commit ?? (r.status >= 200 && r.status < 300);
       requests.push(r);
       if (a.hang) return;
-      res.writeHead(a.status, { "content-type": "application/json", ...a.headers });
-      res.end("{}");
+      setTimeout(() => {
+        res.writeHead(a.status, { "content-type": "application/json", ...a.headers });
+        res.end(a.body ?? "{}");
+      }, a.delay ?? 0);
     });
   });
   await new Promise((r) => server.listen(port, "127.0.0.1", r));
