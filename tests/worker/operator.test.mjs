@@ -2,12 +2,13 @@
 // origin: forget one key (POST /v1/devices/{id}/forget), reset a device's memory (POST
 // /v1/devices/{id}/reset), the device's history of operator events (GET
 // /v1/devices/{id}/history), and the per-device health export from the roll-up
-// (GET /v1/devices/health, JSON and CSV; GET /v1/devices/{id}/health).
+// (GET /v1/devices/health, JSON and CSV; GET /v1/devices/{id}/health); and storage from
+// before the forgotten_at column and the history table (python3's sqlite3, no mocks).
 import { test, after } from "node:test";
 import assert from "node:assert/strict";
 import fs from "node:fs";
 import path from "node:path";
-import { databases, fixture, get, logged, logSettled, origin, post, putConfig, readingsOf, start, tempDir, TOKEN, until } from "./harness.mjs";
+import { databases, fixture, get, logged, logSettled, origin, post, putConfig, readingsOf, sqlite, start, tempDir, TOKEN, until } from "./harness.mjs";
 
 // The origin refuses (500) until `opened`: a reading's batch stays open meanwhile.
 let opened = false;
@@ -372,4 +373,27 @@ test("health pages walk every device once, in code point order (an astral id aft
   const { body } = await get(call, "/v1/devices/health?limit=1000");
   assert.deepEqual(seen, body.devices.map((d) => d.device_id));
   assert.ok(pages > 2);
+});
+
+test("storage written before forgotten_at and the history gets both on its object's next start; its keys are held until forgotten", async () => {
+  const own = tempDir();
+  let w = await start({ persist: own });
+  try {
+    const D = "op-old-storage";
+    const r = reading(D, 1, 1);
+    const { admitted } = await (await post(w.call, "/v1/readings", [r])).json();
+    await w.mf.dispose();
+    sqlite(databases(own, "DeviceObject"), "ALTER TABLE readings DROP COLUMN forgotten_at; DROP TABLE operator_events;");
+    w = await start({ persist: own });
+    const send = async () => (await (await post(w.call, "/v1/readings", [r])).json()).verdicts[0].verdict;
+    assert.equal(await send(), "duplicate");
+    const done = await post(w.call, at(D, "forget"), { key: admitted[0].key });
+    assert.deepEqual([done.status, (await done.json()).held], [200, true]);
+    assert.equal(await send(), "admitted");
+    const events = (await get(w.call, at(D, "history"))).body.events;
+    assert.deepEqual(events.map((e) => e.event), ["key_forgotten"]);
+  } finally {
+    await w.mf.dispose();
+    fs.rmSync(own, { recursive: true, force: true });
+  }
 });
