@@ -4,7 +4,7 @@
 import { DurableObject } from "cloudflare:workers";
 import { config } from "./config.js";
 import { ADMITTED, auditLine, CONFLICT, Deduplicator, DUPLICATE, guarded, HttpError, idempotencyKey, isoTime, logNothingStored, SeqWindow, wasmGeneration } from "./core.js";
-import { backfillStep, backfillView, prepareBackfill } from "./backfill.js";
+import { backfillStep, backfillView, cancelBackfill, prepareBackfill } from "./backfill.js";
 import { decodeRaw, decodedView, previewNotDecoded } from "./decode.js";
 import { deliver, nextDelivery, prepareOutbox } from "./delivery.js";
 import { countBurst, flush, flushDue, noteChange, prepareDevice, register } from "./fleet.js";
@@ -55,6 +55,15 @@ CREATE TABLE IF NOT EXISTS codec_state (id INTEGER PRIMARY KEY CHECK (id = 0), c
 -- before the first reading that feeds it (windowSeqs). \`missing\`: its totals' open
 -- missing seqs, written with the bytes, for the roll-up's missing_seqs gauge.
 CREATE TABLE IF NOT EXISTS seq_window (id INTEGER PRIMARY KEY CHECK (id = 0), bytes BLOB NOT NULL, missing INTEGER NOT NULL);
+-- The device's history of operator events (GET /v1/devices/{id}/history): key_forgotten,
+-- device_reset, device_config; the last HISTORY_EVENTS of them. AUTOINCREMENT: an id is
+-- never reused after trimming, so a page's cursor stays valid.
+CREATE TABLE IF NOT EXISTS operator_events (
+  id INTEGER PRIMARY KEY AUTOINCREMENT,
+  at INTEGER NOT NULL,            -- ms since the epoch
+  event TEXT NOT NULL,
+  detail TEXT NOT NULL            -- JSON object
+);
 `;
 
 // A key that expired from the seen-set and arrives again is admitted again (the
@@ -91,6 +100,14 @@ export const MAX_PARKED_PER_DEVICE = 10_000;
 const CONFIG_CALL = "PUT /v1/devices/{device_id}/config";
 /** Parked uplinks one configuration call decodes; a PUT of the same configuration continues. */
 export const UNPARK_PER_CALL = 1_000;
+/** Operator events one device's history keeps (`record`): the oldest go first. */
+export const HISTORY_EVENTS = 1_000;
+/**
+ * The rows whose keys the seen-set holds, newest first (parameters: the TTL's start,
+ * MAX_KEYS_PER_DEVICE): admitted within the TTL, not forgotten by an operator
+ * (`forget`, `reset`), the newest MAX_KEYS_PER_DEVICE of them. What `seen` rebuilds from.
+ */
+const NEWEST_LIVE = "SELECT rowid AS id, key, admitted_at FROM readings WHERE admitted_at > ? AND forgotten_at IS NULL ORDER BY admitted_at DESC, rowid DESC LIMIT ?";
 
 export class DeviceObject extends DurableObject {
   constructor(ctx, env) {
@@ -118,9 +135,9 @@ export class DeviceObject extends DurableObject {
     prepareOutbox(this.sql);
     prepareFrames(this.sql);
     prepareVerdicts(this.sql);
+    addColumns(this.sql, "readings", { forgotten_at: "INTEGER" }); // forget(), reset(): NULL unless forgotten
     prepareBackfill(this.sql);
-    // The device's own backfill switch (null: BACKFILL decides), added to older storage.
-    if (!this.sql.exec("PRAGMA table_info(config)").toArray().some((c) => c.name === "backfill")) this.sql.exec("ALTER TABLE config ADD COLUMN backfill INTEGER");
+    addColumns(this.sql, "config", { backfill: "INTEGER" }); // the device's own backfill switch; NULL: BACKFILL decides
     if (prepareDevice(this.sql)) {
       // Storage from 0.1.0: flush its figures to the roll-up soon.
       this.ctx.blockConcurrencyWhile(async () => {
@@ -164,14 +181,8 @@ export class DeviceObject extends DurableObject {
     const generation = wasmGeneration();
     // The newest MAX_KEYS_PER_DEVICE rows within the TTL, replayed oldest first: what
     // the cap would have kept anyway, so the rebuild is linear in the keys it holds.
-    const rows = this.sql
-      .exec(
-        "SELECT key, admitted_at FROM readings WHERE admitted_at > ? ORDER BY admitted_at DESC, rowid DESC LIMIT ?",
-        now - cfg.TTL_MS,
-        cfg.MAX_KEYS_PER_DEVICE,
-      )
-      .toArray()
-      .reverse();
+    // Rows an operator forgot are left out: their keys are admitted again.
+    const rows = this.sql.exec(NEWEST_LIVE, now - cfg.TTL_MS, cfg.MAX_KEYS_PER_DEVICE).toArray().reverse();
     const keys = rows.map((r) => r.key).join("\n");
     const times = Float64Array.from(rows, (r) => r.admitted_at);
     this.dedup = Deduplicator.fromKeys(keys, times, { ttlMs: cfg.TTL_MS, maxKeys: cfg.MAX_KEYS_PER_DEVICE });
@@ -415,12 +426,13 @@ export class DeviceObject extends DurableObject {
    * The stored reading a conflict conflicts with: the key of the newest row (in
    * admission order) with the same device and seq and another key, found by the
    * key's `device_id:seq:` prefix on the primary key's index; null when none is
-   * stored (the seen-set held the seq, its row was deleted by hand). Reads only.
+   * stored (the seen-set held the seq, its row was deleted by hand). A row an operator
+   * forgot is not held, so not linked. Reads only.
    */
   conflictOf(key) {
     const prefix = key.slice(0, key.lastIndexOf(":") + 1);
     const end = `${prefix.slice(0, -1)};`; // ';' follows ':': every key with the prefix sorts before it
-    const row = this.sql.exec("SELECT key FROM readings WHERE key > ? AND key < ? AND key <> ? ORDER BY admitted_at DESC, rowid DESC LIMIT 1", prefix, end, key).toArray()[0];
+    const row = this.sql.exec("SELECT key FROM readings WHERE key > ? AND key < ? AND key <> ? AND forgotten_at IS NULL ORDER BY admitted_at DESC, rowid DESC LIMIT 1", prefix, end, key).toArray()[0];
     return row?.key ?? null;
   }
 
@@ -797,16 +809,23 @@ export class DeviceObject extends DurableObject {
     const wanted = { device_id, codec, bin_depth_mm, offset_mm, reporting_period_s, backfill };
     const before = this.deviceConfig();
     if (!before || Object.keys(wanted).some((k) => before[k] !== wanted[k])) {
+      const now = Date.now();
+      let after;
       try {
-        this.sql.exec(
-          "INSERT OR REPLACE INTO config (id, device_id, codec, bin_depth_mm, offset_mm, reporting_period_s, backfill, updated_at) VALUES (0, ?, ?, ?, ?, ?, ?, ?)",
-          device_id, codec, bin_depth_mm, offset_mm, reporting_period_s, backfill === null ? null : Number(backfill), Date.now(),
-        );
+        // The change and its history event in one transaction.
+        this.ctx.storage.transactionSync(() => {
+          this.sql.exec(
+            "INSERT OR REPLACE INTO config (id, device_id, codec, bin_depth_mm, offset_mm, reporting_period_s, backfill, updated_at) VALUES (0, ?, ?, ?, ?, ?, ?, ?)",
+            device_id, codec, bin_depth_mm, offset_mm, reporting_period_s, backfill === null ? null : Number(backfill), now,
+          );
+          after = this.deviceConfig();
+          this.record("device_config", { before, after }, now);
+        });
       } catch (e) {
         console.log(JSON.stringify({ level: "WARN", event: "device_config_not_stored", device_id, error: String(e?.message ?? e) }));
         return { ok: false, status: 503, code: "storage_unavailable", message: `could not store the configuration: ${e?.message ?? e}` };
       }
-      console.log(JSON.stringify({ level: "INFO", event: "device_config", device_id, before, after: this.deviceConfig() }));
+      console.log(JSON.stringify({ level: "INFO", event: "device_config", device_id, before, after }));
     }
     const unparked = await this.unpark();
     if (unparked.uplinks) console.log(JSON.stringify({ level: "INFO", event: "parked_uplinks_decoded", device_id, ...unparked }));
@@ -834,7 +853,7 @@ export class DeviceObject extends DurableObject {
     if (!this.prepared) return { readings: [], next: null };
     const rows = this.sql
       .exec(
-        `SELECT rowid, key, seq, ts, fill_pct, admitted_at, verdict, conflicts_with, state, attempts, delivered_at
+        `SELECT rowid, key, seq, ts, fill_pct, admitted_at, verdict, conflicts_with, state, attempts, delivered_at, forgotten_at
          FROM readings WHERE rowid > ? ORDER BY rowid LIMIT ?`,
         after,
         limit,
@@ -852,6 +871,7 @@ export class DeviceObject extends DurableObject {
         delivery: r.state,
         attempts: r.attempts,
         delivered_at: r.delivered_at === null ? null : isoTime(r.delivered_at),
+        forgotten_at: r.forgotten_at === null ? null : isoTime(r.forgotten_at),
       })),
       next: rows.length === limit ? rows[rows.length - 1].rowid : null,
     };
@@ -879,6 +899,107 @@ export class DeviceObject extends DurableObject {
     });
     if (redriven && cfg.ORIGIN_URL) await this.schedule(cfg);
     return { redriven };
+  }
+
+  /**
+   * Forgets one key (POST /v1/devices/{id}/forget): its row is marked forgotten and
+   * the seen-set dropped, so the rebuild (`seen`) leaves the key out and the same
+   * reading sent again is admitted again (its row replaced, as after its TTL; a row in
+   * an open batch stays in it). The row itself stays: the ledger and any pending
+   * delivery are unchanged. `held`: whether the seen-set held the key (admitted within
+   * the TTL, not forgotten, among the newest MAX_KEYS_PER_DEVICE). A key forgotten
+   * already keeps its first `forgotten_at`. Recorded in the history in the same
+   * transaction, logged WARN `key_forgotten`. Returns `{ok: true, key, held,
+   * forgotten_at}`, or `{ok: false, status, code, message}` (404 `unknown_key`: no
+   * ledger row has the key; 503 `storage_unavailable`), nothing changed.
+   */
+  forget({ device_id, key }) {
+    const cfg = config(this.env);
+    const now = Date.now();
+    const row = this.prepared ? this.sql.exec("SELECT rowid, seq, admitted_at, forgotten_at FROM readings WHERE key = ?", key).toArray()[0] : undefined;
+    if (!row) {
+      return { ok: false, status: 404, code: "unknown_key", message: `device ${JSON.stringify(device_id)} has no ledger row with the key ${JSON.stringify(key)} (never admitted, or deleted by retention)` };
+    }
+    let detail;
+    try {
+      this.ctx.storage.transactionSync(() => {
+        const held = row.forgotten_at === null && this.sql.exec(`SELECT 1 FROM (${NEWEST_LIVE}) WHERE id = ?`, now - cfg.TTL_MS, cfg.MAX_KEYS_PER_DEVICE, row.rowid).toArray().length > 0;
+        const at = row.forgotten_at ?? now;
+        this.sql.exec("UPDATE readings SET forgotten_at = ? WHERE rowid = ?", at, row.rowid);
+        detail = { key, seq: row.seq, admitted_at: isoTime(row.admitted_at), held, forgotten_at: isoTime(at) };
+        this.record("key_forgotten", detail, now);
+      });
+    } catch (e) {
+      return operatorNotStored("key_forgotten", device_id, e);
+    }
+    this.drop();
+    console.log(JSON.stringify({ level: "WARN", event: "key_forgotten", device_id, ...detail }));
+    return { ok: true, ...detail };
+  }
+
+  /**
+   * Resets the device's memory (POST /v1/devices/{id}/reset), for a re-commissioned
+   * sensor: every key is forgotten (as `forget`), and its sequence window and codec
+   * counter reference are deleted, so its next readings start a new window and a new
+   * counter. Kept: the ledger rows and the outbox (pending deliveries go on), the
+   * configuration, parked uplinks, counters, history. Recorded in the history in the
+   * same transaction, logged WARN `device_reset`. Returns `{ok: true, forgotten,
+   * held, seq_window, counter_ref, reset_at}`: ledger rows newly forgotten, how many of
+   * their keys the seen-set held, the window deleted (`{highest, missing, gaps}`, or
+   * null when there was none) and the counter reference deleted (or null); or `{ok:
+   * false, status: 503, code: "storage_unavailable"}`, nothing changed.
+   */
+  async reset({ device_id }) {
+    const cfg = config(this.env);
+    const now = Date.now();
+    this.prepare(); // a known device has its storage already: this only brings older storage up to date
+    let detail;
+    try {
+      this.ctx.storage.transactionSync(() => {
+        const held = this.sql.exec(`SELECT COUNT(*) AS n FROM (${NEWEST_LIVE})`, now - cfg.TTL_MS, cfg.MAX_KEYS_PER_DEVICE).one().n;
+        const forgotten = this.sql.exec("UPDATE readings SET forgotten_at = ? WHERE forgotten_at IS NULL", now).rowsWritten;
+        const stored = this.sql.exec("SELECT 1 FROM seq_window").toArray().length > 0;
+        let seq_window = null;
+        if (stored) {
+          const { highest, gaps, totals } = this.gaps();
+          seq_window = { highest, missing: totals.missing, gaps: gaps.length };
+        }
+        const counter_ref = this.counterRef();
+        this.sql.exec("DELETE FROM seq_window");
+        this.sql.exec("DELETE FROM codec_state");
+        // The roll-up's missing_seqs gauge moved with the window.
+        if (stored) noteChange(this.sql);
+        // A history request for the forgotten window's gaps is closed (backfill.js).
+        const backfill_cancelled = cancelBackfill(this.sql, now);
+        detail = { forgotten, held, seq_window, counter_ref, backfill_cancelled, reset_at: isoTime(now) };
+        this.record("device_reset", detail, now);
+      });
+    } catch (e) {
+      return operatorNotStored("device_reset", device_id, e);
+    }
+    this.drop();
+    console.log(JSON.stringify({ level: "WARN", event: "device_reset", device_id, ...detail }));
+    if (detail.seq_window) await this.scheduleAfterCommit(cfg, { device_id, burst_id: null });
+    return { ok: true, ...detail };
+  }
+
+  /**
+   * Adds an operator event to the device's history (`at`, ms) and keeps the last
+   * HISTORY_EVENTS. Call it inside the transaction that makes the change.
+   */
+  record(event, detail, at) {
+    this.sql.exec("INSERT INTO operator_events (at, event, detail) VALUES (?, ?, ?)", at, event, JSON.stringify(detail));
+    this.sql.exec("DELETE FROM operator_events WHERE id <= (SELECT MAX(id) FROM operator_events) - ?", HISTORY_EVENTS);
+  }
+
+  /** The device's history (GET /v1/devices/{id}/history), oldest first, `after` an id cursor. Reads only. */
+  history({ after = 0, limit = 100 }) {
+    if (!this.prepared) return { events: [], next: null };
+    const rows = this.sql.exec("SELECT id, at, event, detail FROM operator_events WHERE id > ? ORDER BY id LIMIT ?", after, limit).toArray();
+    return {
+      events: rows.map((r) => ({ at: isoTime(r.at), event: r.event, detail: JSON.parse(r.detail) })),
+      next: rows.length === limit ? rows[rows.length - 1].id : null,
+    };
   }
 
   /**
@@ -923,8 +1044,7 @@ export class DeviceObject extends DurableObject {
  * same frame twice, see `reframe`): a column, and an index of the rows that have one.
  */
 function prepareFrames(sql) {
-  const columns = sql.exec("PRAGMA table_info(readings)").toArray();
-  if (!columns.some((c) => c.name === "frame")) sql.exec("ALTER TABLE readings ADD COLUMN frame TEXT");
+  addColumns(sql, "readings", { frame: "TEXT" });
   sql.exec("CREATE INDEX IF NOT EXISTS readings_by_frame ON readings (frame) WHERE frame IS NOT NULL");
   // The live readings by time, for a datalog record of one of them (`crossPath`).
   sql.exec("CREATE INDEX IF NOT EXISTS readings_live_by_ts ON readings (ts) WHERE frame IS NOT NULL");
@@ -937,9 +1057,19 @@ function prepareFrames(sql) {
  * `admitted`, `conflicts_with` null: their seq reuses were only counted (`seq_reuses`).
  */
 function prepareVerdicts(sql) {
-  const columns = sql.exec("PRAGMA table_info(readings)").toArray();
-  if (!columns.some((c) => c.name === "verdict")) sql.exec("ALTER TABLE readings ADD COLUMN verdict TEXT NOT NULL DEFAULT 'admitted'");
-  if (!columns.some((c) => c.name === "conflicts_with")) sql.exec("ALTER TABLE readings ADD COLUMN conflicts_with TEXT");
+  addColumns(sql, "readings", { verdict: "TEXT NOT NULL DEFAULT 'admitted'", conflicts_with: "TEXT" });
+}
+
+/** Adds to `table` each of `columns` (name → type and default) it lacks: storage written before them. */
+function addColumns(sql, table, columns) {
+  const present = new Set(sql.exec(`PRAGMA table_info(${table})`).toArray().map((c) => c.name));
+  for (const [name, type] of Object.entries(columns)) if (!present.has(name)) sql.exec(`ALTER TABLE ${table} ADD COLUMN ${name} ${type}`);
+}
+
+/** The answer to an operator call whose transaction failed (nothing changed), logged WARN `<event>_not_stored`. */
+function operatorNotStored(event, device_id, e) {
+  console.log(JSON.stringify({ level: "WARN", event: `${event}_not_stored`, device_id, error: String(e?.message ?? e) }));
+  return { ok: false, status: 503, code: "storage_unavailable", message: `could not store the change: ${e?.message ?? e}; nothing changed, retry` };
 }
 
 /**

@@ -272,6 +272,69 @@ export async function fleetStats(env, cfg) {
   };
 }
 
+/**
+ * The columns of a device's health (GET /v1/devices/health, /v1/devices/{id}/health),
+ * in order: the CSV header. Counters as in /v1/stats (`conflicts` is `seq_reuses`),
+ * `missing_seqs` the open gaps now, three ratios (`healthOf`) and when the figures were
+ * flushed.
+ */
+export const HEALTH_COLUMNS = ["device_id", "received", "unique", "duplicates_suppressed", "conflicts", "rejected", "parked", "missing_seqs", "recovered_seqs", "seq_resets", "duplicate_ratio", "conflict_ratio", "gap_ratio", "flushed_at"];
+
+/**
+ * One device's health from its roll-up row: its last flushed figures (JSON text; null
+ * for a device registered but not flushed yet: zeros) and their time. Ratios, rounded
+ * to 6 decimals, null when their denominator is 0: `duplicate_ratio` =
+ * duplicates_suppressed / received, `conflict_ratio` = conflicts / received, `gap_ratio`
+ * = missing_seqs / (unique + missing_seqs), the share of the readings it should have
+ * delivered by now that are still missing.
+ */
+function healthOf({ device_id, figures = null, flushed_at = null }) {
+  const f = figures === null ? {} : JSON.parse(figures);
+  const n = (name) => f[name] ?? 0;
+  const row = { device_id, received: n("received"), unique: n("unique"), duplicates_suppressed: n("duplicates_suppressed"), conflicts: n("seq_reuses") };
+  Object.assign(row, { rejected: n("rejected"), parked: n("parked"), missing_seqs: n("missing_seqs"), recovered_seqs: n("recovered_seqs"), seq_resets: n("seq_resets") });
+  row.duplicate_ratio = ratio(row.duplicates_suppressed, row.received);
+  row.conflict_ratio = ratio(row.conflicts, row.received);
+  row.gap_ratio = ratio(row.missing_seqs, row.unique + row.missing_seqs);
+  row.flushed_at = flushed_at === null ? null : isoTime(flushed_at);
+  return row;
+}
+
+const ratio = (part, whole) => (whole ? Math.round((part / whole) * 1e6) / 1e6 : null);
+
+/**
+ * A page of the fleet's devices' health, in device id order (by code point, as SQLite
+ * compares the ids), from the roll-up shards only: one call per shard. `after`: the
+ * last device id of the previous page ("" for the first). Returns `{devices, next}`
+ * (`next`: the `after` of the next page, null on the last).
+ */
+export async function fleetHealth(env, { after, limit }) {
+  const parts = await Promise.all(Array.from({ length: SHARDS }, (_, i) => stub(env, i).devices({ after, limit: limit + 1 })));
+  const rows = parts.flat().sort((a, b) => byCodePoint(a.device_id, b.device_id));
+  const page = rows.slice(0, limit);
+  return { devices: page.map(healthOf), next: rows.length > limit ? page[page.length - 1].device_id : null };
+}
+
+/** One device's health from its shard (one call per name tried, in order); zeros for a device its shard does not know. */
+export async function deviceHealth(env, names) {
+  for (const device_id of names) {
+    const row = await shard(env, device_id).device(device_id);
+    if (row) return healthOf(row);
+  }
+  return healthOf({ device_id: names[0] });
+}
+
+/** Orders strings by code point (SQLite's BINARY order of their UTF-8), not by UTF-16 unit. */
+function byCodePoint(a, b) {
+  // Surrogates (astral code points) sort after U+E000…U+FFFF by code point.
+  const unit = (c) => (c >= 0xd800 && c <= 0xdfff ? c + 0x2000 : c >= 0xe000 ? c - 0x800 : c);
+  for (let i = 0; i < Math.min(a.length, b.length); i++) {
+    const d = unit(a.charCodeAt(i)) - unit(b.charCodeAt(i));
+    if (d) return d;
+  }
+  return a.length - b.length;
+}
+
 function shard(env, key) {
   return stub(env, shardOf(key));
 }
@@ -356,6 +419,29 @@ export class FleetObject extends DurableObject {
       );
       return true;
     });
+  }
+
+  /**
+   * This shard's known devices (registered or flushed) after `after` in id order, at
+   * most `limit`: `[{device_id, figures, flushed_at}]` (nulls: not flushed yet).
+   */
+  devices({ after, limit }) {
+    return this.sql
+      .exec(
+        `SELECT k.device_id, f.figures, f.flushed_at
+         FROM (SELECT device_id FROM registered WHERE device_id > ?1 UNION SELECT device_id FROM device_figures WHERE device_id > ?1 ORDER BY device_id LIMIT ?2) AS k
+         LEFT JOIN device_figures AS f ON f.device_id = k.device_id ORDER BY k.device_id`,
+        after,
+        limit,
+      )
+      .toArray();
+  }
+
+  /** One known device's row as `devices` gives it, or null. */
+  device(device_id) {
+    if (!this.knows(device_id)) return null;
+    const row = this.sql.exec("SELECT figures, flushed_at FROM device_figures WHERE device_id = ?", device_id).toArray()[0];
+    return { device_id, figures: row?.figures ?? null, flushed_at: row?.flushed_at ?? null };
   }
 
   /** `n` readings rejected before reaching any device: received and rejected. */

@@ -4,10 +4,10 @@
 import { authenticate, requireConfiguredToken } from "./auth.js";
 import { downlinkTarget } from "./backfill.js";
 import { config } from "./config.js";
-import { ADMITTED, auditLine, checkDeviceId, CONFLICT, DUPLICATE, guarded, HttpError, limits, logNothingStored, parseUplink, SeqWindow } from "./core.js";
+import { ADMITTED, auditLine, checkDeviceId, CONFLICT, DUPLICATE, guarded, HttpError, isoTime, limits, logNothingStored, parseUplink, SeqWindow } from "./core.js";
 import { mapAtMost } from "./fanout.js";
 import { decodedView, decodeRaw, previewNotDecoded } from "./decode.js";
-import { countMessage, countUnroutable, fleetStats, IGNORED, knows } from "./fleet.js";
+import { countMessage, countUnroutable, deviceHealth, fleetHealth, fleetStats, HEALTH_COLUMNS, IGNORED, knows } from "./fleet.js";
 
 export { DeviceObject } from "./device.js";
 export { FleetObject } from "./fleet.js";
@@ -82,6 +82,19 @@ async function route(request, env) {
   }
   if ((m = path.match(/^\/v1\/devices\/([^/]*)\/redrive$/))) {
     return only(method, "POST", () => redrive(env, deviceIdOf(m[1]), url.searchParams));
+  }
+  if (path === "/v1/devices/health") return only(method, "GET", () => fleetHealthOf(request, env, url));
+  if ((m = path.match(/^\/v1\/devices\/([^/]*)\/health$/))) {
+    return only(method, "GET", () => healthOfDevice(request, env, deviceIdOf(m[1]), url.searchParams));
+  }
+  if ((m = path.match(/^\/v1\/devices\/([^/]*)\/forget$/))) {
+    return only(method, "POST", () => forget(request, env, cfg, deviceIdOf(m[1])));
+  }
+  if ((m = path.match(/^\/v1\/devices\/([^/]*)\/reset$/))) {
+    return only(method, "POST", () => reset(env, deviceIdOf(m[1])));
+  }
+  if ((m = path.match(/^\/v1\/devices\/([^/]*)\/history$/))) {
+    return only(method, "GET", () => history(env, deviceIdOf(m[1]), url.searchParams));
   }
   if ((m = path.match(/^\/v1\/devices\/([^/]*)\/config$/))) {
     return byMethod(method, {
@@ -416,28 +429,24 @@ function tooLarge(limit) {
 
 /** Fleet-wide figures from the roll-up shards (src/worker/fleet.js), never from devices. */
 async function stats(env) {
-  let figures;
-  try {
-    figures = await fleetStats(env, config(env));
-  } catch (e) {
-    // A shard could not answer (under load, local workerd's SQLite can run out of
-    // memory: SQLITE_NOMEM). Nothing is lost: the figures are in the shards and the
-    // device objects; the next call may well succeed.
-    console.log(JSON.stringify({ level: "WARN", event: "stats_unavailable", error: String(e?.message ?? e) }));
-    throw new HttpError(503, "stats_unavailable", `a roll-up shard could not be read (${e?.message ?? e}); retry`, { "retry-after": "1" });
-  }
-  return json(200, figures);
+  return json(200, await fromRollup(() => fleetStats(env, config(env))));
 }
 
 async function ledger(env, path, params) {
+  const page = pageOf(params);
+  const { device_id, device } = await knownDevice(env, path);
+  if (!device) return json(200, { device_id, readings: [], next: null });
+  return json(200, { device_id, ...(await device.list(page)) });
+}
+
+/** `{limit, after}` of a paged read: `limit` 1 … 1000 (default 100), `after` a cursor from `next`; else 400 `invalid_query`. */
+function pageOf(params) {
   const limit = decimal(params, "limit", 100);
   const after = decimal(params, "after", 0);
   if (limit === null || limit < 1 || limit > 1000 || after === null) {
     throw new HttpError(400, "invalid_query", "limit must be 1..1000 and after a cursor from `next`, each given at most once in decimal digits");
   }
-  const { device_id, device } = await knownDevice(env, path);
-  if (!device) return json(200, { device_id, readings: [], next: null });
-  return json(200, { device_id, ...(await device.list({ after, limit })) });
+  return { limit, after };
 }
 
 /**
@@ -476,6 +485,145 @@ async function redrive(env, path, params) {
   const { redriven } = device ? await device.redrive({ keys: keys.length ? keys : undefined }) : { redriven: 0 };
   console.log(JSON.stringify({ level: "INFO", event: "redrive", device_id, keys: keys.length || "all", redriven }));
   return json(200, { device_id, redriven });
+}
+
+// --- operator controls ----------------------------------------------------------
+
+/**
+ * POST /v1/devices/{device_id}/forget, body `{"key": "..."}`: the device's memory
+ * forgets that key (device.js `forget`); its ledger row and delivery stay. 404
+ * `unknown_device` for a device that never ingested (its object is not started),
+ * `unknown_key` for a key without a ledger row.
+ */
+async function forget(request, env, cfg, path) {
+  const { body } = jsonObjectOf(await readJson(request, cfg), ["key"], "invalid_forget_body");
+  if (typeof body.key !== "string" || body.key === "" || body.key.length > 1024) {
+    throw new HttpError(400, "invalid_forget_body", "key must be a ledger row's key: a non-empty string of at most 1024 characters");
+  }
+  const { device_id, device } = await existingDevice(env, path);
+  return operatorReply(device_id, () => device.forget({ device_id, key: body.key }));
+}
+
+/**
+ * POST /v1/devices/{device_id}/reset: the device's memory starts afresh (device.js
+ * `reset`): every key forgotten, its sequence window and codec counter reference
+ * deleted; its ledger, outbox, configuration, parked uplinks and counters kept.
+ */
+async function reset(env, path) {
+  const { device_id, device } = await existingDevice(env, path);
+  return operatorReply(device_id, () => device.reset({ device_id }));
+}
+
+/** The reply to an operator call made by `call` (a device object's `{ok, ...}`). */
+async function operatorReply(device_id, call) {
+  let reply;
+  try {
+    reply = await call();
+  } catch (e) {
+    throw unavailable(e);
+  }
+  const { ok, status, code, message, ...done } = reply;
+  if (!ok) throw new HttpError(status, code, message, status === 503 ? { "retry-after": "1" } : {});
+  return json(200, { device_id, ...done });
+}
+
+/** The device's history of operator events (device.js `history`), oldest first; empty for a device never seen. */
+async function history(env, path, params) {
+  const page = pageOf(params);
+  const { device_id, device } = await knownDevice(env, path);
+  if (!device) return json(200, { device_id, events: [], next: null });
+  try {
+    return json(200, { device_id, ...(await device.history(page)) });
+  } catch (e) {
+    throw unavailable(e);
+  }
+}
+
+/** knownDevice, but a device that never ingested is 404 `unknown_device` (its object is not started). */
+async function existingDevice(env, path) {
+  const known = await knownDevice(env, path);
+  if (!known.device) throw new HttpError(404, "unknown_device", `device ${JSON.stringify(known.device_id)} never reported and has no configuration: it has no memory to change`);
+  return known;
+}
+
+// --- health ---------------------------------------------------------------------
+
+/**
+ * GET /v1/devices/health: every device's counts and ratios (fleet.js `fleetHealth`)
+ * from the roll-up shards, a page at a time in device id order (`limit` 1 … 1000,
+ * default 100; `after`: the `next` of the previous page), as JSON or CSV.
+ */
+async function fleetHealthOf(request, env, url) {
+  const params = url.searchParams;
+  const limit = decimal(params, "limit", 100);
+  const afters = params.getAll("after");
+  if (limit === null || limit < 1 || limit > 1000 || afters.length > 1) {
+    throw new HttpError(400, "invalid_query", "limit must be 1..1000 in decimal digits and after the `next` of the previous page, each given at most once");
+  }
+  const asCsv = wantsCsv(request, params);
+  const page = await fromRollup(() => fleetHealth(env, { after: afters[0] ?? "", limit }));
+  const headers = {};
+  if (page.next !== null) {
+    const next = new URLSearchParams(params);
+    next.set("after", page.next);
+    headers.link = `<${url.pathname}?${next}>; rel="next"`;
+  }
+  if (asCsv) return csv(HEALTH_COLUMNS, page.devices, { ...headers, "content-disposition": 'attachment; filename="devices-health.csv"' });
+  return json(200, { devices: page.devices, next: page.next, ...asOf(env) }, headers);
+}
+
+/** GET /v1/devices/{device_id}/health: one device's row of the above, from its shard (zeros for a device never seen). */
+async function healthOfDevice(request, env, { id, given }, params) {
+  const asCsv = wantsCsv(request, params);
+  const row = await fromRollup(() => deviceHealth(env, given === id ? [id] : [id, given]));
+  if (asCsv) return csv(HEALTH_COLUMNS, [row]);
+  return json(200, { ...row, ...asOf(env) });
+}
+
+/** The staleness of roll-up figures: when they were read, and how far behind a device's flush may be. */
+function asOf(env) {
+  return { as_of: isoTime(Date.now()), stats_flush_ms: config(env).STATS_FLUSH_MS };
+}
+
+/** Reads the roll-up shards with `read`; a shard that cannot answer is 503 `stats_unavailable`. */
+async function fromRollup(read) {
+  try {
+    return await read();
+  } catch (e) {
+    // A shard could not answer (under load, local workerd's SQLite can run out of
+    // memory: SQLITE_NOMEM). Nothing is lost: the figures are in the shards and the
+    // device objects; the next call may well succeed.
+    console.log(JSON.stringify({ level: "WARN", event: "stats_unavailable", error: String(e?.message ?? e) }));
+    throw new HttpError(503, "stats_unavailable", `a roll-up shard could not be read (${e?.message ?? e}); retry`, { "retry-after": "1" });
+  }
+}
+
+/**
+ * Whether to answer CSV: `?format=csv` (or `json`, at most once; else 400
+ * `invalid_query`), else an `Accept` header that prefers `text/csv` to JSON.
+ */
+function wantsCsv(request, params) {
+  const formats = params.getAll("format");
+  if (formats.length > 1 || (formats.length && !["json", "csv"].includes(formats[0]))) {
+    throw new HttpError(400, "invalid_query", "format must be json or csv, given at most once");
+  }
+  if (formats.length) return formats[0] === "csv";
+  const accept = request.headers.get("accept") ?? "";
+  return acceptQ(accept, "text/csv") > acceptQ(accept, "application/json");
+}
+
+/** The quality `accept` (an Accept header) gives `type`: that of its most specific matching range, 0 when none matches. */
+function acceptQ(accept, type) {
+  let best = { specificity: -1, q: 0 };
+  for (const part of accept.split(",")) {
+    const [range, ...parameters] = part.split(";").map((x) => x.trim().toLowerCase());
+    const specificity = range === type ? 2 : range === `${type.split("/")[0]}/*` ? 1 : range === "*/*" ? 0 : -1;
+    if (specificity <= best.specificity) continue;
+    const q = parameters.find((p) => p.startsWith("q="));
+    const value = q === undefined ? 1 : Number(q.slice(2));
+    best = { specificity, q: Number.isFinite(value) ? value : 0 };
+  }
+  return best.q;
 }
 
 /**
@@ -566,24 +714,7 @@ function unavailable(e) {
  * 400 naming the member and the rule it breaks (the first in that order).
  */
 function deviceConfigOf(bytes) {
-  let text;
-  let body;
-  try {
-    text = new TextDecoder("utf-8", { fatal: true }).decode(bytes);
-    body = JSON.parse(text);
-  } catch (e) {
-    throw new HttpError(400, "invalid_json", `the body is not JSON: ${e.message}`);
-  }
-  const shape = (message) => new HttpError(400, "invalid_config_body", message);
-  if (body === null || typeof body !== "object" || Array.isArray(body)) {
-    throw shape(`the body must be a JSON object with the members ${CONFIG_MEMBERS.join(", ")}`);
-  }
-  const given = new Map(); // member → its value's text
-  for (const [name, value] of membersOf(text)) {
-    if (!CONFIG_MEMBERS.includes(name)) throw shape(`unknown member ${JSON.stringify(name).slice(0, 64)}; the members are ${CONFIG_MEMBERS.join(", ")}`);
-    if (given.has(name)) throw shape(`member ${JSON.stringify(name)} appears twice`);
-    given.set(name, value);
-  }
+  const { body, given } = jsonObjectOf(bytes, CONFIG_MEMBERS, "invalid_config_body");
   const codec = body.codec ?? null;
   if (codec !== null && !CODECS.includes(codec)) {
     throw new HttpError(400, "unknown_codec", `codec must be null (chosen from the uplink) or one of ${CODECS.join(", ")}; got ${shown(given.get("codec"))}`);
@@ -599,6 +730,33 @@ function deviceConfigOf(bytes) {
     throw new HttpError(400, "missing_reporting_period", `codec ${codec} needs reporting_period_s: it times the readings of each uplink by the period`);
   }
   return out;
+}
+
+/**
+ * A body that must be a JSON object with only `members`, none twice: `{body, given}`
+ * (`given`: member → its value's text, as written). Not JSON is 400 `invalid_json`;
+ * another shape, an unknown member or one given twice is 400 `code`.
+ */
+function jsonObjectOf(bytes, members, code) {
+  let text;
+  let body;
+  try {
+    text = new TextDecoder("utf-8", { fatal: true }).decode(bytes);
+    body = JSON.parse(text);
+  } catch (e) {
+    throw new HttpError(400, "invalid_json", `the body is not JSON: ${e.message}`);
+  }
+  const shape = (message) => new HttpError(400, code, message);
+  if (body === null || typeof body !== "object" || Array.isArray(body)) {
+    throw shape(`the body must be a JSON object with the members ${members.join(", ")}`);
+  }
+  const given = new Map();
+  for (const [name, value] of membersOf(text)) {
+    if (!members.includes(name)) throw shape(`unknown member ${JSON.stringify(name).slice(0, 64)}; the members are ${members.join(", ")}`);
+    if (given.has(name)) throw shape(`member ${JSON.stringify(name)} appears twice`);
+    given.set(name, value);
+  }
+  return { body, given };
 }
 
 /** A numeric member: a whole number within its range, or its default when absent or null. */
@@ -666,6 +824,20 @@ function shown(text) {
 
 function json(status, body, headers = {}) {
   return new Response(JSON.stringify(body), { status, headers: { "content-type": "application/json; charset=utf-8", ...headers } });
+}
+
+/**
+ * A CSV answer (RFC 4180): a header row of `columns`, then a row per object of `rows`,
+ * CRLF after each; a field holding a comma, a double quote, CR or LF is quoted, its
+ * quotes doubled; null is an empty field.
+ */
+function csv(columns, rows, headers = {}) {
+  const field = (v) => {
+    const text = v === null || v === undefined ? "" : String(v);
+    return /[",\r\n]/.test(text) ? `"${text.replaceAll('"', '""')}"` : text;
+  };
+  const lines = [columns, ...rows.map((r) => columns.map((c) => r[c]))].map((cells) => `${cells.map(field).join(",")}\r\n`);
+  return new Response(lines.join(""), { status: 200, headers: { "content-type": "text/csv; charset=utf-8; header=present", ...headers } });
 }
 
 function error(status, code, message, headers = {}) {

@@ -8,7 +8,7 @@
 import { test, after } from "node:test";
 import assert from "node:assert/strict";
 import { chirpstack, EM500, history, live, PERIOD, request, SLOT0, T0, tts as ttsUplink } from "./em500.mjs";
-import { get, logged, logSettled, origin, putConfig, start, until } from "./harness.mjs";
+import { get, logged, logSettled, origin, putConfig, start, TOKEN, until } from "./harness.mjs";
 
 /** The Things Stack's and ChirpStack's downlink APIs: one stub, answers decided per test. */
 let answer = () => ({ status: 200 });
@@ -250,4 +250,22 @@ test("bad switches: a device's backfill that is not a boolean is 400 invalid_bac
       await w.mf.dispose();
     }
   }
+});
+
+test("a reset of the device's memory closes its open request as cancelled, and says so", async () => {
+  const eui = "A84041000000F004";
+  await putConfig(worker.call, eui, EM500);
+  await tts(worker, eui, "bin-f4", history([0, 2]));
+  await tts(worker, eui, "bin-f4", live(600));
+  await until(async () => (await health(worker, eui)).backfill.open?.state === "sent", "sent");
+  const res = await worker.call(`/v1/devices/${eui}/reset`, { method: "POST", headers: { authorization: `Bearer ${TOKEN}` } });
+  const reset = await res.json();
+  assert.equal(res.status, 200, JSON.stringify(reset));
+  assert.equal(reset.backfill_cancelled, true);
+  const h = await health(worker, eui);
+  assert.deepEqual([h.backfill.open, h.backfill.recent[0].state], [null, "cancelled"]);
+  // The next uplink asks for nothing: the window starts over.
+  await tts(worker, eui, "bin-f4", live(601));
+  assert.equal((await health(worker, eui)).backfill.open, null);
+  assert.equal(to(ttsPath("bin-f4")).length, 1);
 });

@@ -171,6 +171,20 @@ const ROWS = [
   { name: "redrive of a NUL device id", method: "POST", path: "/v1/devices/h%00x/redrive", body: "", status: 400, code: "invalid_device_id", objects: "none" },
   { name: "redrive of a device that never reported", method: "POST", path: "/v1/devices/h-never-13/redrive", body: "", status: 200, objects: "none" },
   { name: "redrive with 1001 keys", method: "POST", path: `/v1/devices/h-never-13/redrive?${"key=k&".repeat(1001)}`, body: "", status: 400, code: "invalid_query", objects: "none" },
+  // operator controls and health (operator.test.mjs drives what they do)
+  { name: "forget without token", path: "/v1/devices/h-auth-13/forget", noAuth: true, body: JSON.stringify({ key: "h-auth-13:1:0000000000000000" }), status: 401, code: "unauthorized", objects: "none" },
+  { name: "reset without token", method: "POST", path: "/v1/devices/h-auth-13/reset", noAuth: true, body: "", status: 401, code: "unauthorized", objects: "none" },
+  { name: "history without token", path: "/v1/devices/h-auth-13/history", noAuth: true, status: 401, code: "unauthorized", objects: "none" },
+  { name: "fleet health without token", path: "/v1/devices/health?format=csv", noAuth: true, status: 401, code: "unauthorized", objects: "none" },
+  { name: "reset GET", path: "/v1/devices/h-auth-13/reset", status: 405, code: "method_not_allowed", check: allow("POST"), objects: "none" },
+  { name: "forget of a NUL device id", path: "/v1/devices/h%00x/forget", body: JSON.stringify({ key: "k" }), status: 400, code: "invalid_device_id", objects: "none" },
+  { name: "forget of a device that never reported", path: "/v1/devices/h-never-13/forget", body: JSON.stringify({ key: "h-never-13:1:0000000000000000" }), status: 404, code: "unknown_device", objects: "none" },
+  { name: "reset of a device that never reported", method: "POST", path: "/v1/devices/h-never-13/reset", body: "", status: 404, code: "unknown_device", objects: "none" },
+  { name: "forget with a key array", path: "/v1/devices/h-never-13/forget", body: JSON.stringify({ key: ["k"] }), status: 400, code: "invalid_forget_body", objects: "none" },
+  { name: "history of a device that never reported", path: "/v1/devices/h-never-13/history", status: 200, objects: "none" },
+  { name: "history with after=-1", path: "/v1/devices/h-never-13/history?after=-1", status: 400, code: "invalid_query", objects: "none" },
+  { name: "health of a device that never reported", path: "/v1/devices/h-never-13/health", status: 200, objects: "none" },
+  { name: "fleet health with format=xml", path: "/v1/devices/health?format=xml", status: 400, code: "invalid_query", objects: "none" },
 
   // webhooks
   ...["ttn", "chirpstack", "helium"].map((f, i) => ({
