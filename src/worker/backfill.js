@@ -1,4 +1,4 @@
-// Asking a sensor for what is missing (README "Backfill"). A Milesight EM500 keeps its
+// Asking a sensor for what is missing (README "Asking the sensor for what is missing"). A Milesight EM500 keeps its
 // readings and sends again those of a time range when asked by a downlink (`fd 6c`,
 // start and end in Unix seconds, u32 little-endian, on fPort 85). When a device's
 // sequence window has a gap that its reconnect replay did not close within
@@ -200,8 +200,9 @@ function send(storage, cfg, now, row, target, context) {
   const line = { ...context, request: row.id, via: target.via, attempt, from: row.from_seq, to: row.to_seq, start_s: row.start_s, end_s: row.end_s, f_port: row.f_port, payload: row.payload };
   return post(cfg, target, context.device_id, row)
     .then(() => {
-      sql.exec("UPDATE backfill SET state = 'sent', sent_at = ?, next_attempt_at = NULL, last_error = NULL WHERE id = ? AND state = 'queued'", Date.now(), row.id);
-      console.log(JSON.stringify({ level: "INFO", event: "backfill_requested", ...line }));
+      const open = sql.exec("UPDATE backfill SET state = 'sent', sent_at = ?, next_attempt_at = NULL, last_error = NULL WHERE id = ? AND state = 'queued'", Date.now(), row.id).rowsWritten;
+      // Closed while it was on its way (its gap closed by itself): the sensor may still answer, harmlessly.
+      console.log(JSON.stringify({ level: "INFO", event: "backfill_requested", ...line, ...(open ? {} : { closed_meanwhile: true }) }));
     })
     .catch((e) => {
       const error = String(e?.message ?? e).slice(0, 500);

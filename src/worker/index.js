@@ -721,7 +721,7 @@ function deviceConfigOf(bytes) {
   }
   const out = { codec };
   for (const [name, rule] of Object.entries(CONFIG_NUMBERS)) out[name] = wholeMember(name, rule, body[name] ?? null, given.get(name));
-  // The device's own history-request switch (README "Backfill"); null: BACKFILL decides.
+  // The device's own history-request switch (README "Asking the sensor for what is missing"); null: BACKFILL decides.
   out.backfill = body.backfill ?? null;
   if (out.backfill !== null && typeof out.backfill !== "boolean") {
     throw new HttpError(400, "invalid_backfill", `backfill must be true, false or null (BACKFILL decides); got ${shown(given.get("backfill"))}`);
