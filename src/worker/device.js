@@ -811,6 +811,7 @@ export class DeviceObject extends DurableObject {
     if (!before || Object.keys(wanted).some((k) => before[k] !== wanted[k])) {
       const now = Date.now();
       let after;
+      let restarted = null;
       try {
         // The change and its history event in one transaction.
         this.ctx.storage.transactionSync(() => {
@@ -820,16 +821,40 @@ export class DeviceObject extends DurableObject {
           );
           after = this.deviceConfig();
           this.record("device_config", { before, after }, now);
+          restarted = before && before.reporting_period_s !== reporting_period_s ? this.restartWindow(now) : null;
         });
       } catch (e) {
         console.log(JSON.stringify({ level: "WARN", event: "device_config_not_stored", device_id, error: String(e?.message ?? e) }));
         return { ok: false, status: 503, code: "storage_unavailable", message: `could not store the configuration: ${e?.message ?? e}` };
       }
       console.log(JSON.stringify({ level: "INFO", event: "device_config", device_id, before, after }));
+      if (restarted) console.log(JSON.stringify({ level: "WARN", event: "seq_window_restarted", device_id, reason: "reporting_period_changed", from_period_s: before.reporting_period_s, to_period_s: reporting_period_s, ...restarted }));
     }
     const unparked = await this.unpark();
     if (unparked.uplinks) console.log(JSON.stringify({ level: "INFO", event: "parked_uplinks_decoded", device_id, ...unparked }));
     return { ok: true, config: this.deviceConfig(), unparked };
+  }
+
+  /**
+   * Deletes the device's sequence window and closes its open history request, inside
+   * the caller's transaction: a change of `reporting_period_s` changes the unit of a
+   * clock-fed window's slots, so the old slots and the new are not one sequence (a
+   * period halved would list every slot since 1970 as missing). Returns what was
+   * deleted, `{highest, missing, backfill_cancelled}`, or null when there was no window.
+   */
+  restartWindow(now) {
+    const row = this.sql.exec("SELECT missing FROM seq_window").toArray()[0];
+    if (!row) return null;
+    const window = this.seqWindow();
+    let highest;
+    try {
+      highest = window.highest ?? null;
+    } finally {
+      window.free();
+    }
+    this.sql.exec("DELETE FROM seq_window");
+    noteChange(this.sql); // the roll-up's missing_seqs gauge moved with it
+    return { highest, missing: row.missing, backfill_cancelled: cancelBackfill(this.sql, now) };
   }
 
   /** The stored configuration (GET /v1/devices/{id}/config), or null. Reads only. */

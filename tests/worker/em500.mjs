@@ -2,7 +2,6 @@
 // history records and live readings, sent as The Things Stack and ChirpStack deliver
 // them, and the history request it must receive.
 import assert from "node:assert/strict";
-import fs from "node:fs";
 import { fixture, post } from "./harness.mjs";
 
 export const PERIOD = 600;
@@ -42,7 +41,7 @@ export async function tts(w, eui, dev, bytes, headers) {
   return reply;
 }
 
-const sample = fs.readFileSync(new URL("../../../shared/samples/webhooks/chirpstack-v4-up-docs-example.json", import.meta.url), "utf8");
+const sample = fixture("chirpstack-v4-up-docs-example.json");
 /** A ChirpStack v4 `up` event of `bytes` on fPort 85: the reply. */
 export async function chirpstack(w, eui, bytes) {
   const body = JSON.parse(sample);

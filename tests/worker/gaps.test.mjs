@@ -7,7 +7,8 @@ import { test, after } from "node:test";
 import assert from "node:assert/strict";
 import fs from "node:fs";
 import path from "node:path";
-import { databases, fixture, get, logged, logSettled, post, sqlite, start, tempDir, TOKEN, until } from "./harness.mjs";
+import { EM500, history, PERIOD, SLOT0, T0, tts as ttsEm500 } from "./em500.mjs";
+import { databases, fixture, get, logged, logSettled, post, putConfig, sqlite, start, tempDir, TOKEN, until } from "./harness.mjs";
 
 const dir = tempDir();
 const VARS = { STATS_FLUSH_MS: "10" };
@@ -153,4 +154,21 @@ test("the window survives a restart; older storage without its table starts a ne
   await burst("bin-gap-2", [30, 32]);
   const h = await gaps("bin-gap-2");
   assert.deepEqual([h.highest, h.gaps.map((g) => [g.from, g.to])], [32, [[31, 31]]]);
+});
+
+test("a change of reporting_period_s starts the device's window over: its slots change unit, so old and new slots are not one sequence", async () => {
+  const eui = "A84041000000A901";
+  assert.equal((await putConfig(worker.call, eui, EM500)).status, 200);
+  await ttsEm500(worker, eui, "bin-period", history([0, 1, 2]));
+  assert.equal((await gaps(eui)).highest, SLOT0 + 2);
+  // The sensor now reports every 300 s: its next record, 600 s after the last, is 2 slots on.
+  const put = await putConfig(worker.call, eui, { ...EM500, reporting_period_s: PERIOD / 2 });
+  assert.equal(put.status, 200);
+  await ttsEm500(worker, eui, "bin-period", history([3]));
+  const h = await gaps(eui);
+  assert.equal(h.highest, (T0 + 3 * PERIOD) / (PERIOD / 2));
+  assert.deepEqual(h.gaps, []);
+  assert.equal(h.totals.missing, 0);
+  await logSettled(worker);
+  assert.ok(logged(worker, "seq_window_restarted").some((l) => l.device_id === eui && l.reason === "reporting_period_changed"));
 });
