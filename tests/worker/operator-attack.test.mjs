@@ -5,6 +5,10 @@ import assert from "node:assert/strict";
 import fs from "node:fs";
 import { get, origin, post, readingsOf, start, statsOf, tempDir, TOKEN, until } from "./harness.mjs";
 
+const pkgUrl = new URL("../../pkg/", import.meta.url);
+const pkg = await import(new URL("reconnect_dedupe.js", pkgUrl));
+pkg.initSync({ module: fs.readFileSync(new URL("reconnect_dedupe_bg.wasm", pkgUrl)) });
+
 const reading = (device_id, seq, fill_pct, ts = `2026-07-16T09:${String(seq % 60).padStart(2, "0")}:00Z`) => ({ device_id, seq, ts, fill_pct });
 const at = (id, route) => `/v1/devices/${encodeURIComponent(id)}/${route}`;
 
@@ -14,6 +18,17 @@ async function ingest(call, burst) {
   assert.equal(res.status, 200, JSON.stringify(body));
   return body;
 }
+/**
+ * The worker's retry (attempt 1) of its call to D's object for the burst `text`, whose
+ * answer was lost: made on the namespace with the plan the worker makes (the core's
+ * parseUplink), as in store-retry.test.mjs, since no fault throws a call after its commit.
+ */
+async function retry(w, D, text, burst_id) {
+  const { readings } = JSON.parse(pkg.parseUplink("readings", new TextEncoder().encode(text), { maxReadings: 10_000 })).devices[0];
+  const ns = await w.mf.getDurableObjectNamespace("DEVICES");
+  return ns.get(ns.idFromName(D)).ingest({ device_id: D, readings, refused: 0, route: "readings", burst_id, attempt: 1 });
+}
+
 async function operate(call, id, route, body) {
   const res = await post(call, at(id, route), body ?? "");
   return { status: res.status, body: await res.json() };
@@ -67,21 +82,14 @@ test("forget survives a cold start, and so does the re-admission after it", asyn
 });
 
 test("a retried call (attempt > 0) of a burst stored before a reset counts nothing twice and does not feed the new window", async () => {
-  // As store-retry.test.mjs: no fault throws a call after its commit from outside, so
-  // the worker's retry of a call whose answer was lost is made on the namespace.
   const dir = tempDir();
   const w = await start({ persist: dir, vars: { STATS_FLUSH_MS: "10" } });
   try {
     const D = "atk-retry";
     const text = JSON.stringify([reading(D, 1, 10), reading(D, 2, 20)]);
     const first = await ingest(w.call, JSON.parse(text));
-    const pkgUrl = new URL("../../pkg/", import.meta.url);
-    const pkg = await import(new URL("reconnect_dedupe.js", pkgUrl));
-    pkg.initSync({ module: fs.readFileSync(new URL("reconnect_dedupe_bg.wasm", pkgUrl)) });
-    const { readings } = JSON.parse(pkg.parseUplink("readings", new TextEncoder().encode(text), { maxReadings: 10_000 })).devices[0];
     assert.equal((await operate(w.call, D, "reset")).status, 200);
-    const ns = await w.mf.getDurableObjectNamespace("DEVICES");
-    const retried = await ns.get(ns.idFromName(D)).ingest({ device_id: D, readings, refused: 0, route: "readings", burst_id: first.burst_id, attempt: 1 });
+    const retried = await retry(w, D, text, first.burst_id);
     assert.deepEqual([retried.ok, [...retried.verdicts]], [true, [0, 0]], "answered as the first call was");
     assert.deepEqual(retried.counts.received, 0, "counted by the first call");
     const gaps = (await get(w.call, at(D, "gaps"))).body;
@@ -97,5 +105,23 @@ test("a retried call (attempt > 0) of a burst stored before a reset counts nothi
   } finally {
     await w.mf.dispose();
     fs.rmSync(dir, { recursive: true, force: true });
+  }
+});
+
+test("a retried call of a burst whose conflict an operator forgot since answers the conflict as stored and counts no seq reuse again", async () => {
+  const w = await start();
+  try {
+    const D = "atk-retry-conflict";
+    await ingest(w.call, [reading(D, 5, 10)]);
+    const text = JSON.stringify([reading(D, 5, 55)]);
+    const first = await ingest(w.call, JSON.parse(text));
+    assert.equal(first.verdicts[0].verdict, "conflict");
+    const { key, conflicts_with } = (await readingsOf(w.call, D))[1];
+    assert.equal((await operate(w.call, D, "forget", { key })).status, 200);
+    const retried = await retry(w, D, text, first.burst_id);
+    assert.deepEqual([[...retried.verdicts], retried.notes, retried.counts.received, retried.counts.seq_reuses], [[1], [{ conflicts_with }], 0, 0]);
+    assert.notEqual((await readingsOf(w.call, D))[1].forgotten_at, null, "still forgotten");
+  } finally {
+    await w.mf.dispose();
   }
 });
