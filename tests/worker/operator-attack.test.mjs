@@ -125,3 +125,20 @@ test("a retried call of a burst whose conflict an operator forgot since answers 
     await w.mf.dispose();
   }
 });
+
+test("health answers chosen by Accept say so (Vary: Accept), so that a cache does not serve the CSV for JSON", async () => {
+  const w = await start({ vars: { STATS_FLUSH_MS: "10" } });
+  try {
+    await ingest(w.call, [reading("atk-vary", 1, 10)]);
+    for (const route of ["/v1/devices/health", at("atk-vary", "health")]) {
+      for (const accept of ["text/csv", "application/json"]) {
+        const res = await w.call(route, { headers: { authorization: `Bearer ${TOKEN}`, accept } });
+        await res.arrayBuffer();
+        assert.equal(res.status, 200);
+        assert.match(res.headers.get("vary") ?? "", /(^|,\s*)accept(\s*,|$)/i, `${route} for ${accept}`);
+      }
+    }
+  } finally {
+    await w.mf.dispose();
+  }
+});
