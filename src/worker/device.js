@@ -354,7 +354,7 @@ export class DeviceObject extends DurableObject {
         this.ctx.storage.transactionSync(() => {
           readings.forEach((r, i) => {
             const verdict = out.verdicts[i];
-            if (!ADMITTED.has(verdict)) return;
+            if (!ADMITTED.has(verdict) || out.forgotten?.has(i)) return;
             if (verdict === CONFLICT && !conflicts.has(i)) conflicts.set(i, this.conflictOf(r.key));
             const conflictsWith = verdict === CONFLICT ? conflicts.get(i) : null;
             this.sql.exec(INSERT, r.key, device_id, r.seq, r.ts, r.fill_pct, now, burst_id, state, state === "pending" ? now : null, r.frame ?? null, verdict === CONFLICT ? "conflict" : "admitted", conflictsWith);
@@ -384,6 +384,8 @@ export class DeviceObject extends DurableObject {
         return { ok: false, status: 503, code: "storage_unavailable", message: `could not store the burst (${write} attempts): ${e.message}` };
       }
     }
+    // The seen-set admitted keys an operator forgot after the earlier call stored them: its rebuild leaves them out.
+    if (out.forgotten?.size) this.drop();
     // Read before anything is awaited: the rows as this burst left them.
     const notes = this.notes(readings, out.verdicts, conflicts);
     if (out.counted) console.log(JSON.stringify({ level: "INFO", event: "burst_already_stored", device_id, burst_id, attempt, readings: out.already }));
@@ -762,11 +764,14 @@ export class DeviceObject extends DurableObject {
   /**
    * For a retried call: a duplicate whose row this burst stored was admitted by an
    * earlier call whose answer was lost, and is answered as that call answered it:
-   * admitted (0), or a conflict (1) with its row's `conflicts_with`. That call
+   * admitted (0), or a conflict (1) with its row's `conflicts_with`. So is a reading
+   * admitted again because an operator forgot its row since (`forget`, `reset`): that
+   * row is left as it is, still forgotten (`forgotten`: their indices; the caller
+   * writes no row for them and drops the seen-set, which admitted them). That call
    * committed this device's whole share of the burst with its counts, so only what
    * this one admits anew (normally nothing) is counted and audited. Returns `out`
    * unchanged when no row is this burst's, else `{verdicts, counts, line, already,
-   * recognised, counted}` (`line` null when nothing is new; `already`, how many were
+   * recognised, forgotten, counted}` (`line` null when nothing is new; `already`, how many were
    * recognised; `recognised`, index → `conflicts_with` of those that are conflicts). A burst that stored no row is known by `counted_bursts`: its
    * counts are not added again either.
    */
@@ -774,19 +779,27 @@ export class DeviceObject extends DurableObject {
     const verdicts = Uint8Array.from(out.verdicts);
     const mine = new Set(); // a key twice in the burst: its first copy was admitted
     const recognised = new Map();
+    const forgotten = new Set();
+    let seqReuses = 0; // among the forgotten ones, admitted as a conflict by this call
     readings.forEach((r, i) => {
-      if (verdicts[i] !== DUPLICATE || mine.has(r.key)) return;
-      const row = this.sql.exec("SELECT burst_id, verdict, conflicts_with FROM readings WHERE key = ?", r.key).toArray()[0];
+      if ((verdicts[i] !== DUPLICATE && !ADMITTED.has(verdicts[i])) || mine.has(r.key)) return;
+      const row = this.sql.exec("SELECT burst_id, verdict, conflicts_with, forgotten_at FROM readings WHERE key = ?", r.key).toArray()[0];
       if (row?.burst_id !== context.burst_id) return;
+      if (verdicts[i] !== DUPLICATE) {
+        if (row.forgotten_at === null) return;
+        forgotten.add(i);
+        if (verdicts[i] === CONFLICT) seqReuses += 1;
+      }
       verdicts[i] = row.verdict === "conflict" ? CONFLICT : 0;
       if (verdicts[i] === CONFLICT) recognised.set(i, row.conflicts_with);
       mine.add(r.key);
     });
     const already = mine.size;
     if (!already && !this.countedAlready(context.burst_id)) return out;
-    const counts = { ...out.counts, received: out.counts.unique, duplicates_suppressed: 0, rejected: 0 };
+    const unique = out.counts.unique - forgotten.size;
+    const counts = { ...out.counts, received: unique, unique, duplicates_suppressed: 0, rejected: 0, seq_reuses: out.counts.seq_reuses - seqReuses };
     const line = counts.received ? guarded(() => auditLine("burst_deduplicated", counts, now, context)) : null;
-    return { verdicts, counts, line, already, recognised, counted: true };
+    return { verdicts, counts, line, already, recognised, forgotten, counted: true };
   }
 
   /**

@@ -562,7 +562,7 @@ async function fleetHealthOf(request, env, url) {
   }
   const asCsv = wantsCsv(request, params);
   const page = await fromRollup(() => fleetHealth(env, { after: afters[0] ?? "", limit }));
-  const headers = {};
+  const headers = { ...NEGOTIATED };
   if (page.next !== null) {
     const next = new URLSearchParams(params);
     next.set("after", page.next);
@@ -576,8 +576,8 @@ async function fleetHealthOf(request, env, url) {
 async function healthOfDevice(request, env, { id, given }, params) {
   const asCsv = wantsCsv(request, params);
   const row = await fromRollup(() => deviceHealth(env, given === id ? [id] : [id, given]));
-  if (asCsv) return csv(HEALTH_COLUMNS, [row]);
-  return json(200, { ...row, ...asOf(env) });
+  if (asCsv) return csv(HEALTH_COLUMNS, [row], NEGOTIATED);
+  return json(200, { ...row, ...asOf(env) }, NEGOTIATED);
 }
 
 /** The staleness of roll-up figures: when they were read, and how far behind a device's flush may be. */
@@ -597,6 +597,9 @@ async function fromRollup(read) {
     throw new HttpError(503, "stats_unavailable", `a roll-up shard could not be read (${e?.message ?? e}); retry`, { "retry-after": "1" });
   }
 }
+
+/** The header of an answer whose format `wantsCsv` chose: a cache keeps one per Accept. */
+const NEGOTIATED = { vary: "accept" };
 
 /**
  * Whether to answer CSV: `?format=csv` (or `json`, at most once; else 400
