@@ -249,23 +249,11 @@ export class DeviceObject extends DurableObject {
   askForMissing(target, decoded, { recovered, at }, context) {
     try {
       const cfg = config(this.env);
-      const stored = this.deviceConfig();
       let gaps;
-      const health = {
-        at,
-        recovered,
-        gaps: () => {
-          if (gaps) return gaps;
-          const window = this.seqWindow(context);
-          try {
-            gaps = guarded(() => window.gaps());
-          } finally {
-            window.free();
-          }
-          return gaps;
-        },
-      };
-      const device = { codec: decoded.codec, period: decoded.reporting_period_s, enabled: stored?.backfill ?? null };
+      const health = { at, recovered, gaps: () => (gaps ??= this.withWindow(context, (window) => guarded(() => window.gaps()))) };
+      // The device's own switch matters only when a request could be sent at all.
+      const enabled = cfg.BACKFILL && target ? (this.deviceConfig()?.backfill ?? null) : null;
+      const device = { codec: decoded.codec, period: decoded.reporting_period_s, enabled };
       const sending = backfillStep(this.ctx.storage, cfg, Date.now(), { device, health, target, context });
       if (sending) this.ctx.waitUntil?.(sending);
     } catch (e) {
@@ -527,8 +515,7 @@ export class DeviceObject extends DurableObject {
     const health = { recovered: [], resets: [] };
     const fed = seqs.map((seq, i) => (seq !== null && (ADMITTED.has(verdicts[i]) || verdicts[i] === DUPLICATE) ? seq : null)).filter((seq) => seq !== null);
     if (!fed.length) return health;
-    const window = this.seqWindow(context);
-    try {
+    this.withWindow(context, (window) => {
       for (const seq of fed) {
         const seen = guarded(() => window.observe(seq, now));
         if (seen.kind === "recovered") health.recovered.push({ seq, delay_ms: seen.delay_ms });
@@ -536,10 +523,18 @@ export class DeviceObject extends DurableObject {
       }
       const missing = guarded(() => window.totals()).missing;
       this.sql.exec("INSERT OR REPLACE INTO seq_window (id, bytes, missing) VALUES (0, ?, ?)", guarded(() => window.toBytes()), missing);
+    });
+    return health;
+  }
+
+  /** `use(window)` on the device's stored sequence window (`seqWindow`), freed after. */
+  withWindow(context, use) {
+    const window = this.seqWindow(context);
+    try {
+      return use(window);
     } finally {
       window.free();
     }
-    return health;
   }
 
   /**
@@ -564,17 +559,12 @@ export class DeviceObject extends DurableObject {
    * to, first_noticed_at}], totals}` (`highest` null before the first seq). Reads only.
    */
   gaps() {
-    const window = this.seqWindow();
-    try {
-      return {
-        highest: window.highest ?? null,
-        gaps: window.gaps().map((g) => ({ from: g.from, to: g.to, first_noticed_at: isoTime(g.first_noticed_ms) })),
-        totals: window.totals(),
-        backfill: this.prepared ? backfillView(this.sql, isoTime) : { open: null, recent: [] },
-      };
-    } finally {
-      window.free();
-    }
+    return this.withWindow({}, (window) => ({
+      highest: window.highest ?? null,
+      gaps: window.gaps().map((g) => ({ from: g.from, to: g.to, first_noticed_at: isoTime(g.first_noticed_ms) })),
+      totals: window.totals(),
+      backfill: this.prepared ? backfillView(this.sql, isoTime) : { open: null, recent: [] },
+    }));
   }
 
   /** `raw` decoded with the device's configuration and counter reference (decode.js `decodeRaw`). Reads only. */
@@ -834,7 +824,9 @@ export class DeviceObject extends DurableObject {
           );
           after = this.deviceConfig();
           this.record("device_config", { before, after }, now);
-          restarted = before && before.reporting_period_s !== reporting_period_s ? this.restartWindow(now) : null;
+          const window = before && before.reporting_period_s !== reporting_period_s ? this.restartWindow() : null;
+          // Its open history request asked for slots of the old unit.
+          restarted = window && { ...window, backfill_cancelled: cancelBackfill(this.sql, now) };
         });
       } catch (e) {
         console.log(JSON.stringify({ level: "WARN", event: "device_config_not_stored", device_id, error: String(e?.message ?? e) }));
@@ -849,25 +841,19 @@ export class DeviceObject extends DurableObject {
   }
 
   /**
-   * Deletes the device's sequence window and closes its open history request, inside
-   * the caller's transaction: a change of `reporting_period_s` changes the unit of a
+   * Deletes the device's sequence window, inside the caller's transaction: a reset of
+   * its memory, or a change of `reporting_period_s`, which changes the unit of a
    * clock-fed window's slots, so the old slots and the new are not one sequence (a
    * period halved would list every slot since 1970 as missing). Returns what was
-   * deleted, `{highest, missing, backfill_cancelled}`, or null when there was no window.
+   * deleted, `{highest, missing, gaps}` (`gaps`: how many were open), or null when
+   * there was no window.
    */
-  restartWindow(now) {
-    const row = this.sql.exec("SELECT missing FROM seq_window").toArray()[0];
-    if (!row) return null;
-    const window = this.seqWindow();
-    let highest;
-    try {
-      highest = window.highest ?? null;
-    } finally {
-      window.free();
-    }
+  restartWindow() {
+    if (!this.sql.exec("SELECT 1 FROM seq_window").toArray().length) return null;
+    const deleted = this.withWindow({}, (window) => ({ highest: window.highest ?? null, missing: window.totals().missing, gaps: window.gaps().length }));
     this.sql.exec("DELETE FROM seq_window");
     noteChange(this.sql); // the roll-up's missing_seqs gauge moved with it
-    return { highest, missing: row.missing, backfill_cancelled: cancelBackfill(this.sql, now) };
+    return deleted;
   }
 
   /** The stored configuration (GET /v1/devices/{id}/config), or null. Reads only. */
@@ -996,17 +982,9 @@ export class DeviceObject extends DurableObject {
       this.ctx.storage.transactionSync(() => {
         const held = this.sql.exec(`SELECT COUNT(*) AS n FROM (${NEWEST_LIVE})`, now - cfg.TTL_MS, cfg.MAX_KEYS_PER_DEVICE).one().n;
         const forgotten = this.sql.exec("UPDATE readings SET forgotten_at = ? WHERE forgotten_at IS NULL", now).rowsWritten;
-        const stored = this.sql.exec("SELECT 1 FROM seq_window").toArray().length > 0;
-        let seq_window = null;
-        if (stored) {
-          const { highest, gaps, totals } = this.gaps();
-          seq_window = { highest, missing: totals.missing, gaps: gaps.length };
-        }
+        const seq_window = this.restartWindow();
         const counter_ref = this.counterRef();
-        this.sql.exec("DELETE FROM seq_window");
         this.sql.exec("DELETE FROM codec_state");
-        // The roll-up's missing_seqs gauge moved with the window.
-        if (stored) noteChange(this.sql);
         // A history request for the forgotten window's gaps is closed (backfill.js).
         const backfill_cancelled = cancelBackfill(this.sql, now);
         detail = { forgotten, held, seq_window, counter_ref, backfill_cancelled, reset_at: isoTime(now) };
