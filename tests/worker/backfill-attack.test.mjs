@@ -6,7 +6,7 @@
 import { test, after } from "node:test";
 import assert from "node:assert/strict";
 import { chirpstack, EM500, history, live, tts as ttsUplink } from "./em500.mjs";
-import { get, logged, logSettled, origin, putConfig, start, until } from "./harness.mjs";
+import { gapsOf, logged, logSettled, origin, putConfig, start, until } from "./harness.mjs";
 
 const CS_TOKEN = "cs-secret-token-0123456789";
 
@@ -28,11 +28,7 @@ const ttsPath = (dev) => `/api/v3/as/applications/bins/webhooks/dedupe/devices/$
 const keyOf = (dev) => `NNSXS.SECRET-KEY-OF-${dev}`;
 /** A TTS uplink with `dev`'s downlink headers (at the stub). */
 const tts = (w, eui, dev, bytes) => ttsUplink(w, eui, dev, bytes, { "x-downlink-push": `${base}${ttsPath(dev)}`, "x-downlink-apikey": keyOf(dev) });
-const health = async (w, id) => {
-  const r = await get(w.call, `/v1/devices/${id}/gaps`);
-  assert.equal(r.status, 200, JSON.stringify(r.body));
-  return r.body;
-};
+const health = (w, id) => gapsOf(w.call, id);
 const to = (path) => ns.requests.filter((r) => r.path === path);
 
 test("a redirect from an allowed network server is not followed: nothing reaches a host BACKFILL_HOSTS does not allow", async () => {

@@ -8,7 +8,7 @@
 import { test, after } from "node:test";
 import assert from "node:assert/strict";
 import { chirpstack, EM500, history, live, PERIOD, request, SLOT0, T0, tts as ttsUplink } from "./em500.mjs";
-import { get, logged, logSettled, origin, putConfig, start, TOKEN, until } from "./harness.mjs";
+import { gapsOf, get, logged, logSettled, origin, putConfig, start, TOKEN, until } from "./harness.mjs";
 
 /** The Things Stack's and ChirpStack's downlink APIs: one stub, answers decided per test. */
 let answer = () => ({ status: 200 });
@@ -25,11 +25,7 @@ const ttsPath = (dev) => `/api/v3/as/applications/bins/webhooks/dedupe/devices/$
 /** A TTS uplink with `dev`'s downlink headers (at this stub) unless others are given. */
 const tts = (w, eui, dev, bytes, headers = ttsHeaders(dev)) => ttsUplink(w, eui, dev, bytes, headers);
 const ttsHeaders = (dev, host = base) => ({ "x-downlink-push": `${host}${ttsPath(dev)}`, "x-downlink-replace": `${host}${ttsPath(dev).replace(/push$/, "replace")}`, "x-downlink-apikey": `NNSXS.KEY-OF-${dev}` });
-const health = async (w, id) => {
-  const r = await get(w.call, `/v1/devices/${id}/gaps`);
-  assert.equal(r.status, 200, JSON.stringify(r.body));
-  return r.body;
-};
+const health = (w, id) => gapsOf(w.call, id);
 const to = (path) => ns.requests.filter((r) => r.path === path);
 const slots = (g) => g.gaps.map((x) => [x.from - SLOT0, x.to - SLOT0]);
 

@@ -8,7 +8,7 @@ import assert from "node:assert/strict";
 import fs from "node:fs";
 import path from "node:path";
 import { EM500, history, PERIOD, SLOT0, T0, tts as ttsEm500 } from "./em500.mjs";
-import { databases, fixture, get, logged, logSettled, post, putConfig, sqlite, start, tempDir, TOKEN, until } from "./harness.mjs";
+import { databases, fixture, gapsOf, get, logged, logSettled, post, putConfig, sqlite, start, tempDir, TOKEN, until } from "./harness.mjs";
 
 const dir = tempDir();
 const VARS = { STATS_FLUSH_MS: "10" };
@@ -23,11 +23,7 @@ const burst = async (device_id, seqs) => {
   assert.equal(res.status, 200);
   return res.json();
 };
-const gaps = async (id) => {
-  const r = await get(worker.call, `/v1/devices/${id}/gaps`);
-  assert.equal(r.status, 200, JSON.stringify(r.body));
-  return r.body;
-};
+const gaps = (id) => gapsOf(worker.call, id);
 const objectFiles = () => (fs.existsSync(path.join(dir, "-DeviceObject")) ? databases(dir, "DeviceObject").length : 0);
 const ISO = /^\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d\.\d{6}\+00:00$/;
 

@@ -100,6 +100,12 @@ export async function putConfig(call, id, config) {
 export const readingsOf = async (call, id) => (await get(call, `/v1/devices/${id}/readings`)).body.readings;
 /** GET /v1/stats. */
 export const statsOf = async (call) => (await get(call, "/v1/stats")).body;
+/** GET /v1/devices/{id}/gaps, which must answer 200: its body. */
+export async function gapsOf(call, id) {
+  const r = await get(call, `/v1/devices/${id}/gaps`);
+  assert.equal(r.status, 200, JSON.stringify(r.body));
+  return r.body;
+}
 
 /** An ingest reply accounts for every reading once (README "HTTP API"). */
 export function assertReconciles(b) {
