@@ -1,0 +1,53 @@
+#!/usr/bin/env bash
+# Points a ChirpStack v4 application's HTTP integration at reconnect-dedupe: every
+# event is posted as JSON to <WORKER_URL>/v1/uplinks/chirpstack?event=<type>, with
+# the worker's token. Run it from any machine that reaches ChirpStack's REST API:
+#
+#   CHIRPSTACK_URL=http://chirpstack-rest-api:8090 CHIRPSTACK_API_TOKEN=<API key> \
+#   APPLICATION_ID=<application UUID> WORKER_URL=https://rd.example.workers.dev \
+#   INGEST_TOKEN=<token> bash http-integration.sh
+#
+# It creates the integration (POST), or replaces an existing one (PUT). The request
+# is ChirpStack's REST API (chirpstack-rest-api, openapiv2/api/application.swagger.json:
+# ApplicationService_CreateHttpIntegration / _UpdateHttpIntegration), authorised by
+# the "Grpc-Metadata-Authorization: Bearer <API key>" header that API reads.
+set -euo pipefail
+
+for name in CHIRPSTACK_URL CHIRPSTACK_API_TOKEN APPLICATION_ID WORKER_URL INGEST_TOKEN; do
+  if [ -z "${!name:-}" ]; then
+    echo "http-integration.sh: set $name (see the comment at the top of this file)" >&2
+    exit 2
+  fi
+done
+case "$WORKER_URL" in
+  https://*|http://127.0.0.1*|http://localhost*) ;;
+  *) echo "http-integration.sh: WORKER_URL must start with https:// (the token travels in a header)" >&2; exit 2 ;;
+esac
+
+# JSON string contents: the token is printable ASCII (the worker refuses others), so
+# a backslash and a double quote are all that need escaping; a URL has neither.
+json_string() { local s=${1//\\/\\\\}; printf '"%s"' "${s//\"/\\\"}"; }
+
+endpoint="${WORKER_URL%/}/v1/uplinks/chirpstack"
+body=$(printf '{"integration":{"encoding":"JSON","eventEndpointUrl":%s,"headers":{"Authorization":%s}}}' \
+  "$(json_string "$endpoint")" "$(json_string "Bearer $INGEST_TOKEN")")
+url="${CHIRPSTACK_URL%/}/api/applications/${APPLICATION_ID}/integrations/http"
+
+# Prints ChirpStack's reply, then its status on a line of its own.
+send() {
+  curl -sS -w '\n%{http_code}' -X "$1" "$url" \
+    -H "Grpc-Metadata-Authorization: Bearer $CHIRPSTACK_API_TOKEN" \
+    -H 'Content-Type: application/json' --data-binary @- <<<"$body"
+}
+
+reply=$(send POST)
+if [ "${reply##*$'\n'}" = 409 ]; then
+  # gRPC AlreadyExists: the application has an HTTP integration; replace it.
+  reply=$(send PUT)
+fi
+status=${reply##*$'\n'}
+if [ "$status" != 200 ]; then
+  echo "http-integration.sh: ChirpStack answered $status: ${reply%$'\n'*}" >&2
+  exit 1
+fi
+echo "http-integration.sh: application $APPLICATION_ID now posts its events to $endpoint"

@@ -1,0 +1,314 @@
+// integrations/: The Things Stack webhook template and the ChirpStack HTTP integration
+// snippet, each checked against its format's own rules and then used the way the
+// network server uses it, against the worker in workerd.
+import { test, before, after } from "node:test";
+import assert from "node:assert/strict";
+import fs from "node:fs";
+import http from "node:http";
+import path from "node:path";
+import { execFile } from "node:child_process";
+import YAML from "yaml";
+import { parseTemplate } from "url-template";
+import Ajv from "ajv";
+import { start, fixture, TOKEN, assertReconciles } from "./harness.mjs";
+
+const root = new URL("../../", import.meta.url).pathname;
+const read = (p) => fs.readFileSync(path.join(root, p), "utf8");
+
+let w;
+before(async () => {
+  w = await start();
+});
+after(() => w?.mf.dispose());
+
+// --- The Things Stack ---------------------------------------------------------------
+
+/**
+ * The rules of TheThingsNetwork/lorawan-webhook-templates, as its CI applies them
+ * (schema/validate.go and schema/lorawan_webhook_templates.go at 080bcb72 / 4e77ff32:
+ * identifiers, lengths, every `{name}` in the base URL, paths and headers a field or
+ * a built-in), plus what its Go types say is there at all (an unknown key would be
+ * dropped silently by TTS's YAML decoding: a typo must fail here instead) and its
+ * index (templates.yml lists the id; the file is `<id>.yml`). The URLs are not
+ * fetched: their CI GETs them, which needs the internet; they must be empty or https.
+ * Returns the list of violations.
+ */
+function templateViolations(t) {
+  const out = [];
+  const IDENTIFIER = /^[a-z0-9](?:[-]?[a-z0-9]){2,}$/;
+  const FIELD_ID = /^([A-Za-z0-9_\-\\.]|%[0-9A-Fa-f][0-9A-Fa-f])+$/;
+  const BUILTIN = ["appID", "applicationID", "appEUI", "joinEUI", "devID", "deviceID", "devEUI", "devAddr"];
+  const KEYS = ["template-id", "name", "description", "logo-url", "info-url", "documentation-url", "tts-documentation-url", "base-url", "headers", "format", "fields", "create-downlink-api-key", "paths", "field-mask"];
+  const FIELD_KEYS = ["id", "name", "description", "secret", "default-value", "optional"];
+  const PATHS = ["uplink-message", "uplink-normalized", "join-accept", "downlink-ack", "downlink-nack", "downlink-sent", "downlink-failed", "downlink-queued", "downlink-queue-invalidated", "location-solved", "service-data"];
+  const unknown = (obj, keys, where) => Object.keys(obj ?? {}).filter((k) => !keys.includes(k)).forEach((k) => out.push(`${where}: unknown key ${k}`));
+  const fields = t.fields ?? [];
+  unknown(t, KEYS, "template");
+  if (!IDENTIFIER.test(t["template-id"] ?? "") || t["template-id"].length > 32) out.push(`template-id ${t["template-id"]} is not valid`);
+  if (typeof t.name !== "string" || t.name.length > 20) out.push("name: a string of at most 20 characters");
+  if (typeof t.description !== "string" || t.description.length > 100) out.push("description: a string of at most 100 characters");
+  if (!IDENTIFIER.test(t.format ?? "")) out.push(`format ${t.format} is not valid`);
+  for (const k of ["logo-url", "info-url", "documentation-url", "tts-documentation-url"]) {
+    if (t[k] !== undefined && t[k] !== "" && !/^https:\/\/[^\s]+$/.test(t[k])) out.push(`${k} is not an https URL`);
+  }
+  if (typeof t["create-downlink-api-key"] !== "boolean") out.push("create-downlink-api-key: true or false");
+  for (const f of fields) {
+    unknown(f, FIELD_KEYS, `field ${f.id}`);
+    if (typeof f.id !== "string" || !FIELD_ID.test(f.id) || f.id.length > 32) out.push(`field id ${f.id} is not valid`);
+    if ((f.name ?? "").length > 20) out.push(`field ${f.id}: name longer than 20`);
+    if ((f.description ?? "").length > 100) out.push(`field ${f.id}: description longer than 100`);
+    if ((f["default-value"] ?? "").length > 100) out.push(`field ${f.id}: default-value longer than 100`);
+  }
+  const defined = (name) => BUILTIN.includes(name) || fields.some((f) => f.id === name);
+  const uri = (text, where) => {
+    const names = templateNames(text);
+    if (names === null) return out.push(`${where}: ${JSON.stringify(text)} is not an RFC 6570 URI template`);
+    for (const n of names) if (!defined(n)) out.push(`${where}: undefined field {${n}}`);
+  };
+  uri(t["base-url"] ?? "", "base-url");
+  for (const [k, v] of Object.entries(t.headers ?? {})) {
+    uri(k, `header key ${k}`);
+    uri(String(v), `header ${k}`);
+  }
+  unknown(t.paths, PATHS, "paths");
+  for (const [k, v] of Object.entries(t.paths ?? {})) {
+    if (typeof v !== "string" || v.length > 64) out.push(`paths.${k}: a string of at most 64 characters`);
+    else uri(v, `paths.${k}`);
+  }
+  return out;
+}
+
+/** The variable names of an RFC 6570 URI template (section 2), or null when it is not one. */
+function templateNames(text) {
+  const names = [];
+  const VARSPEC = /^([A-Za-z0-9_]|%[0-9A-Fa-f]{2})(\.?([A-Za-z0-9_]|%[0-9A-Fa-f]{2}))*(:[1-9][0-9]{0,3}|\*)?$/;
+  for (const part of text.split(/(\{[^{}]*\})/)) {
+    if (part.startsWith("{")) {
+      const body = part.slice(1, -1).replace(/^[+#./;?&]/, "");
+      for (const spec of body.split(",")) {
+        if (!VARSPEC.test(spec)) return null;
+        names.push(spec.replace(/(:\d+|\*)$/, ""));
+      }
+    } else if (/[{}]/.test(part)) return null;
+  }
+  return names;
+}
+
+/**
+ * What The Things Stack Console makes of a template and the user's values
+ * (lorawan-stack pkg/webui/console/containers/webhook-add/index.js,
+ * `convertTemplateToWebhook`): each header value's first `{field}` replaced as is
+ * (an empty result drops the header), the base URL and each path expanded with
+ * url-template. The webhook posts a message to base URL + its path.
+ */
+function instantiate(t, values) {
+  const headers = {};
+  for (const [k, v] of Object.entries(t.headers ?? {})) {
+    const value = v.replace(/{([a-z0-9_-]+)}/i, (_, f) => values[f]);
+    if (value !== "") headers[k] = value;
+  }
+  const paths = Object.fromEntries(Object.entries(t.paths ?? {}).map(([k, p]) => [k, parseTemplate(p).expand(values)]));
+  return { base_url: parseTemplate(t["base-url"]).expand(values), headers, paths, format: t.format };
+}
+
+const template = () => YAML.parse(read("integrations/tts/reconnect-dedupe.yml"), { strict: true, uniqueKeys: true });
+
+test("the TTS webhook template keeps the rules of lorawan-webhook-templates and is listed in its index", () => {
+  const t = template();
+  assert.deepEqual(templateViolations(t), []);
+  assert.deepEqual(YAML.parse(read("integrations/tts/templates.yml")), [t["template-id"]]);
+  assert.equal(`${t["template-id"]}.yml`, "reconnect-dedupe.yml");
+  // Two fields for the user, both used; the token is hidden in the Console.
+  assert.deepEqual(t.fields.map((f) => [f.id, f.secret]), [["host", false], ["token", true]]);
+  assert.equal(t.format, "json");
+});
+
+test("the rules catch what the lorawan-webhook-templates CI refuses", () => {
+  const t = template();
+  const broken = (edit) => {
+    const c = structuredClone(t);
+    edit(c);
+    return templateViolations(c);
+  };
+  assert.deepEqual(broken((c) => (c["template-id"] = "Reconnect_Dedupe")), ["template-id Reconnect_Dedupe is not valid"]);
+  assert.deepEqual(broken((c) => (c.paths["uplink-message"] = "/v1/uplinks/{route}")), ["paths.uplink-message: undefined field {route}"]);
+  assert.deepEqual(broken((c) => (c.paths["join-accept"] = `/${"x".repeat(64)}`)), ["paths.join-accept: a string of at most 64 characters"]);
+  assert.deepEqual(broken((c) => (c.paths["uplink-mesage"] = "/v1/uplinks/ttn")), ["paths: unknown key uplink-mesage"]);
+  assert.deepEqual(broken((c) => (c.name = "reconnect-dedupe for bins")), ["name: a string of at most 20 characters"]);
+  assert.deepEqual(broken((c) => (c["base-url"] = "https://{host")), ['base-url: "https://{host" is not an RFC 6570 URI template']);
+  assert.deepEqual(broken((c) => (c.headers.Authorization = "Bearer {tokn}")), ["header Authorization: undefined field {tokn}"]);
+});
+
+test("a webhook made from the template, as the Console makes it, delivers uplinks and join accepts", async () => {
+  const t = template();
+  const hook = instantiate(t, { host: "rd.example.workers.dev", token: TOKEN });
+  assert.deepEqual(hook, {
+    base_url: "https://rd.example.workers.dev",
+    headers: { Authorization: `Bearer ${TOKEN}` },
+    paths: { "uplink-message": "/v1/uplinks/ttn", "join-accept": "/v1/uplinks/ttn" },
+    format: "json",
+  });
+  // A host with a port and a path prefix stays as typed ({+host}).
+  assert.equal(instantiate(t, { host: "dedupe.example.org:8443/lora", token: TOKEN }).base_url, "https://dedupe.example.org:8443/lora");
+
+  // What The Things Stack posts: the JSON message, its Content-Type, the headers.
+  const send = (message, body) =>
+    w.call(hook.base_url + hook.paths[message], { method: "POST", headers: { ...hook.headers, "content-type": "application/json" }, body });
+  const uplink = fixture("with-fill/tts-v3-uplink.json");
+  const first = await (await send("uplink-message", uplink)).json();
+  assertReconciles(first);
+  assert.deepEqual([first.received, first.unique, first.duplicates_suppressed], [1, 1, 0]);
+  const again = await (await send("uplink-message", uplink)).json();
+  assert.deepEqual([again.received, again.unique, again.duplicates_suppressed], [1, 0, 1]);
+  const join = await send("join-accept", fixture("tts/join_accept.json"));
+  assert.equal(join.status, 200);
+  assert.deepEqual(
+    (({ ignored, route, event }) => ({ ignored, route, event }))(await join.json()),
+    { ignored: true, route: "ttn", event: "join_accept" },
+  );
+  // A wrong token in the field is refused, not ingested.
+  const wrong = instantiate(t, { host: "rd.example.workers.dev", token: "not-the-token" });
+  const refused = await w.call(wrong.base_url + wrong.paths["uplink-message"], { method: "POST", headers: { ...wrong.headers, "content-type": "application/json" }, body: uplink });
+  assert.equal(refused.status, 401);
+  assert.equal((await refused.json()).error.code, "unauthorized");
+});
+
+// --- ChirpStack ---------------------------------------------------------------------
+
+/** A stand-in for ChirpStack's REST API: records each request, answers `statuses` in turn. */
+async function chirpstackApi(statuses) {
+  const requests = [];
+  const server = http.createServer((req, res) => {
+    let data = "";
+    req.on("data", (c) => (data += c));
+    req.on("end", () => {
+      requests.push({ method: req.method, path: req.url, headers: req.headers, body: JSON.parse(data) });
+      const status = statuses[requests.length - 1] ?? 500;
+      res.writeHead(status, { "content-type": "application/json" });
+      res.end(status === 200 ? "{}" : JSON.stringify({ code: 6, message: "Object already exists", details: [] }));
+    });
+  });
+  await new Promise((r) => server.listen(0, "127.0.0.1", r));
+  return { url: `http://127.0.0.1:${server.address().port}`, requests, close: () => new Promise((r) => server.close(r)) };
+}
+
+/** Runs integrations/chirpstack/http-integration.sh with `env`: `{code, stdout, stderr}`. */
+function runSnippet(env) {
+  const clean = Object.fromEntries(Object.entries(process.env).filter(([k]) => !/proxy/i.test(k)));
+  return new Promise((resolve) => {
+    execFile("bash", [path.join(root, "integrations/chirpstack/http-integration.sh")], { env: { ...clean, ...env } }, (err, stdout, stderr) =>
+      resolve({ code: err ? err.code : 0, stdout, stderr }),
+    );
+  });
+}
+
+const APP = "17c82e96-be03-4f38-aef3-f83d48582d97";
+const snippetEnv = (api) => ({
+  CHIRPSTACK_URL: api.url,
+  CHIRPSTACK_API_TOKEN: "cs-api-key",
+  APPLICATION_ID: APP,
+  WORKER_URL: "https://rd.example.workers.dev/",
+  INGEST_TOKEN: TOKEN,
+});
+// Swagger 2.0 names formats (int64, ...) JSON Schema does not define: not checked.
+const ajv = new Ajv({ strict: false, allErrors: true, validateFormats: false });
+const integrationBody = ajv.compile(JSON.parse(read("tests/fixtures/chirpstack-rest-api/http-integration-body.schema.json")));
+
+test("the ChirpStack snippet creates the HTTP integration through ChirpStack's REST API, or replaces it", async () => {
+  for (const [statuses, methods] of [[[200], ["POST"]], [[409, 200], ["POST", "PUT"]]]) {
+    const api = await chirpstackApi(statuses);
+    const run = await runSnippet(snippetEnv(api));
+    await api.close();
+    assert.equal(run.code, 0, run.stderr);
+    assert.equal(run.stdout, `http-integration.sh: application ${APP} now posts its events to https://rd.example.workers.dev/v1/uplinks/chirpstack\n`);
+    assert.deepEqual(api.requests.map((r) => r.method), methods);
+    for (const r of api.requests) {
+      assert.equal(r.path, `/api/applications/${APP}/integrations/http`);
+      assert.equal(r.headers["grpc-metadata-authorization"], "Bearer cs-api-key");
+      assert.ok(integrationBody(r.body), JSON.stringify(integrationBody.errors));
+      assert.deepEqual(r.body, {
+        integration: { encoding: "JSON", eventEndpointUrl: "https://rd.example.workers.dev/v1/uplinks/chirpstack", headers: { Authorization: `Bearer ${TOKEN}` } },
+      });
+    }
+  }
+});
+
+test("the ChirpStack snippet escapes a token for JSON, and refuses to start without its settings or over http", async () => {
+  const api = await chirpstackApi([200]);
+  const run = await runSnippet({ ...snippetEnv(api), INGEST_TOKEN: 'a"b\\c' });
+  assert.equal(run.code, 0, run.stderr);
+  assert.equal(api.requests[0].body.integration.headers.Authorization, 'Bearer a"b\\c');
+  const missing = await runSnippet({ ...snippetEnv(api), APPLICATION_ID: "" });
+  assert.equal(missing.code, 2);
+  assert.match(missing.stderr, /set APPLICATION_ID/);
+  const plain = await runSnippet({ ...snippetEnv(api), WORKER_URL: "http://rd.example.org" });
+  assert.equal(plain.code, 2);
+  assert.match(plain.stderr, /must start with https:\/\//);
+  const failed = await runSnippet({ ...snippetEnv({ url: api.url }), CHIRPSTACK_API_TOKEN: "x" });
+  assert.equal(failed.code, 1); // the stand-in answers 500 once its statuses are used up
+  assert.match(failed.stderr, /ChirpStack answered 500/);
+  await api.close();
+  assert.equal(api.requests.length, 2);
+});
+
+/** Posts `body` as ChirpStack's HTTP integration does with `integration`: each endpoint, `?event=`, its headers. */
+async function chirpstackPost(integration, event, body) {
+  const replies = [];
+  for (const endpoint of integration.eventEndpointUrl.split(",").map((s) => s.trim())) {
+    const url = new URL(endpoint);
+    url.searchParams.append("event", event);
+    const res = await w.call(url.href, { method: "POST", headers: { ...integration.headers, "content-type": "application/json" }, body });
+    replies.push({ status: res.status, body: await res.json() });
+  }
+  return replies;
+}
+
+test("every ChirpStack event fixture, posted as the configured integration posts it, is answered 200", async () => {
+  const api = await chirpstackApi([200]);
+  await runSnippet(snippetEnv(api));
+  await api.close();
+  const { integration } = api.requests[0].body;
+  const dir = path.join(root, "tests/fixtures/webhooks/chirpstack");
+  const events = fs.readdirSync(dir).map((f) => f.replace(/\.json$/, "")).sort();
+  assert.deepEqual(events, ["ack", "integration", "join", "location", "log", "status", "txack", "up"]);
+  for (const event of events) {
+    const [reply] = await chirpstackPost(integration, event, fs.readFileSync(path.join(dir, `${event}.json`), "utf8"));
+    assert.equal(reply.status, 200, `${event}: ${JSON.stringify(reply.body)}`);
+    if (event === "up") assertReconciles(reply.body);
+    else assert.deepEqual([reply.body.ignored, reply.body.event], [true, event]);
+  }
+});
+
+test("the device-profile settings name every codec the worker has, and decode the fixtures' raw bytes", async () => {
+  const settings = JSON.parse(read("integrations/chirpstack/device-profiles.json"));
+  const pkg = await import("../../pkg/reconnect_dedupe.js");
+  pkg.initSync({ module: fs.readFileSync(path.join(root, "pkg/reconnect_dedupe_bg.wasm")) });
+  assert.deepEqual(Object.keys(settings.profiles).sort(), [...pkg.limits().codecs].sort());
+  const profile = ajv.compile({ ...JSON.parse(read("tests/fixtures/chirpstack-rest-api/device-profile.schema.json")), additionalProperties: false });
+  for (const [codec, p] of Object.entries(settings.profiles)) {
+    assert.ok(profile(p), `${codec}: ${JSON.stringify(profile.errors)}`);
+    assert.deepEqual(p, { payloadCodecRuntime: "NONE", tags: { codec } });
+  }
+  const integration = { eventEndpointUrl: "https://rd.example.workers.dev/v1/uplinks/chirpstack", headers: { Authorization: `Bearer ${TOKEN}` } };
+  // ChirpStack sends the device profile's tags merged with the device's, the device's
+  // winning (chirpstack/src/uplink/data.rs: `tags.extend(device.tags)`).
+  const withTags = (body, codec, eui) => {
+    body.deviceInfo.tags = { ...settings.profiles[codec].tags, ...settings.deviceTags };
+    body.deviceInfo.devEui = eui;
+    return JSON.stringify(body);
+  };
+  const df703 = JSON.parse(fixture("raw/chirpstack-df703-tags.json"));
+  const [a] = await chirpstackPost(integration, "up", withTags(df703, "dingtek/df703", "0101010101010199"));
+  assert.equal(a.status, 200);
+  assert.deepEqual([a.body.unique, a.body.decoded?.codec], [1, "dingtek/df703"]);
+  // The EM500-UDL's history frame as TTS carried it (raw/tts-em500-udl-history.json), in
+  // ChirpStack's `up` event: its two records give the keys the fixtures' README lists
+  // for that frame with these tags (depth 1200 mm, offset 150 mm).
+  const em500 = JSON.parse(fixture("raw/tts-em500-udl-history.json")).uplink_message;
+  const up = { ...df703, fPort: em500.f_port, data: em500.frm_payload };
+  const [b] = await chirpstackPost(integration, "up", withTags(up, "milesight-iot/em500-udl", "0004A30B001C0530"));
+  assert.equal(b.status, 200, JSON.stringify(b.body));
+  assertReconciles(b.body);
+  assert.equal(b.body.decoded?.codec, "milesight-iot/em500-udl");
+  assert.deepEqual(b.body.admitted.map((a) => a.key), ["0004A30B001C0530:1665561758:33dbc933f35a30d9", "0004A30B001C0530:1665565242:acaf965478288a1d"]);
+});
