@@ -99,7 +99,7 @@ function templateNames(text) {
  * (lorawan-stack pkg/webui/console/containers/webhook-add/index.js,
  * `convertTemplateToWebhook`): each header value's first `{field}` replaced as is
  * (an empty result drops the header), the base URL and each path expanded with
- * url-template. The webhook posts a message to base URL + its path.
+ * url-template.
  */
 function instantiate(t, values) {
   const headers = {};
@@ -109,6 +109,17 @@ function instantiate(t, values) {
   }
   const paths = Object.fromEntries(Object.entries(t.paths ?? {}).map(([k, p]) => [k, parseTemplate(p).expand(values)]));
   return { base_url: parseTemplate(t["base-url"]).expand(values), headers, paths, format: t.format };
+}
+
+/**
+ * Where the webhook posts a message: the base URL's path joined with the message's
+ * (lorawan-stack pkg/applicationserver/io/web/webhooks.go `newRequest`:
+ * `url.Path = path.Join(url.Path, cfg.Path)`).
+ */
+function webhookUrl(hook, message) {
+  const url = new URL(hook.base_url);
+  url.pathname = path.posix.join(url.pathname, hook.paths[message]);
+  return url.href;
 }
 
 const template = () => YAML.parse(read("integrations/tts/reconnect-dedupe.yml"), { strict: true, uniqueKeys: true });
@@ -149,11 +160,12 @@ test("a webhook made from the template, as the Console makes it, delivers uplink
     format: "json",
   });
   // A host with a port and a path prefix stays as typed ({+host}).
-  assert.equal(instantiate(t, { host: "dedupe.example.org:8443/lora", token: TOKEN }).base_url, "https://dedupe.example.org:8443/lora");
+  const prefixed = instantiate(t, { host: "dedupe.example.org:8443/lora", token: TOKEN });
+  assert.equal(webhookUrl(prefixed, "uplink-message"), "https://dedupe.example.org:8443/lora/v1/uplinks/ttn");
 
   // What The Things Stack posts: the JSON message, its Content-Type, the headers.
   const send = (message, body) =>
-    w.call(hook.base_url + hook.paths[message], { method: "POST", headers: { ...hook.headers, "content-type": "application/json" }, body });
+    w.call(webhookUrl(hook, message), { method: "POST", headers: { ...hook.headers, "content-type": "application/json" }, body });
   const uplink = fixture("with-fill/tts-v3-uplink.json");
   const first = await (await send("uplink-message", uplink)).json();
   assertReconciles(first);
@@ -168,7 +180,7 @@ test("a webhook made from the template, as the Console makes it, delivers uplink
   );
   // A wrong token in the field is refused, not ingested.
   const wrong = instantiate(t, { host: "rd.example.workers.dev", token: "not-the-token" });
-  const refused = await w.call(wrong.base_url + wrong.paths["uplink-message"], { method: "POST", headers: { ...wrong.headers, "content-type": "application/json" }, body: uplink });
+  const refused = await w.call(webhookUrl(wrong, "uplink-message"), { method: "POST", headers: { ...wrong.headers, "content-type": "application/json" }, body: uplink });
   assert.equal(refused.status, 401);
   assert.equal((await refused.json()).error.code, "unauthorized");
 });
