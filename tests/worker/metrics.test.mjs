@@ -7,7 +7,7 @@ import assert from "node:assert/strict";
 import fs from "node:fs";
 import parsePrometheusTextFormat from "parse-prometheus-text-format";
 import { start, post, origin, until, fixture, putConfig, statsOf, readingsOf, tempDir, databases, sqlite, TOKEN } from "./harness.mjs";
-import { EM500, tts } from "./em500.mjs";
+import { EM500, history, PERIOD, tts } from "./em500.mjs";
 import { family } from "../../src/worker/metrics.js";
 
 const CONTENT_TYPE = "text/plain; version=0.0.4; charset=utf-8";
@@ -288,5 +288,24 @@ test("rejections counted without their codes (an earlier version's shards, devic
   } finally {
     await second.mf.dispose();
     fs.rmSync(dir, { recursive: true, force: true });
+  }
+});
+
+test("a change of reporting_period_s that drops a device's open gaps reaches the roll-up without a further uplink", async () => {
+  const w = await start({ vars: { STATS_FLUSH_MS: "50" } });
+  try {
+    const eui = "A84041000000D002";
+    assert.equal((await putConfig(w.call, eui, EM500)).status, 200);
+    await tts(w, eui, "bin-period", history([0, 1, 2, 5]));
+    await until(async () => (await statsOf(w.call)).missing_seqs === 2, "the gap in the roll-up");
+    // The window starts over in the new unit (README "Configure a device"): its gap is gone.
+    assert.equal((await putConfig(w.call, eui, { ...EM500, reporting_period_s: PERIOD / 2 })).status, 200);
+    await until(async () => {
+      const { families } = await scrape(w.call);
+      return one(families, "missing_seqs") === 0;
+    }, "the dropped gap in the roll-up");
+    assert.equal((await statsOf(w.call)).missing_seqs, 0);
+  } finally {
+    await w.mf.dispose();
   }
 });
