@@ -837,7 +837,11 @@ export class DeviceObject extends DurableObject {
         return { ok: false, status: 503, code: "storage_unavailable", message: `could not store the configuration: ${e?.message ?? e}` };
       }
       console.log(JSON.stringify({ level: "INFO", event: "device_config", device_id, before, after }));
-      if (restarted) console.log(JSON.stringify({ level: "WARN", event: "seq_window_restarted", device_id, reason: "reporting_period_changed", from_period_s: before.reporting_period_s, to_period_s: reporting_period_s, ...restarted }));
+      if (restarted) {
+        console.log(JSON.stringify({ level: "WARN", event: "seq_window_restarted", device_id, reason: "reporting_period_changed", from_period_s: before.reporting_period_s, to_period_s: reporting_period_s, ...restarted }));
+        // Its missing seqs left the figures: flushed like a burst's change.
+        await this.scheduleAfterCommit(config(this.env), { device_id, burst_id: null });
+      }
     }
     const unparked = await this.unpark();
     if (unparked.uplinks) console.log(JSON.stringify({ level: "INFO", event: "parked_uplinks_decoded", device_id, ...unparked }));
