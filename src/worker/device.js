@@ -258,7 +258,8 @@ export class DeviceObject extends DurableObject {
       const enabled = cfg.BACKFILL && target ? (this.deviceConfig()?.backfill ?? null) : null;
       const device = { codec: decoded.codec, period: decoded.reporting_period_s, enabled };
       const sending = backfillStep(this.ctx.storage, cfg, Date.now(), { device, health, target, context });
-      if (sending) this.ctx.waitUntil?.(sending);
+      // Its outcome, recorded after the reply, is counted: flushed like a burst's change.
+      if (sending) this.ctx.waitUntil?.(sending.then(() => this.scheduleAfterCommit(cfg, context)));
     } catch (e) {
       console.log(JSON.stringify({ level: "ERROR", event: "backfill_step_failed", ...context, error: String(e?.message ?? e) }));
     }
@@ -1003,7 +1004,7 @@ export class DeviceObject extends DurableObject {
     }
     this.drop();
     console.log(JSON.stringify({ level: "WARN", event: "device_reset", device_id, ...detail }));
-    if (detail.seq_window) await this.scheduleAfterCommit(cfg, { device_id, burst_id: null });
+    if (detail.seq_window || detail.backfill_cancelled) await this.scheduleAfterCommit(cfg, { device_id, burst_id: null });
     return { ok: true, ...detail };
   }
 

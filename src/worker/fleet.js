@@ -58,7 +58,14 @@ const COUNTERS = ["received", "unique", "duplicates_suppressed", "cross_path_dup
  * sequence window's); summed over the fleet like the counters.
  */
 const BACKLOG = ["pending_deliveries", "delivered", "failed_attempts", "ledger_rows", "refused_by_origin", "parked_uplinks", "missing_seqs"];
-const SUMMED = [...COUNTERS, ...BACKLOG];
+/**
+ * What became of the device's history requests (backfill.js): made (`requested`),
+ * accepted by the network server (`sent`), then closed as `answered`, `expired`,
+ * `failed` or `cancelled`. Counted as `backfill_<outcome>` (`countBackfill`).
+ */
+export const BACKFILL_OUTCOMES = ["requested", "sent", "answered", "expired", "failed", "cancelled"];
+const BACKFILL = BACKFILL_OUTCOMES.map((outcome) => `backfill_${outcome}`);
+const SUMMED = [...COUNTERS, ...BACKFILL, ...BACKLOG];
 /** Counter names of acknowledged events that are not uplinks: `ignored:<route>/<event>`. */
 export const IGNORED = "ignored:";
 /**
@@ -160,6 +167,15 @@ export function sumOf(counts) {
   return Object.values(counts).reduce((a, b) => a + b, 0);
 }
 
+/**
+ * Counts one history request's step (`outcome`: one of BACKFILL_OUTCOMES) and marks the
+ * figures changed. Call it in the write that moves the request (backfill.js).
+ */
+export function countBackfill(sql, outcome) {
+  sql.exec(COUNT, `backfill_${outcome}`, 1);
+  noteChange(sql);
+}
+
 /** Marks the backlog figures changed (a delivery attempt, a retention delete). */
 export function noteChange(sql) {
   sql.exec("UPDATE stats_flush SET version = version + 1");
@@ -218,7 +234,7 @@ function figures(sql) {
        FROM readings`,
     )
     .one();
-  const out = Object.fromEntries(COUNTERS.map((name) => [name, counters[name] ?? 0]));
+  const out = Object.fromEntries([...COUNTERS, ...BACKFILL].map((name) => [name, counters[name] ?? 0]));
   return {
     ...out,
     pending_deliveries: b.pending ?? 0,
@@ -271,6 +287,7 @@ export async function knows(env, device_id) {
  * The fleet's figures from the roll-up shards, one call per shard whatever the fleet
  * size, read at `now`: the SUMMED totals, `devices`, `simulated_uplinks`,
  * `rejected_by_code` and `ignored_events` (`{name: n}`, sorted by name),
+ * `backfill_requests` (`{outcome: n}`, every one of BACKFILL_OUTCOMES),
  * `oldest_undelivered_at` (the earliest admission still waiting for the origin) and
  * `last_flush_at` (the newest flush any device made), ms since the epoch or null.
  * What /v1/stats (`fleetStats`) and /v1/metrics (metrics.js) answer, each in its form.
@@ -294,7 +311,8 @@ export async function fleetFigures(env) {
   }
   const coded = sumOf(rejected);
   if (total.rejected > coded) add(rejected, NOT_RECORDED, total.rejected - coded);
-  return { now, ...total, rejected_by_code: sorted(rejected), ignored_events: sorted(ignored), oldest_undelivered_at: oldest, last_flush_at: last };
+  const backfill = Object.fromEntries(BACKFILL_OUTCOMES.map((outcome) => [outcome, total[`backfill_${outcome}`]]));
+  return { now, ...total, rejected_by_code: sorted(rejected), ignored_events: sorted(ignored), backfill_requests: backfill, oldest_undelivered_at: oldest, last_flush_at: last };
 }
 
 function add(counts, name, n) {
@@ -330,6 +348,8 @@ export async function fleetStats(env, cfg) {
     // Messages that stored nothing by design, apart from the readings' counts.
     ignored_events: f.ignored_events,
     simulated_uplinks: f.simulated_uplinks,
+    // The devices' history requests (backfill.js), by what became of them.
+    backfill_requests: f.backfill_requests,
     // How fresh the figures are: the newest device flush the shards applied.
     last_flush_at: f.last_flush_at === null ? null : isoTime(f.last_flush_at),
     as_of: isoTime(f.now),

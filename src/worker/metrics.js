@@ -4,9 +4,11 @@
 // details"): a `# HELP` and a `# TYPE` line before each family's samples, each family
 // one uninterrupted group; a label value escapes backslash, double quote and line
 // feed as `\\`, `\"` and `\n`, a HELP text backslash and line feed; `\n` line ends,
-// the last line too. Names follow Prometheus' naming practice: a counter ends in
-// `_total`, a unit is named in base units (`_seconds`), a timestamp is
-// `_timestamp_seconds`.
+// the last line too. Names follow Prometheus' naming practice (prometheus/docs,
+// content/docs/practices/naming.md): one application prefix, a counter ends in
+// `_total`, a unit is named, in base units (`_seconds`); the sum over a family's
+// labels means something (hence three backfill families, not one), and no label has
+// many values.
 //
 // Why not also OpenMetrics 1.0 (`application/openmetrics-text`), which Prometheus
 // asks for first: Prometheus parses what the Content-Type names, and its Accept
@@ -29,6 +31,10 @@ const PREFIX = "reconnect_dedupe_";
  * cfg)` a number (one sample without labels), null (no sample) or `[[labels, value]]`.
  */
 const FAMILIES = [
+  ["backfill_requests_total", "counter", "History requests the devices made for the seqs their replay left missing (BACKFILL).", (f) => f.backfill_requests.requested],
+  ["backfill_requests_sent_total", "counter", "History requests the network server accepted.", (f) => f.backfill_requests.sent],
+  ["backfill_requests_closed_total", "counter", "History requests closed, by outcome: answered (the records came back), expired, failed, cancelled.", (f) =>
+    Object.entries(f.backfill_requests).filter(([outcome]) => outcome !== "requested" && outcome !== "sent").map(([outcome, n]) => [{ outcome }, n])],
   ["conflicts_total", "counter", "Readings admitted as a conflict: a seq the device had used with other content (a counter reset, a corrupted copy); seq_reuses in /v1/stats.", (f) => f.seq_reuses],
   ["cross_path_duplicates_total", "counter", "Duplicates that were a live reading's datalog copy (counted in duplicates_suppressed_total too).", (f) => f.cross_path_duplicates],
   ["delivered_readings", "gauge", "Ledger rows the origin accepted, kept until LEDGER_RETENTION_MS.", (f) => f.delivered],
@@ -48,7 +54,7 @@ const FAMILIES = [
   ["parked_uplinks", "gauge", "Raw uplinks kept undecoded now, waiting for their device's configuration.", (f) => f.parked_uplinks],
   ["readings_parked_total", "counter", "Readings of raw uplinks parked for want of a device configuration.", (f) => f.parked],
   ["readings_received_total", "counter", "Readings received: unique + duplicates suppressed + rejected + parked.", (f) => f.received],
-  ["readings_unique_total", "counter", "Readings admitted (stored and sent to the origin), conflicts included.", (f) => f.unique],
+  ["readings_unique_total", "counter", "Readings admitted (stored in the ledger, for the origin when ORIGIN_URL is set), conflicts included.", (f) => f.unique],
   ["refused_by_origin", "gauge", "Readings the origin refused, waiting for a re-drive.", (f) => f.refused_by_origin],
   ["rejected_total", "counter", "Readings rejected as invalid, by code (not_recorded: counted before codes were).", (f) => Object.entries(f.rejected_by_code).map(([code, n]) => [{ code }, n])],
   ["seq_resets_total", "counter", "Sequence counters that restarted (a battery swap, a rejoin).", (f) => f.seq_resets],

@@ -70,6 +70,7 @@ function settled(flushMs, counters, backlog) {
     missing_seqs: 0,
     ignored_events: {},
     simulated_uplinks: 0,
+    backfill_requests: { requested: 0, sent: 0, answered: 0, expired: 0, failed: 0, cancelled: 0 },
     ...counters,
     // The verdict's name for the same count.
     conflicts: counters?.seq_reuses ?? 0,

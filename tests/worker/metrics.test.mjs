@@ -6,8 +6,8 @@ import { test } from "node:test";
 import assert from "node:assert/strict";
 import fs from "node:fs";
 import parsePrometheusTextFormat from "parse-prometheus-text-format";
-import { start, post, origin, until, fixture, putConfig, statsOf, readingsOf, tempDir, databases, sqlite, TOKEN } from "./harness.mjs";
-import { EM500, history, PERIOD, tts } from "./em500.mjs";
+import { start, post, origin, until, fixture, gapsOf, putConfig, statsOf, readingsOf, tempDir, databases, sqlite, TOKEN } from "./harness.mjs";
+import { EM500, history, live, PERIOD, tts } from "./em500.mjs";
 import { family } from "../../src/worker/metrics.js";
 
 const CONTENT_TYPE = "text/plain; version=0.0.4; charset=utf-8";
@@ -60,6 +60,9 @@ function asMetrics(s) {
     parked_uplinks: { "": s.parked_uplinks },
     ignored_events_total: Object.fromEntries(Object.entries(s.ignored_events).map(([name, n]) => [`route=${name.split("/")[0]},event=${name.split("/")[1]}`, n])),
     simulated_uplinks_total: { "": s.simulated_uplinks },
+    backfill_requests_total: { "": s.backfill_requests.requested },
+    backfill_requests_sent_total: { "": s.backfill_requests.sent },
+    backfill_requests_closed_total: Object.fromEntries(["answered", "expired", "failed", "cancelled"].map((o) => [`outcome=${o}`, s.backfill_requests[o]])),
     stats_flush_interval_seconds: { "": s.stats_flush_ms / 1000 },
   };
 }
@@ -73,6 +76,7 @@ const EMPTY_STATS = {
   devices: 0, received: 0, unique: 0, duplicates_suppressed: 0, cross_path_duplicates: 0, rejected_by_code: {}, parked: 0, conflicts: 0,
   recovered_seqs: 0, seq_resets: 0, missing_seqs: 0, pending_deliveries: 0, failed_attempts: 0, delivered: 0, ledger_rows: 0,
   refused_by_origin: 0, parked_uplinks: 0, ignored_events: {}, simulated_uplinks: 0, stats_flush_ms: 50,
+  backfill_requests: { requested: 0, sent: 0, answered: 0, expired: 0, failed: 0, cancelled: 0 },
 };
 
 test("a known workload: every family has the exact value /v1/stats has, parsed by a real text-format parser", async () => {
@@ -169,7 +173,7 @@ test("a fleet that never reported: every family, zeros, no age, no flush time", 
     // counters (and only they) end in _total, every line ends with \n.
     assert.ok(text.endsWith("\n"));
     const names = [...text.matchAll(/^# TYPE (\S+) (\S+)$/gm)].map((m) => [m[1], m[2]]);
-    assert.equal(names.length, 22);
+    assert.equal(names.length, 25);
     assert.deepEqual(names.map(([n]) => n), names.map(([n]) => n).sort());
     for (const [name, type] of names) {
       assert.equal(name.endsWith("_total"), type === "counter", name);
@@ -307,5 +311,50 @@ test("a change of reporting_period_s that drops a device's open gaps reaches the
     assert.equal((await statsOf(w.call)).missing_seqs, 0);
   } finally {
     await w.mf.dispose();
+  }
+});
+
+test("history requests by outcome: requested, sent, then answered, expired, failed or cancelled, as /v1/stats counts them", async () => {
+  // The Things Stack's downlink API: it refuses bin-fail's key (a final 403), accepts the
+  // rest; it answers after the device flushed its uplink's figures, so that the outcome,
+  // recorded after the reply, must be flushed on its own.
+  const ns = await origin({ answer: (r) => ({ status: r.path.includes("/devices/bin-fail/") ? 403 : 200, delay: 300 }) });
+  const base = `http://127.0.0.1:${ns.port}`;
+  const vars = { STATS_FLUSH_MS: "50", BACKFILL: "on", BACKFILL_AFTER_MS: "0", BACKFILL_INTERVAL_MS: "0", BACKFILL_WAIT_MS: "1", BACKFILL_HOSTS: base };
+  const w = await start({ vars });
+  const push = (dev) => ({ "x-downlink-push": `${base}/api/v3/as/applications/bins/webhooks/dedupe/devices/${dev}/down/push`, "x-downlink-apikey": `NNSXS.KEY-OF-${dev}` });
+  const uplink = (eui, dev, bytes) => tts(w, eui, dev, bytes, push(dev));
+  const request = async (eui) => (await gapsOf(w.call, eui)).backfill;
+  try {
+    const devices = { answered: "A84041000000E001", expired: "A84041000000E002", failed: "A84041000000E003", cancelled: "A84041000000E004" };
+    for (const [what, eui] of Object.entries(devices)) {
+      const dev = what === "failed" ? "bin-fail" : `bin-${what}`;
+      assert.equal((await putConfig(w.call, eui, EM500)).status, 200);
+      await uplink(eui, dev, history([0, 1, 2, 5])); // the replay leaves slots 3 and 4 missing
+      await uplink(eui, dev, live(700)); // asks for them
+      await until(async () => {
+        const b = await request(eui);
+        return what === "failed" ? b.recent[0]?.state === "failed" : b.open?.state === "sent";
+      }, `${what}: the request's first outcome`);
+      if (what === "answered") await uplink(eui, dev, history([3, 4]));
+      if (what === "expired") await uplink(eui, dev, live(701)); // BACKFILL_WAIT_MS (1 ms) has passed
+      if (what === "cancelled") assert.equal((await post(w.call, `/v1/devices/${eui}/reset`, "")).status, 200);
+      const b = await request(eui);
+      assert.deepEqual([b.open, b.recent[0]?.state], [null, what]);
+    }
+    const expected = { requested: 4, sent: 3, answered: 1, expired: 1, failed: 1, cancelled: 1 };
+    let s;
+    await until(async () => isDeepEqual((s = await statsOf(w.call)).backfill_requests, expected), "the outcomes in the roll-up", QUIET_MS).catch(() =>
+      assert.deepEqual(s.backfill_requests, expected),
+    );
+    const { families } = await scrape(w.call);
+    assert.deepEqual(steady(families), asMetrics(await statsOf(w.call)));
+    assert.deepEqual(
+      [one(families, "backfill_requests_total"), one(families, "backfill_requests_sent_total"), samples(families, "backfill_requests_closed_total")],
+      [4, 3, { "outcome=answered": 1, "outcome=cancelled": 1, "outcome=expired": 1, "outcome=failed": 1 }],
+    );
+  } finally {
+    await w.mf.dispose();
+    await ns.close();
   }
 });
