@@ -22,6 +22,8 @@
 // BACKFILL_INTERVAL_MS. A network server's error text is kept and logged without the
 // credential it was sent.
 
+import { countBackfill } from "./fleet.js";
+
 /** The sensors that answer a history request, by codec: the port and the command. */
 const HISTORY = {
   "milesight-iot/em500-udl": { f_port: 85, command: milesightRange },
@@ -138,6 +140,7 @@ export function backfillStep(storage, cfg, now, { device, health, target, contex
       range.from, range.to, start_s, end_s, target.via, payload, history.f_port, now, now,
     )
     .one();
+  countBackfill(sql, "requested");
   sql.exec("DELETE FROM backfill WHERE id <= (SELECT MAX(id) FROM backfill) - ? AND state NOT IN ('queued', 'sent')", KEPT);
   return send(storage, cfg, now, row, target, context);
 }
@@ -162,6 +165,7 @@ function settle(sql, cfg, now, open, health, context) {
   const state = !missing ? (back > 0 ? "answered" : "cancelled") : sent && now - open.sent_at >= cfg.BACKFILL_WAIT_MS ? "expired" : null;
   sql.exec("UPDATE backfill SET recovered = recovered + ?, state = COALESCE(?, state), closed_at = CASE WHEN ? IS NULL THEN closed_at ELSE ? END WHERE id = ?", back, state, state, now, open.id);
   if (!state) return open;
+  countBackfill(sql, state);
   const line = { ...context, request: open.id, from: open.from_seq, to: open.to_seq, start_s: open.start_s, end_s: open.end_s, recovered: open.recovered + back, waited_ms: sent ? now - open.sent_at : null };
   console.log(JSON.stringify({ level: state === "answered" || !sent ? "INFO" : "WARN", event: `backfill_${state}`, ...line }));
   return null;
@@ -201,6 +205,7 @@ function send(storage, cfg, now, row, target, context) {
   return post(cfg, target, context.device_id, row)
     .then(() => {
       const open = sql.exec("UPDATE backfill SET state = 'sent', sent_at = ?, next_attempt_at = NULL, last_error = NULL WHERE id = ? AND state = 'queued'", Date.now(), row.id).rowsWritten;
+      if (open) countBackfill(sql, "sent");
       // Closed while it was on its way (its gap closed by itself): the sensor may still answer, harmlessly.
       console.log(JSON.stringify({ level: "INFO", event: "backfill_requested", ...line, ...(open ? {} : { closed_meanwhile: true }) }));
     })
@@ -209,8 +214,10 @@ function send(storage, cfg, now, row, target, context) {
       const final = e?.final || attempt >= cfg.BACKFILL_ATTEMPTS;
       const retryAt = Date.now() + Math.min(cfg.RETRY_MAX_MS, cfg.RETRY_BASE_MS * 2 ** (attempt - 1));
       try {
-        if (final) sql.exec("UPDATE backfill SET state = 'failed', closed_at = ?, next_attempt_at = NULL, last_error = ? WHERE id = ? AND state = 'queued'", Date.now(), error, row.id);
-        else sql.exec("UPDATE backfill SET next_attempt_at = ?, last_error = ? WHERE id = ? AND state = 'queued'", retryAt, error, row.id);
+        if (final) {
+          const closed = sql.exec("UPDATE backfill SET state = 'failed', closed_at = ?, next_attempt_at = NULL, last_error = ? WHERE id = ? AND state = 'queued'", Date.now(), error, row.id).rowsWritten;
+          if (closed) countBackfill(sql, "failed");
+        } else sql.exec("UPDATE backfill SET next_attempt_at = ?, last_error = ? WHERE id = ? AND state = 'queued'", retryAt, error, row.id);
       } catch (w) {
         // The row keeps its hold: the next burst after it retries.
         console.log(JSON.stringify({ level: "ERROR", event: "backfill_not_recorded", ...line, error: String(w?.message ?? w) }));
@@ -288,5 +295,7 @@ export function backfillView(sql, iso) {
 
 /** Closes the open request as `cancelled` (a reset of the device's memory). Returns whether there was one. */
 export function cancelBackfill(sql, now) {
-  return sql.exec("UPDATE backfill SET state = 'cancelled', closed_at = ?, next_attempt_at = NULL WHERE state IN ('queued', 'sent')", now).rowsWritten > 0;
+  const cancelled = sql.exec("UPDATE backfill SET state = 'cancelled', closed_at = ?, next_attempt_at = NULL WHERE state IN ('queued', 'sent')", now).rowsWritten > 0;
+  if (cancelled) countBackfill(sql, "cancelled");
+  return cancelled;
 }

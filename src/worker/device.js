@@ -7,7 +7,7 @@ import { ADMITTED, auditLine, CONFLICT, Deduplicator, DUPLICATE, guarded, HttpEr
 import { backfillStep, backfillView, cancelBackfill, prepareBackfill } from "./backfill.js";
 import { decodeRaw, decodedView, previewNotDecoded } from "./decode.js";
 import { deliver, nextDelivery, prepareOutbox } from "./delivery.js";
-import { countBurst, flush, flushDue, noteChange, prepareDevice, register } from "./fleet.js";
+import { byCode, countBurst, flush, flushDue, noteChange, NOT_RECORDED, prepareDevice, register, sumOf } from "./fleet.js";
 
 const SCHEMA = `
 CREATE TABLE IF NOT EXISTS readings (
@@ -199,8 +199,9 @@ export class DeviceObject extends DurableObject {
   /**
    * Admits one device's keyed readings (validated and keyed once, in the worker's
    * stateless tier) and stores the admitted ones before answering. `refused` are
-   * this device's readings rejected while routing; they count in this burst's
-   * audit line. Returns `{ok: true, verdicts, keys}` (`admit`), or `{ok: false,
+   * this device's readings rejected while routing, by code (`{code: n}`; a number
+   * from a worker of an earlier version: counted as `not_recorded`); they count in
+   * this burst's audit line. Returns `{ok: true, verdicts, keys}` (`admit`), or `{ok: false,
    * status, code, message}` when nothing was stored. `attempt` > 0: the worker's
    * retry of a call that threw, which may have stored the burst (`recognise`).
    *
@@ -216,7 +217,9 @@ export class DeviceObject extends DurableObject {
    * `downlink`: where a history request for this device would go (backfill.js
    * `downlinkTarget`), or null; after a decoded burst is stored, `askForMissing`.
    */
-  async ingest({ device_id, readings: planned, refused = 0, raw = null, downlink = null, route, burst_id, attempt = 0 }) {
+  async ingest({ device_id, readings: planned, refused: codes = {}, raw = null, downlink = null, route, burst_id, attempt = 0 }) {
+    if (typeof codes === "number") codes = codes ? { [NOT_RECORDED]: codes } : {};
+    const refused = sumOf(codes);
     this.prepare();
     const unregistered = await this.register(device_id);
     if (unregistered) {
@@ -226,7 +229,7 @@ export class DeviceObject extends DurableObject {
     const context = { device_id, route, burst_id };
     // A native burst's seq is the sender's own: it feeds the sequence window.
     const windowSeqs = route === "readings" ? planned.map((r) => r.seq) : null;
-    if (!raw) return this.admit(context, planned, refused, { attempt, windowSeqs });
+    if (!raw) return this.admit(context, planned, codes, { attempt, windowSeqs });
     let decoded;
     try {
       decoded = this.decode(raw);
@@ -255,7 +258,8 @@ export class DeviceObject extends DurableObject {
       const enabled = cfg.BACKFILL && target ? (this.deviceConfig()?.backfill ?? null) : null;
       const device = { codec: decoded.codec, period: decoded.reporting_period_s, enabled };
       const sending = backfillStep(this.ctx.storage, cfg, Date.now(), { device, health, target, context });
-      if (sending) this.ctx.waitUntil?.(sending);
+      // Its outcome, recorded after the reply, is counted: flushed like a burst's change.
+      if (sending) this.ctx.waitUntil?.(sending.then(() => this.scheduleAfterCommit(cfg, context)));
     } catch (e) {
       console.log(JSON.stringify({ level: "ERROR", event: "backfill_step_failed", ...context, error: String(e?.message ?? e) }));
     }
@@ -272,18 +276,18 @@ export class DeviceObject extends DurableObject {
       // Logged with the bytes: a person can still recover the reading (another codec).
       const { code, message, codec } = decoded.refused;
       console.log(JSON.stringify({ level: "WARN", event: "payload_not_decoded", ...context, codec, f_port: raw.f_port, payload: raw.payload, code, message }));
-      const out = await this.admit(context, [], refused, { attempt, unpark });
+      const out = await this.admit(context, [], refused ? { [code]: refused } : {}, { attempt, unpark });
       return { ...out, refused_as: { code, message } };
     }
     // Also when nothing was stored: the reply lists the samples in not_stored, as the audit line counts them.
     const windowSeqs = decodedWindowSeqs(decoded, decoded.reporting_period_s);
-    const out = await this.admit(context, decoded.readings, decoded.rejected.length, { attempt, unpark, counterRef: decoded.counter_ref, crossPath: true, windowSeqs });
+    const out = await this.admit(context, decoded.readings, byCode(decoded.rejected), { attempt, unpark, counterRef: decoded.counter_ref, crossPath: true, windowSeqs });
     return { ...out, decoded: decodedView(raw, decoded, out.crossed) };
   }
 
   /**
    * Admits keyed readings against the seen-set and stores the admitted ones, with
-   * the burst's counts, in one transaction; `counterRef` (the codec's application
+   * the burst's counts (`rejected`: its readings rejected before, `{code: n}`), in one transaction; `counterRef` (the codec's application
    * counter reference) and `unpark` (a parked frame to delete) are written with them.
    * Between admitting and storing nothing is awaited, so no other request can see a
    * key admitted but not stored. `windowSeqs` (per planned reading, its seq in the
@@ -295,8 +299,9 @@ export class DeviceObject extends DurableObject {
    * below; `keys`: the keys as stored when `reframe` changed one), or `{ok: false,
    * status, code, message}` when nothing was stored.
    */
-  async admit(context, planned, refused, { attempt = 0, counterRef = null, unpark = null, crossPath = false, windowSeqs = null } = {}) {
+  async admit(context, planned, rejected, { attempt = 0, counterRef = null, unpark = null, crossPath = false, windowSeqs = null } = {}) {
     const { device_id, burst_id } = context;
+    const refused = sumOf(rejected);
     const cfg = config(this.env);
     const now = Date.now();
     let readings;
@@ -349,7 +354,7 @@ export class DeviceObject extends DurableObject {
           });
           // A retried call counted already observed its seqs with the first one.
           health = windowSeqs && !out.counted ? this.observeSeqs(windowSeqs, out.verdicts, now, context) : null;
-          countBurst(this.sql, device_id, health ? { ...counts, recovered_seqs: health.recovered.length, seq_resets: health.resets.length } : counts);
+          countBurst(this.sql, device_id, health ? { ...counts, recovered_seqs: health.recovered.length, seq_resets: health.resets.length } : counts, rejected);
           if (!counts.unique) this.countedWithoutRows(burst_id);
           if (counterRef !== null && counterRef !== undefined) {
             this.sql.exec("INSERT OR REPLACE INTO codec_state (id, counter_ref) VALUES (0, ?)", counterRef);
@@ -614,7 +619,7 @@ export class DeviceObject extends DurableObject {
             answer = { ...why, copy: false };
             counts.parked = rows;
           }
-          countBurst(this.sql, device_id, counts);
+          countBurst(this.sql, device_id, counts, { [answer.code]: rows });
           this.countedWithoutRows(burst_id);
         });
         break;
@@ -833,7 +838,11 @@ export class DeviceObject extends DurableObject {
         return { ok: false, status: 503, code: "storage_unavailable", message: `could not store the configuration: ${e?.message ?? e}` };
       }
       console.log(JSON.stringify({ level: "INFO", event: "device_config", device_id, before, after }));
-      if (restarted) console.log(JSON.stringify({ level: "WARN", event: "seq_window_restarted", device_id, reason: "reporting_period_changed", from_period_s: before.reporting_period_s, to_period_s: reporting_period_s, ...restarted }));
+      if (restarted) {
+        console.log(JSON.stringify({ level: "WARN", event: "seq_window_restarted", device_id, reason: "reporting_period_changed", from_period_s: before.reporting_period_s, to_period_s: reporting_period_s, ...restarted }));
+        // Its missing seqs left the figures: flushed like a burst's change.
+        await this.scheduleAfterCommit(config(this.env), { device_id, burst_id: null });
+      }
     }
     const unparked = await this.unpark();
     if (unparked.uplinks) console.log(JSON.stringify({ level: "INFO", event: "parked_uplinks_decoded", device_id, ...unparked }));
@@ -995,7 +1004,7 @@ export class DeviceObject extends DurableObject {
     }
     this.drop();
     console.log(JSON.stringify({ level: "WARN", event: "device_reset", device_id, ...detail }));
-    if (detail.seq_window) await this.scheduleAfterCommit(cfg, { device_id, burst_id: null });
+    if (detail.seq_window || detail.backfill_cancelled) await this.scheduleAfterCommit(cfg, { device_id, burst_id: null });
     return { ok: true, ...detail };
   }
 

@@ -58,9 +58,28 @@ const COUNTERS = ["received", "unique", "duplicates_suppressed", "cross_path_dup
  * sequence window's); summed over the fleet like the counters.
  */
 const BACKLOG = ["pending_deliveries", "delivered", "failed_attempts", "ledger_rows", "refused_by_origin", "parked_uplinks", "missing_seqs"];
-const SUMMED = [...COUNTERS, ...BACKLOG];
+/**
+ * What became of the device's history requests (backfill.js): made (`requested`),
+ * accepted by the network server (`sent`), then closed as `answered`, `expired`,
+ * `failed` or `cancelled`. Counted as `backfill_<outcome>` (`countBackfill`).
+ */
+export const BACKFILL_OUTCOMES = ["requested", "sent", "answered", "expired", "failed", "cancelled"];
+const BACKFILL = BACKFILL_OUTCOMES.map((outcome) => `backfill_${outcome}`);
+const SUMMED = [...COUNTERS, ...BACKFILL, ...BACKLOG];
 /** Counter names of acknowledged events that are not uplinks: `ignored:<route>/<event>`. */
 export const IGNORED = "ignored:";
+/**
+ * Counter names of rejected readings by their code: `rejected:<code>`. A device keeps
+ * them beside `rejected` (their sum, for rejections counted since they exist) and
+ * flushes them as `labelled`; the shards count unroutable readings so too.
+ */
+const REJECTED = "rejected:";
+/**
+ * The name /v1/stats `rejected_by_code` gives rejections counted before the codes
+ * were (a device's or shard's `rejected` from an earlier version): `rejected` minus
+ * the coded ones, so that the codes always add up to `rejected`.
+ */
+export const NOT_RECORDED = "not_recorded";
 
 /** Adds to a named counter in a `counters (name, value)` table. */
 const COUNT = `INSERT INTO counters (name, value) VALUES (?, ?)
@@ -126,11 +145,35 @@ export async function register(sql, env, device_id) {
 /**
  * Adds one burst's counts (`received`, `unique`, `duplicates_suppressed`,
  * `cross_path_duplicates`, `rejected`, `parked`, `seq_reuses`, `recovered_seqs`, `seq_resets`) and marks the figures changed. Call it inside the
- * transaction that stores the burst's rows.
+ * transaction that stores the burst's rows. `rejectedCodes` (`{code: n}`, see
+ * `byCode`) are the burst's rejected readings by code, adding up to `counts.rejected`;
+ * counted only when that is (a retried call counts its rejections no second time).
  */
-export function countBurst(sql, device_id, counts) {
+export function countBurst(sql, device_id, counts, rejectedCodes = {}) {
   for (const name of COUNTERS) if (counts[name]) sql.exec(COUNT, name, counts[name]);
+  if (counts.rejected) for (const [code, n] of Object.entries(rejectedCodes)) sql.exec(COUNT, REJECTED + code, n);
   sql.exec("UPDATE stats_flush SET version = version + 1, device_id = ?", device_id);
+}
+
+/** `{code: n}`: how many of `rejected` (objects with a `code`: rejections as a reply lists them) have each code. */
+export function byCode(rejected) {
+  const out = {};
+  for (const { code } of rejected) add(out, code, 1);
+  return out;
+}
+
+/** The sum of the counts of `{name: n}`. */
+export function sumOf(counts) {
+  return Object.values(counts).reduce((a, b) => a + b, 0);
+}
+
+/**
+ * Counts one history request's step (`outcome`: one of BACKFILL_OUTCOMES) and marks the
+ * figures changed. Call it in the write that moves the request (backfill.js).
+ */
+export function countBackfill(sql, outcome) {
+  sql.exec(COUNT, `backfill_${outcome}`, 1);
+  noteChange(sql);
 }
 
 /** Marks the backlog figures changed (a delivery attempt, a retention delete). */
@@ -172,9 +215,14 @@ function withTimeout(promise, ms) {
   return Promise.race([promise, late]).finally(() => clearTimeout(timer));
 }
 
-/** The device's counters and backlog now, one consistent snapshot. */
+/**
+ * The device's counters and backlog now, one consistent snapshot; `labelled`: its
+ * counters with a label in their name (`rejected:<code>`).
+ */
 function figures(sql) {
-  const counters = Object.fromEntries(sql.exec("SELECT name, value FROM counters").toArray().map((r) => [r.name, r.value]));
+  const rows = sql.exec("SELECT name, value FROM counters").toArray();
+  const counters = Object.fromEntries(rows.map((r) => [r.name, r.value]));
+  const labelled = Object.fromEntries(rows.filter((r) => r.name.startsWith(REJECTED)).map((r) => [r.name, r.value]));
   const b = sql
     .exec(
       `SELECT COUNT(*) AS rows,
@@ -186,7 +234,7 @@ function figures(sql) {
        FROM readings`,
     )
     .one();
-  const out = Object.fromEntries(COUNTERS.map((name) => [name, counters[name] ?? 0]));
+  const out = Object.fromEntries([...COUNTERS, ...BACKFILL].map((name) => [name, counters[name] ?? 0]));
   return {
     ...out,
     pending_deliveries: b.pending ?? 0,
@@ -196,6 +244,7 @@ function figures(sql) {
     refused_by_origin: b.refused ?? 0,
     parked_uplinks: sql.exec("SELECT COUNT(*) AS n FROM parked").one().n,
     missing_seqs: sql.exec("SELECT missing FROM seq_window").toArray()[0]?.missing ?? 0,
+    labelled,
     oldest_undelivered_at: b.oldest_pending ?? null,
   };
 }
@@ -204,14 +253,15 @@ function figures(sql) {
 
 /**
  * Counts readings rejected before any device got them (no usable device_id) into
- * received and rejected. `key` (the burst id) spreads them over the shards. Not
- * retried, so never counted twice; a failure is logged with the count.
+ * received and rejected, by code (`codes`: `{code: n}`, see `byCode`). `key` (the
+ * burst id) spreads them over the shards. Not retried, so never counted twice; a
+ * failure is logged with the count.
  */
-export async function countUnroutable(env, key, n) {
+export async function countUnroutable(env, key, codes) {
   try {
-    await shard(env, key).unroutable(n);
+    await shard(env, key).unroutable(codes);
   } catch (e) {
-    console.log(JSON.stringify({ level: "ERROR", event: "unroutable_not_counted", readings: n, error: String(e?.message ?? e) }));
+    console.log(JSON.stringify({ level: "ERROR", event: "unroutable_not_counted", readings: sumOf(codes), error: String(e?.message ?? e) }));
   }
 }
 
@@ -233,41 +283,76 @@ export async function knows(env, device_id) {
   return shard(env, device_id).knows(device_id);
 }
 
-/** The fleet's figures for GET /v1/stats: one call per shard, whatever the fleet size. */
-export async function fleetStats(env, cfg) {
+/**
+ * The fleet's figures from the roll-up shards, one call per shard whatever the fleet
+ * size, read at `now`: the SUMMED totals, `devices`, `simulated_uplinks`,
+ * `rejected_by_code` and `ignored_events` (`{name: n}`, sorted by name),
+ * `backfill_requests` (`{outcome: n}`, every one of BACKFILL_OUTCOMES),
+ * `oldest_undelivered_at` (the earliest admission still waiting for the origin) and
+ * `last_flush_at` (the newest flush any device made), ms since the epoch or null.
+ * What /v1/stats (`fleetStats`) and /v1/metrics (metrics.js) answer, each in its form.
+ */
+export async function fleetFigures(env) {
   const parts = await Promise.all(Array.from({ length: SHARDS }, (_, i) => stub(env, i).summary()));
   const now = Date.now();
   const total = { devices: 0, simulated_uplinks: 0, ...Object.fromEntries(SUMMED.map((name) => [name, 0])) };
   let oldest = null;
+  let last = null;
   const ignored = {};
+  const rejected = {};
   for (const p of parts) {
     for (const name of Object.keys(total)) total[name] += p.totals[name] ?? 0;
     for (const [name, n] of Object.entries(p.totals)) {
-      const event = name.startsWith(IGNORED) ? name.slice(IGNORED.length) : null;
-      if (event) ignored[event] = (ignored[event] ?? 0) + n;
+      if (name.startsWith(IGNORED)) add(ignored, name.slice(IGNORED.length), n);
+      if (name.startsWith(REJECTED)) add(rejected, name.slice(REJECTED.length), n);
     }
     if (p.oldest_undelivered_at !== null) oldest = Math.min(oldest ?? Infinity, p.oldest_undelivered_at);
+    if (p.last_flush_at !== null) last = Math.max(last ?? -Infinity, p.last_flush_at);
   }
+  const coded = sumOf(rejected);
+  if (total.rejected > coded) add(rejected, NOT_RECORDED, total.rejected - coded);
+  const backfill = Object.fromEntries(BACKFILL_OUTCOMES.map((outcome) => [outcome, total[`backfill_${outcome}`]]));
+  return { now, ...total, rejected_by_code: sorted(rejected), ignored_events: sorted(ignored), backfill_requests: backfill, oldest_undelivered_at: oldest, last_flush_at: last };
+}
+
+function add(counts, name, n) {
+  counts[name] = (counts[name] ?? 0) + n;
+}
+
+/** `counts` with its names in code point order (the order of SQLite's and of every reply). */
+function sorted(counts) {
+  return Object.fromEntries(Object.entries(counts).sort(([a], [b]) => byCodePoint(a, b)));
+}
+
+/** The fleet's figures for GET /v1/stats (`fleetFigures`), as JSON. */
+export async function fleetStats(env, cfg) {
+  const f = await fleetFigures(env);
   return {
-    devices: total.devices,
-    ...Object.fromEntries(COUNTERS.map((name) => [name, total[name]])),
+    devices: f.devices,
+    ...Object.fromEntries(COUNTERS.map((name) => [name, f[name]])),
+    // Rejected readings by code, adding up to `rejected`.
+    rejected_by_code: f.rejected_by_code,
     // The readings whose verdict was `conflict`: every seq reuse is one, so this is
     // `seq_reuses` under the verdict's name (one counter, two names).
-    conflicts: total.seq_reuses,
-    pending_deliveries: total.pending_deliveries,
-    oldest_undelivered_age_ms: oldest === null ? null : Math.max(0, now - oldest),
-    delivered: total.delivered,
-    failed_attempts: total.failed_attempts,
-    ledger_rows: total.ledger_rows,
-    refused_by_origin: total.refused_by_origin,
+    conflicts: f.seq_reuses,
+    pending_deliveries: f.pending_deliveries,
+    oldest_undelivered_age_ms: f.oldest_undelivered_at === null ? null : Math.max(0, f.now - f.oldest_undelivered_at),
+    delivered: f.delivered,
+    failed_attempts: f.failed_attempts,
+    ledger_rows: f.ledger_rows,
+    refused_by_origin: f.refused_by_origin,
     // Raw uplinks kept undecoded now, for want of a device configuration.
-    parked_uplinks: total.parked_uplinks,
+    parked_uplinks: f.parked_uplinks,
     // Seqs missing now in the devices' sequence windows (their open gaps).
-    missing_seqs: total.missing_seqs,
+    missing_seqs: f.missing_seqs,
     // Messages that stored nothing by design, apart from the readings' counts.
-    ignored_events: Object.fromEntries(Object.entries(ignored).sort(([a], [b]) => (a < b ? -1 : 1))),
-    simulated_uplinks: total.simulated_uplinks,
-    as_of: isoTime(now),
+    ignored_events: f.ignored_events,
+    simulated_uplinks: f.simulated_uplinks,
+    // The devices' history requests (backfill.js), by what became of them.
+    backfill_requests: f.backfill_requests,
+    // How fresh the figures are: the newest device flush the shards applied.
+    last_flush_at: f.last_flush_at === null ? null : isoTime(f.last_flush_at),
+    as_of: isoTime(f.now),
     stats_flush_ms: cfg.STATS_FLUSH_MS,
   };
 }
@@ -362,11 +447,12 @@ export class FleetObject extends DurableObject {
         device_id TEXT PRIMARY KEY,
         incarnation TEXT NOT NULL,
         version INTEGER NOT NULL,
-        figures TEXT NOT NULL,            -- JSON: the SUMMED names
+        figures TEXT NOT NULL,            -- JSON: the SUMMED names, and \`labelled\` (absent before rejections had codes)
         oldest_undelivered_at INTEGER,
         flushed_at INTEGER NOT NULL
       );
       CREATE INDEX IF NOT EXISTS device_figures_oldest ON device_figures (oldest_undelivered_at);
+      CREATE INDEX IF NOT EXISTS device_figures_flushed ON device_figures (flushed_at);
       CREATE TABLE IF NOT EXISTS counters (name TEXT PRIMARY KEY, value INTEGER NOT NULL);
       CREATE TABLE IF NOT EXISTS registered (device_id TEXT PRIMARY KEY, at INTEGER NOT NULL);`);
   }
@@ -392,7 +478,7 @@ export class FleetObject extends DurableObject {
    * reset or restored) starts its versions anew: its cumulative counters add to
    * what the earlier incarnations counted, its backlog figures replace theirs.
    */
-  apply({ device_id, incarnation, version, oldest_undelivered_at, ...figures }) {
+  apply({ device_id, incarnation, version, oldest_undelivered_at, labelled = {}, ...figures }) {
     return this.ctx.storage.transactionSync(() => {
       const row = this.sql.exec("SELECT incarnation, version, figures FROM device_figures WHERE device_id = ?", device_id).toArray()[0];
       const same = row?.incarnation === incarnation;
@@ -404,8 +490,14 @@ export class FleetObject extends DurableObject {
         const delta = (figures[name] ?? 0) - was;
         if (delta) this.sql.exec(COUNT, name, delta);
       }
+      // Labelled counters, likewise (a row from before they existed has none).
+      const wasLabelled = same ? (before.labelled ?? {}) : {};
+      for (const name of new Set([...Object.keys(labelled), ...Object.keys(wasLabelled)])) {
+        const delta = (labelled[name] ?? 0) - (wasLabelled[name] ?? 0);
+        if (delta) this.sql.exec(COUNT, name, delta);
+      }
       if (!row) this.sql.exec(COUNT, "devices", 1);
-      const kept = JSON.stringify(Object.fromEntries(SUMMED.map((name) => [name, figures[name] ?? 0])));
+      const kept = JSON.stringify({ ...Object.fromEntries(SUMMED.map((name) => [name, figures[name] ?? 0])), labelled });
       this.sql.exec(
         `INSERT INTO device_figures (device_id, incarnation, version, figures, oldest_undelivered_at, flushed_at) VALUES (?, ?, ?, ?, ?, ?)
          ON CONFLICT (device_id) DO UPDATE SET incarnation = excluded.incarnation, version = excluded.version,
@@ -444,11 +536,14 @@ export class FleetObject extends DurableObject {
     return { device_id, figures: row?.figures ?? null, flushed_at: row?.flushed_at ?? null };
   }
 
-  /** `n` readings rejected before reaching any device: received and rejected. */
-  unroutable(n) {
+  /** Readings rejected before reaching any device (`codes`: `{code: n}`): received, rejected and by code. */
+  unroutable(codes) {
     this.ctx.storage.transactionSync(() => {
-      this.sql.exec(COUNT, "received", n);
-      this.sql.exec(COUNT, "rejected", n);
+      for (const [code, n] of Object.entries(codes)) {
+        this.sql.exec(COUNT, "received", n);
+        this.sql.exec(COUNT, "rejected", n);
+        this.sql.exec(COUNT, REJECTED + String(code), n);
+      }
     });
   }
 
@@ -457,10 +552,10 @@ export class FleetObject extends DurableObject {
     this.sql.exec(COUNT, String(name), 1);
   }
 
-  /** This shard's totals and the oldest undelivered admission among its devices. */
+  /** This shard's totals, the oldest undelivered admission among its devices and its newest flush (each an index's end). */
   summary() {
     const totals = Object.fromEntries(this.sql.exec("SELECT name, value FROM counters").toArray().map((r) => [r.name, r.value]));
-    const { oldest } = this.sql.exec("SELECT MIN(oldest_undelivered_at) AS oldest FROM device_figures").one();
-    return { totals, oldest_undelivered_at: oldest ?? null };
+    const { oldest, last } = this.sql.exec("SELECT (SELECT MIN(oldest_undelivered_at) FROM device_figures) AS oldest, (SELECT MAX(flushed_at) FROM device_figures) AS last").one();
+    return { totals, oldest_undelivered_at: oldest ?? null, last_flush_at: last ?? null };
   }
 }

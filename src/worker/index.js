@@ -7,7 +7,8 @@ import { config } from "./config.js";
 import { ADMITTED, auditLine, checkDeviceId, CONFLICT, DUPLICATE, guarded, HttpError, isoTime, limits, logNothingStored, parseUplink, SeqWindow } from "./core.js";
 import { mapAtMost } from "./fanout.js";
 import { decodedView, decodeRaw, previewNotDecoded } from "./decode.js";
-import { countMessage, countUnroutable, deviceHealth, fleetHealth, fleetStats, HEALTH_COLUMNS, IGNORED, knows } from "./fleet.js";
+import { byCode, countMessage, countUnroutable, deviceHealth, fleetFigures, fleetHealth, fleetStats, HEALTH_COLUMNS, IGNORED, knows } from "./fleet.js";
+import { exposition, METRICS_CONTENT_TYPE } from "./metrics.js";
 
 export { DeviceObject } from "./device.js";
 export { FleetObject } from "./fleet.js";
@@ -74,6 +75,7 @@ async function route(request, env) {
   }
   if (path === "/v1/readings") return only(method, "POST", () => ingest(request, env, cfg, "readings", "readings"));
   if (path === "/v1/stats") return only(method, "GET", () => stats(env));
+  if (path === "/v1/metrics") return only(method, "GET", () => metrics(env));
   if ((m = path.match(/^\/v1\/devices\/([^/]*)\/readings$/))) {
     return only(method, "GET", () => ledger(env, deviceIdOf(m[1]), url.searchParams));
   }
@@ -169,11 +171,12 @@ async function ingest(request, env, cfg, format, routeName) {
   const context = { route: routeName, burst_id };
   // Where a history request for the raw uplink's device would go (backfill.js).
   const downlink = plan.raw ? downlinkTarget(request, cfg, format, burst_id) : null;
-  const refusedBy = new Map();
+  const refusedBy = new Map(); // device → its readings rejected here
   const unroutable = [];
   for (const r of plan.rejected) {
     if (r.device_id === null) unroutable.push(r);
-    else refusedBy.set(r.device_id, (refusedBy.get(r.device_id) ?? 0) + 1);
+    else if (refusedBy.has(r.device_id)) refusedBy.get(r.device_id).push(r);
+    else refusedBy.set(r.device_id, [r]);
   }
   // Devices with only refused readings still get their audit line and counters.
   const groups = plan.devices.slice();
@@ -187,7 +190,7 @@ async function ingest(request, env, cfg, format, routeName) {
     DEVICE_CALLS_AT_ONCE,
     groups,
     async ({ device_id, readings }) => {
-      const refused = refusedBy.get(device_id) ?? 0;
+      const refused = refusedBy.get(device_id) ?? [];
       // A call that threw is made again, with a new stub (DEVICE_CALL_ATTEMPTS in all,
       // unless the object is overloaded: Cloudflare advises against adding load). It
       // may have stored the burst before its answer was lost: `attempt` > 0 makes the
@@ -197,7 +200,7 @@ async function ingest(request, env, cfg, format, routeName) {
         try {
           const stub = env.DEVICES.get(env.DEVICES.idFromName(device_id));
           const raw = rawOf(plan, device_id);
-          return await stub.ingest({ device_id, readings, refused, raw, downlink: raw ? downlink : null, attempt, ...context });
+          return await stub.ingest({ device_id, readings, refused: byCode(refused), raw, downlink: raw ? downlink : null, attempt, ...context });
         } catch (e) {
           error = e;
           console.log(JSON.stringify({ level: "WARN", event: "device_call_failed", device_id, burst_id, attempt, error: String(e?.message ?? e) }));
@@ -206,7 +209,7 @@ async function ingest(request, env, cfg, format, routeName) {
       // No outcome at all: nothing of this device's readings is known to be stored (a
       // raw uplink's refused readings are its readings: the reply lists them in not_stored).
       const raw = rawOf(plan, device_id) !== null;
-      logNothingStored({ device_id, ...context }, readings.length + (raw ? refused : 0), raw ? 0 : refused, "device_unavailable");
+      logNothingStored({ device_id, ...context }, readings.length + (raw ? refused.length : 0), raw ? 0 : refused.length, "device_unavailable");
       return { ok: false, status: 503, code: "device_unavailable", message: String(error?.message ?? error) };
     },
   );
@@ -214,7 +217,7 @@ async function ingest(request, env, cfg, format, routeName) {
     const n = unroutable.length;
     const counts = { received: n, unique: 0, duplicates_suppressed: 0, rejected: n, seq_reuses: 0, evicted_before_ttl: 0 };
     console.log(auditLine("burst_deduplicated", counts, Date.now(), context));
-    await countUnroutable(env, burst_id, n);
+    await countUnroutable(env, burst_id, byCode(unroutable));
   }
   const { body: answer, notStored, errors } = outcome(plan, groups, replies, burst_id);
   if (errors.length) {
@@ -430,6 +433,12 @@ function tooLarge(limit) {
 /** Fleet-wide figures from the roll-up shards (src/worker/fleet.js), never from devices. */
 async function stats(env) {
   return json(200, await fromRollup(() => fleetStats(env, config(env))));
+}
+
+/** The same figures for Prometheus (src/worker/metrics.js): the text exposition format 0.0.4. */
+async function metrics(env) {
+  const figures = await fromRollup(() => fleetFigures(env));
+  return new Response(exposition(figures, config(env)), { status: 200, headers: { "content-type": METRICS_CONTENT_TYPE } });
 }
 
 async function ledger(env, path, params) {

@@ -13,12 +13,13 @@ const reading = (device_id, seq, fill_pct, ts = "2026-07-16T09:00:00Z") => ({ de
 const unroutable = (seq) => ({ seq, ts: "2026-07-16T09:00:00Z", fill_pct: 1 });
 const QUIET_MS = 120_000;
 
-/** The reply's figures, without the time it was read at. */
+/** The reply's figures, without the time it was read at and the time of the newest flush. */
 async function figures(call) {
   const { status, body } = await get(call, "/v1/stats");
   assert.equal(status, 200);
-  const { as_of, ...rest } = body;
+  const { as_of, last_flush_at, ...rest } = body;
   assert.ok(Math.abs(Date.parse(as_of) - Date.now()) < 60_000, `as_of ${as_of} is a current time`);
+  assert.ok(last_flush_at === null || (Date.parse(last_flush_at) <= Date.parse(as_of) && Date.parse(as_of) - Date.parse(last_flush_at) < 300_000), `last_flush_at ${last_flush_at} is null or a recent time`);
   return rest;
 }
 
@@ -54,6 +55,7 @@ function settled(flushMs, counters, backlog) {
     duplicates_suppressed: 0,
     cross_path_duplicates: 0,
     rejected: 0,
+    rejected_by_code: {},
     parked: 0,
     seq_reuses: 0,
     recovered_seqs: 0,
@@ -68,6 +70,7 @@ function settled(flushMs, counters, backlog) {
     missing_seqs: 0,
     ignored_events: {},
     simulated_uplinks: 0,
+    backfill_requests: { requested: 0, sent: 0, answered: 0, expired: 0, failed: 0, cancelled: 0 },
     ...counters,
     // The verdict's name for the same count.
     conflicts: counters?.seq_reuses ?? 0,
@@ -111,6 +114,7 @@ test("1 200 devices over three requests: /v1/stats is exact once the flushes are
     const replies = [await ingest(w.call, first), await ingest(w.call, second), await ingest(w.call, second)];
     const sum = (k) => replies.reduce((n, r) => n + (Array.isArray(r[k]) ? r[k].length : r[k]), 0);
     const counters = { devices: 1200, received: 2410, unique: 1420, duplicates_suppressed: 920, rejected: 70, seq_reuses: 20 };
+    const byCode = { invalid_fill_pct: 50, missing_device_id: 20 };
     assert.deepEqual(
       [sum("received"), sum("unique"), sum("duplicates_suppressed"), sum("rejected")],
       [counters.received, counters.unique, counters.duplicates_suppressed, counters.rejected],
@@ -118,7 +122,7 @@ test("1 200 devices over three requests: /v1/stats is exact once the flushes are
     );
     assert.equal(counters.received, counters.unique + counters.duplicates_suppressed + counters.rejected);
     // Every admitted reading delivered: deliveries reach the roll-up too.
-    await quiet(w.call, settled(100, counters, { delivered: 1420, ledger_rows: 1420 }));
+    await quiet(w.call, settled(100, { ...counters, rejected_by_code: byCode }, { delivered: 1420, ledger_rows: 1420 }));
     assert.equal(new Set(o.accepted()).size, 1420);
   } finally {
     await w.mf.dispose();
@@ -134,7 +138,7 @@ test("/v1/stats reads only the roll-up: the same figures after a restart with ev
     reading("bin-G1", 2, 200),
     unroutable(1),
   ];
-  const expected = settled(50, { devices: 40, received: 43, unique: 40, duplicates_suppressed: 1, rejected: 2 }, { ledger_rows: 40 });
+  const expected = settled(50, { devices: 40, received: 43, unique: 40, duplicates_suppressed: 1, rejected: 2, rejected_by_code: { invalid_fill_pct: 1, missing_device_id: 1 } }, { ledger_rows: 40 });
   const first = await start({ persist: dir, vars: { STATS_FLUSH_MS: "50" } });
   try {
     await ingest(first.call, burst);
@@ -188,7 +192,7 @@ test("a flush the roll-up applied but whose acknowledgement was lost is sent aga
   // reaches the roll-up, and the device sends the same version again and again.
   sqlite(databases(dir, "DeviceObject"), "CREATE TRIGGER lose_ack BEFORE UPDATE OF acknowledged ON stats_flush BEGIN SELECT RAISE(ABORT, 'injected: acknowledgement lost'); END");
   const second = await start({ persist: dir, vars });
-  const twice = settled(50, { devices: 1, received: 4, unique: 2, duplicates_suppressed: 1, rejected: 1 }, { ledger_rows: 2 });
+  const twice = settled(50, { devices: 1, received: 4, unique: 2, duplicates_suppressed: 1, rejected: 1, rejected_by_code: { invalid_fill_pct: 1 } }, { ledger_rows: 2 });
   try {
     await ingest(second.call, [reading("bin-ACK", 2, 20), reading("bin-ACK", 2, 20), reading("bin-ACK", 3, 101)]);
     await until(() => flushFailures(second, "bin-ACK").length >= 3, "three sends of one version", QUIET_MS);
@@ -204,7 +208,7 @@ test("a flush the roll-up applied but whose acknowledgement was lost is sent aga
   try {
     await ingest(third.call, [reading("bin-ACK", 4, 40)]);
     // Seq 3 was rejected, so it never fed the sequence window: seq 4 leaves it missing.
-    await quiet(third.call, settled(50, { devices: 1, received: 5, unique: 3, duplicates_suppressed: 1, rejected: 1 }, { ledger_rows: 3, missing_seqs: 1 }));
+    await quiet(third.call, settled(50, { devices: 1, received: 5, unique: 3, duplicates_suppressed: 1, rejected: 1, rejected_by_code: { invalid_fill_pct: 1 } }, { ledger_rows: 3, missing_seqs: 1 }));
     assert.deepEqual(flushFailures(third, "bin-ACK"), []);
   } finally {
     await third.mf.dispose();

@@ -1,0 +1,360 @@
+// GET /v1/metrics (src/worker/metrics.js): the /v1/stats figures of the roll-up in
+// Prometheus' text exposition format 0.0.4, read back by a real parser of that format
+// (parse-prometheus-text-format, npm). In workerd (Miniflare) over HTTP, with a real
+// local origin that refuses every delivery, so that a backlog waits.
+import { test } from "node:test";
+import assert from "node:assert/strict";
+import fs from "node:fs";
+import parsePrometheusTextFormat from "parse-prometheus-text-format";
+import { start, post, origin, until, fixture, gapsOf, putConfig, statsOf, readingsOf, tempDir, databases, sqlite, TOKEN } from "./harness.mjs";
+import { EM500, history, live, PERIOD, tts } from "./em500.mjs";
+import { family } from "../../src/worker/metrics.js";
+
+const CONTENT_TYPE = "text/plain; version=0.0.4; charset=utf-8";
+const QUIET_MS = 120_000;
+// What Prometheus 3 sends by default (scrape/scrape.go `acceptHeader` over
+// config.DefaultScrapeProtocols, escaping allow-utf-8).
+const PROMETHEUS_ACCEPT =
+  "application/openmetrics-text;version=1.0.0;escaping=allow-utf-8;q=0.6,application/openmetrics-text;version=0.0.1;q=0.5,text/plain;version=1.0.0;escaping=allow-utf-8;q=0.4,text/plain;version=0.0.4;q=0.3,*/*;q=0.2";
+
+const reading = (device_id, seq, fill_pct, ts = "2026-07-16T09:00:00Z") => ({ device_id, seq, ts, fill_pct });
+
+/** GET /v1/metrics as Prometheus would ask: the answer, its text and the parsed families by name. */
+async function scrape(call, headers = { authorization: `Bearer ${TOKEN}` }) {
+  const res = await call("/v1/metrics", { headers: { accept: PROMETHEUS_ACCEPT, ...headers } });
+  const text = await res.text();
+  assert.equal(res.status, 200, text);
+  assert.equal(res.headers.get("content-type"), CONTENT_TYPE);
+  return { text, families: Object.fromEntries(parsePrometheusTextFormat(text).map((f) => [f.name, f])) };
+}
+
+/** A family's samples as `{labels text: value}` (labels `k=v,...` in the family's order, "" without). */
+function samples(families, name) {
+  const f = families[`reconnect_dedupe_${name}`];
+  assert.ok(f, `the family reconnect_dedupe_${name} is exposed`);
+  return Object.fromEntries(f.metrics.map((m) => [Object.entries(m.labels ?? {}).map(([k, v]) => `${k}=${v}`).join(","), Number(m.value)]));
+}
+
+/** A family's one sample without labels. */
+const one = (families, name) => samples(families, name)[""];
+
+/** /v1/stats as a Prometheus scrape shows each of its figures (README "Metrics (Prometheus)"). */
+function asMetrics(s) {
+  return {
+    devices: { "": s.devices },
+    readings_received_total: { "": s.received },
+    readings_unique_total: { "": s.unique },
+    duplicates_suppressed_total: { "": s.duplicates_suppressed },
+    cross_path_duplicates_total: { "": s.cross_path_duplicates },
+    rejected_total: Object.fromEntries(Object.entries(s.rejected_by_code).map(([code, n]) => [`code=${code}`, n])),
+    readings_parked_total: { "": s.parked },
+    conflicts_total: { "": s.conflicts },
+    seqs_recovered_total: { "": s.recovered_seqs },
+    seq_resets_total: { "": s.seq_resets },
+    missing_seqs: { "": s.missing_seqs },
+    delivery_backlog: { "": s.pending_deliveries },
+    delivery_failed_attempts: { "": s.failed_attempts },
+    delivered_readings: { "": s.delivered },
+    ledger_rows: { "": s.ledger_rows },
+    refused_by_origin: { "": s.refused_by_origin },
+    parked_uplinks: { "": s.parked_uplinks },
+    ignored_events_total: Object.fromEntries(Object.entries(s.ignored_events).map(([name, n]) => [`route=${name.split("/")[0]},event=${name.split("/")[1]}`, n])),
+    simulated_uplinks_total: { "": s.simulated_uplinks },
+    backfill_requests_total: { "": s.backfill_requests.requested },
+    backfill_requests_sent_total: { "": s.backfill_requests.sent },
+    backfill_requests_closed_total: Object.fromEntries(["answered", "expired", "failed", "cancelled"].map((o) => [`outcome=${o}`, s.backfill_requests[o]])),
+    stats_flush_interval_seconds: { "": s.stats_flush_ms / 1000 },
+  };
+}
+
+/** Every family but the two read at scrape time (ages, the last flush), as `asMetrics` names them. */
+function steady(families) {
+  return Object.fromEntries(Object.keys(asMetrics(EMPTY_STATS)).map((name) => [name, samples(families, name)]));
+}
+
+const EMPTY_STATS = {
+  devices: 0, received: 0, unique: 0, duplicates_suppressed: 0, cross_path_duplicates: 0, rejected_by_code: {}, parked: 0, conflicts: 0,
+  recovered_seqs: 0, seq_resets: 0, missing_seqs: 0, pending_deliveries: 0, failed_attempts: 0, delivered: 0, ledger_rows: 0,
+  refused_by_origin: 0, parked_uplinks: 0, ignored_events: {}, simulated_uplinks: 0, stats_flush_ms: 50,
+  backfill_requests: { requested: 0, sent: 0, answered: 0, expired: 0, failed: 0, cancelled: 0 },
+};
+
+test("a known workload: every family has the exact value /v1/stats has, parsed by a real text-format parser", async () => {
+  // The origin refuses every delivery, and the next attempt is an hour away: the backlog stays.
+  const o = await origin({ answer: () => ({ status: 500 }) });
+  const w = await start({ vars: { ORIGIN_URL: o.url, STATS_FLUSH_MS: "50", RETRY_BASE_MS: "3600000", RETRY_MAX_MS: "3600000" } });
+  try {
+    const t0 = Date.now();
+    // m-A: seqs 1, 2, 3 and 6 (4 and 5 missing), a replay of seq 1, one fill level out of
+    // range; m-B: one reading, one with a time that is no time; one without a device.
+    const burst = [
+      reading("m-A", 1, 10), reading("m-A", 2, 20), reading("m-A", 3, 30), reading("m-A", 6, 60),
+      reading("m-A", 1, 10),
+      reading("m-A", 7, 101),
+      reading("m-B", 1, 50), reading("m-B", 2, 50, "yesterday"),
+      { seq: 1, ts: "2026-07-16T09:00:00Z", fill_pct: 1 },
+    ];
+    const res = await post(w.call, "/v1/readings", burst);
+    const reply = await res.json();
+    assert.equal(res.status, 200, JSON.stringify(reply));
+    assert.deepEqual([reply.received, reply.unique, reply.duplicates_suppressed, reply.rejected.length], [9, 5, 1, 3]);
+    const codes = Object.fromEntries(reply.rejected.map((r) => [r.index, r.code]));
+    assert.deepEqual(codes, { 5: "invalid_fill_pct", 7: "invalid_ts", 8: "missing_device_id" }, "three codes, as the reply names them");
+    // A replay in a second request.
+    assert.equal((await (await post(w.call, "/v1/readings", [reading("m-B", 1, 50)])).json()).duplicates_suppressed, 1);
+    // A raw uplink its device's codec cannot read: rejected by the device object, with the codec's code.
+    assert.equal((await putConfig(w.call, "A84041000000D001", EM500)).status, 200);
+    const raw = await tts(w, "A84041000000D001", "bin-raw", Buffer.from([0xff, 0x00]));
+    assert.deepEqual(raw.rejected.map((r) => r.code), ["invalid_payload"]);
+    // ChirpStack events that are not uplinks: two types (the event's case does not matter).
+    for (const [event, file] of [["join", "join"], ["status", "status"], ["STATUS", "status"]]) {
+      const r = await post(w.call, `/v1/uplinks/chirpstack?event=${event}`, fixture(`chirpstack/${file}.json`));
+      assert.equal(r.status, 200, await r.text());
+    }
+    // Delivery failed once for each device's batch: 5 readings wait, each with one failed attempt.
+    const expected = {
+      ...EMPTY_STATS,
+      devices: 3, received: 11, unique: 5, duplicates_suppressed: 2, rejected_by_code: { invalid_fill_pct: 1, invalid_payload: 1, invalid_ts: 1, missing_device_id: 1 },
+      missing_seqs: 2, pending_deliveries: 5, failed_attempts: 5, ledger_rows: 5,
+      ignored_events: { "chirpstack/join": 1, "chirpstack/status": 2 },
+    };
+    const pick = (s) => Object.fromEntries(Object.keys(EMPTY_STATS).map((k) => [k, s[k]]));
+    let last;
+    await until(async () => {
+      last = await statsOf(w.call);
+      return isDeepEqual(pick(last), expected);
+    }, "/v1/stats to show the workload", QUIET_MS).catch(() => assert.deepEqual(pick(last), expected));
+    const before = await statsOf(w.call);
+    const t1 = Date.now();
+    const { families } = await scrape(w.call);
+    const t2 = Date.now();
+    const after = await statsOf(w.call);
+    assert.deepEqual(pick(after), pick(before), "nothing moved while scraping");
+
+    // Exact values, family by family, and the same as /v1/stats.
+    assert.deepEqual(steady(families), asMetrics(after));
+    assert.deepEqual(samples(families, "rejected_total"), { "code=invalid_fill_pct": 1, "code=invalid_payload": 1, "code=invalid_ts": 1, "code=missing_device_id": 1 });
+    assert.deepEqual(samples(families, "ignored_events_total"), { "route=chirpstack,event=join": 1, "route=chirpstack,event=status": 2 });
+    assert.equal(one(families, "readings_received_total"), one(families, "readings_unique_total") + one(families, "duplicates_suppressed_total") + 4 + one(families, "readings_parked_total"));
+
+    // The backlog's oldest reading is m-A's or m-B's first (one burst, one admission
+    // time): its age is read at scrape time, from its admission.
+    const admitted = Math.min(...[...(await readingsOf(w.call, "m-A")), ...(await readingsOf(w.call, "m-B"))].map((r) => Date.parse(r.admitted_at)));
+    assert.ok(admitted >= t0 - 1 && admitted <= t1, `admitted at ${admitted}, between ${t0} and ${t1}`);
+    const age = one(families, "oldest_undelivered_age_seconds");
+    assert.ok(age >= (t1 - admitted) / 1000 - 0.001 && age <= (t2 - admitted) / 1000 + 0.001, `age ${age} s: scraped between ${(t1 - admitted) / 1000} and ${(t2 - admitted) / 1000} s after the admission`);
+    assert.ok(age * 1000 >= before.oldest_undelivered_age_ms && age * 1000 <= after.oldest_undelivered_age_ms + 1, "between the ages /v1/stats gave before and after");
+    // The roll-up's staleness: when the newest flush arrived, as /v1/stats says.
+    assert.equal(one(families, "stats_last_flush_timestamp_seconds") * 1000, Date.parse(after.last_flush_at));
+    assert.ok(Date.parse(after.last_flush_at) >= t0 && Date.parse(after.last_flush_at) <= t1);
+  } finally {
+    await w.mf.dispose();
+    await o.close();
+  }
+});
+
+function isDeepEqual(a, b) {
+  try {
+    assert.deepEqual(a, b);
+    return true;
+  } catch {
+    return false;
+  }
+}
+
+test("a fleet that never reported: every family, zeros, no age, no flush time", async () => {
+  const w = await start({ vars: { STATS_FLUSH_MS: "50" } });
+  try {
+    const { text, families } = await scrape(w.call);
+    assert.deepEqual(steady(families), asMetrics(EMPTY_STATS));
+    assert.equal(one(families, "oldest_undelivered_age_seconds"), 0);
+    assert.deepEqual(families.reconnect_dedupe_stats_last_flush_timestamp_seconds?.metrics ?? [], [], "no sample before the first flush");
+    // The format's rules: HELP and TYPE first in every family, families in name order,
+    // counters (and only they) end in _total, every line ends with \n.
+    assert.ok(text.endsWith("\n"));
+    const names = [...text.matchAll(/^# TYPE (\S+) (\S+)$/gm)].map((m) => [m[1], m[2]]);
+    assert.equal(names.length, 25);
+    assert.deepEqual(names.map(([n]) => n), names.map(([n]) => n).sort());
+    for (const [name, type] of names) {
+      assert.equal(name.endsWith("_total"), type === "counter", name);
+      assert.match(text, new RegExp(`^# HELP ${name} .+\\n# TYPE ${name} ${type}\\n`, "m"));
+    }
+    const s = await statsOf(w.call);
+    assert.deepEqual([s.last_flush_at, s.rejected_by_code, s.oldest_undelivered_age_ms], [null, {}, null]);
+  } finally {
+    await w.mf.dispose();
+  }
+});
+
+test("the route: the token as everywhere (Bearer, Basic, AUTH_HEADER), HEAD, 405 for POST", async () => {
+  const w = await start({ vars: { AUTH_HEADER: "X-Ingest-Token" } });
+  try {
+    const none = await w.call("/v1/metrics");
+    assert.equal(none.status, 401);
+    assert.equal((await none.json()).error.code, "unauthorized");
+    assert.equal(none.headers.get("www-authenticate"), 'Bearer, Basic realm="reconnect-dedupe"');
+    const wrong = await w.call("/v1/metrics", { headers: { authorization: "Bearer not-the-token" } });
+    assert.equal(wrong.status, 401);
+    // Prometheus `authorization: {credentials_file}` (Bearer), `basic_auth` and `http_headers`.
+    await scrape(w.call);
+    await scrape(w.call, { authorization: `Basic ${btoa(`prometheus:${TOKEN}`)}` });
+    await scrape(w.call, { "x-ingest-token": TOKEN });
+    const head = await w.call("/v1/metrics", { method: "HEAD", headers: { authorization: `Bearer ${TOKEN}` } });
+    assert.equal(head.status, 200);
+    assert.equal(head.headers.get("content-type"), CONTENT_TYPE);
+    assert.equal(await head.text(), "");
+    const postRes = await post(w.call, "/v1/metrics", "{}");
+    assert.equal(postRes.status, 405);
+    assert.equal(postRes.headers.get("allow"), "GET, HEAD");
+    assert.equal((await postRes.json()).error.code, "method_not_allowed");
+    // An Accept that names only OpenMetrics is answered in the text format all the same:
+    // Prometheus reads what the Content-Type says.
+    const om = await w.call("/v1/metrics", { headers: { authorization: `Bearer ${TOKEN}`, accept: "application/openmetrics-text;version=1.0.0" } });
+    assert.equal(om.status, 200);
+    assert.equal(om.headers.get("content-type"), CONTENT_TYPE);
+  } finally {
+    await w.mf.dispose();
+  }
+});
+
+test("no label value comes from the request: a hostile ChirpStack event is refused and counted nowhere", async () => {
+  const w = await start({ vars: { STATS_FLUSH_MS: "50" } });
+  try {
+    for (const event of ['join"} 1\nreconnect_dedupe_devices 999', "join\\", `x${"y".repeat(1000)}`]) {
+      const r = await post(w.call, `/v1/uplinks/chirpstack?event=${encodeURIComponent(event)}`, fixture("chirpstack/join.json"));
+      assert.equal(r.status, 400);
+      assert.equal((await r.json()).error.code, "unknown_event");
+    }
+    assert.equal((await post(w.call, "/v1/uplinks/chirpstack?event=join", fixture("chirpstack/join.json"))).status, 200);
+    const { families } = await scrape(w.call);
+    assert.deepEqual(samples(families, "ignored_events_total"), { "route=chirpstack,event=join": 1 });
+    assert.equal(one(families, "devices"), 0);
+  } finally {
+    await w.mf.dispose();
+  }
+});
+
+test("label values and HELP text are escaped as the format says: a hostile value cannot add a line", () => {
+  const hostile = 'a"b\\c\nreconnect_dedupe_devices 999\n# TYPE x gauge';
+  const text = family("reconnect_dedupe_rejected_total", "counter", "back\\slash and\nnewline", [[{ code: hostile }, 2], [{ code: "plain" }, 1]]);
+  assert.equal(
+    text,
+    "# HELP reconnect_dedupe_rejected_total back\\\\slash and\\nnewline\n" +
+      "# TYPE reconnect_dedupe_rejected_total counter\n" +
+      'reconnect_dedupe_rejected_total{code="a\\"b\\\\c\\nreconnect_dedupe_devices 999\\n# TYPE x gauge"} 2\n' +
+      'reconnect_dedupe_rejected_total{code="plain"} 1\n',
+  );
+  assert.equal(text.split("\n").length, 5, "four lines and the final line feed");
+  const parsed = parsePrometheusTextFormat(text);
+  assert.deepEqual(
+    parsed.map((f) => [f.name, f.type, f.metrics.map((m) => [m.labels.code, m.value])]),
+    [["reconnect_dedupe_rejected_total", "COUNTER", [[hostile, "2"], ["plain", "1"]]]],
+  );
+  assert.equal(parsed[0].help, "back\\slash and\nnewline");
+});
+
+test("rejections counted without their codes (an earlier version's shards, devices and worker) show as not_recorded, adding up to rejected", async () => {
+  const dir = tempDir();
+  const vars = { STATS_FLUSH_MS: "50" };
+  const settle = async (call, check, what) => {
+    let s;
+    await until(async () => check((s = await statsOf(call))), what, QUIET_MS).catch(() => assert.fail(`${what}: ${JSON.stringify(s)}`));
+    return s;
+  };
+  const first = await start({ persist: dir, vars });
+  try {
+    const r = await post(first.call, "/v1/readings", [reading("m-OLD", 1, 101), reading("m-OLD", 2, 102), { seq: 1, ts: "2026-07-16T09:00:00Z", fill_pct: 1 }]);
+    assert.equal(r.status, 200);
+    await settle(first.call, (s) => s.rejected === 3, "the first rejections");
+  } finally {
+    await first.mf.dispose();
+  }
+  // As the version before the codes left its storage: no `rejected:<code>` counters, no
+  // `labelled` figures in the shards' rows, no index on the flush time.
+  sqlite(databases(dir, "FleetObject"), "DELETE FROM counters WHERE name LIKE 'rejected:%'; UPDATE device_figures SET figures = json_remove(figures, '$.labelled'); DROP INDEX IF EXISTS device_figures_flushed;");
+  sqlite(databases(dir, "DeviceObject"), "DELETE FROM counters WHERE name LIKE 'rejected:%';");
+  const second = await start({ persist: dir, vars });
+  try {
+    const old = await statsOf(second.call);
+    assert.deepEqual([old.rejected, old.rejected_by_code], [3, { not_recorded: 3 }]);
+    const r = await post(second.call, "/v1/readings", [reading("m-OLD", 3, 103), reading("m-OLD", 4, 40)]);
+    assert.equal(r.status, 200);
+    // A worker of the earlier version, still running during a deployment, calls the
+    // device with the count of its refused readings, not their codes.
+    const ns = await second.mf.getDurableObjectNamespace("DEVICES");
+    const earlier = await ns.get(ns.idFromName("m-OLD")).ingest({ device_id: "m-OLD", readings: [], refused: 2, route: "readings", burst_id: crypto.randomUUID() });
+    assert.equal(earlier.ok, true);
+    const s = await settle(second.call, (s) => s.rejected === 6 && s.unique === 1, "the new rejections");
+    assert.deepEqual(s.rejected_by_code, { invalid_fill_pct: 1, not_recorded: 5 });
+    const { families } = await scrape(second.call);
+    assert.deepEqual(samples(families, "rejected_total"), { "code=invalid_fill_pct": 1, "code=not_recorded": 5 });
+    assert.equal(one(families, "readings_received_total"), 7);
+  } finally {
+    await second.mf.dispose();
+    fs.rmSync(dir, { recursive: true, force: true });
+  }
+});
+
+test("a change of reporting_period_s that drops a device's open gaps reaches the roll-up without a further uplink", async () => {
+  const w = await start({ vars: { STATS_FLUSH_MS: "50" } });
+  try {
+    const eui = "A84041000000D002";
+    assert.equal((await putConfig(w.call, eui, EM500)).status, 200);
+    await tts(w, eui, "bin-period", history([0, 1, 2, 5]));
+    await until(async () => (await statsOf(w.call)).missing_seqs === 2, "the gap in the roll-up");
+    // The window starts over in the new unit (README "Configure a device"): its gap is gone.
+    assert.equal((await putConfig(w.call, eui, { ...EM500, reporting_period_s: PERIOD / 2 })).status, 200);
+    await until(async () => {
+      const { families } = await scrape(w.call);
+      return one(families, "missing_seqs") === 0;
+    }, "the dropped gap in the roll-up");
+    assert.equal((await statsOf(w.call)).missing_seqs, 0);
+  } finally {
+    await w.mf.dispose();
+  }
+});
+
+test("history requests by outcome: requested, sent, then answered, expired, failed or cancelled, as /v1/stats counts them", async () => {
+  // The Things Stack's downlink API: it refuses bin-fail's key (a final 403), accepts the
+  // rest; it answers after the device flushed its uplink's figures, so that the outcome,
+  // recorded after the reply, must be flushed on its own.
+  const ns = await origin({ answer: (r) => ({ status: r.path.includes("/devices/bin-fail/") ? 403 : 200, delay: 300 }) });
+  const base = `http://127.0.0.1:${ns.port}`;
+  const vars = { STATS_FLUSH_MS: "50", BACKFILL: "on", BACKFILL_AFTER_MS: "0", BACKFILL_INTERVAL_MS: "0", BACKFILL_WAIT_MS: "1", BACKFILL_HOSTS: base };
+  const w = await start({ vars });
+  const push = (dev) => ({ "x-downlink-push": `${base}/api/v3/as/applications/bins/webhooks/dedupe/devices/${dev}/down/push`, "x-downlink-apikey": `NNSXS.KEY-OF-${dev}` });
+  const uplink = (eui, dev, bytes) => tts(w, eui, dev, bytes, push(dev));
+  const request = async (eui) => (await gapsOf(w.call, eui)).backfill;
+  try {
+    const devices = { answered: "A84041000000E001", expired: "A84041000000E002", failed: "A84041000000E003", cancelled: "A84041000000E004" };
+    for (const [what, eui] of Object.entries(devices)) {
+      const dev = what === "failed" ? "bin-fail" : `bin-${what}`;
+      assert.equal((await putConfig(w.call, eui, EM500)).status, 200);
+      await uplink(eui, dev, history([0, 1, 2, 5])); // the replay leaves slots 3 and 4 missing
+      await uplink(eui, dev, live(700)); // asks for them
+      await until(async () => {
+        const b = await request(eui);
+        return what === "failed" ? b.recent[0]?.state === "failed" : b.open?.state === "sent";
+      }, `${what}: the request's first outcome`);
+      if (what === "answered") await uplink(eui, dev, history([3, 4]));
+      if (what === "expired") await uplink(eui, dev, live(701)); // BACKFILL_WAIT_MS (1 ms) has passed
+      if (what === "cancelled") assert.equal((await post(w.call, `/v1/devices/${eui}/reset`, "")).status, 200);
+      const b = await request(eui);
+      assert.deepEqual([b.open, b.recent[0]?.state], [null, what]);
+    }
+    const expected = { requested: 4, sent: 3, answered: 1, expired: 1, failed: 1, cancelled: 1 };
+    let s;
+    await until(async () => isDeepEqual((s = await statsOf(w.call)).backfill_requests, expected), "the outcomes in the roll-up", QUIET_MS).catch(() =>
+      assert.deepEqual(s.backfill_requests, expected),
+    );
+    const { families } = await scrape(w.call);
+    assert.deepEqual(steady(families), asMetrics(await statsOf(w.call)));
+    assert.deepEqual(
+      [one(families, "backfill_requests_total"), one(families, "backfill_requests_sent_total"), samples(families, "backfill_requests_closed_total")],
+      [4, 3, { "outcome=answered": 1, "outcome=cancelled": 1, "outcome=expired": 1, "outcome=failed": 1 }],
+    );
+  } finally {
+    await w.mf.dispose();
+    await ns.close();
+  }
+});
