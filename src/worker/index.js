@@ -8,6 +8,7 @@ import { ADMITTED, auditLine, checkDeviceId, CONFLICT, DUPLICATE, guarded, HttpE
 import { mapAtMost } from "./fanout.js";
 import { decodedView, decodeRaw, previewNotDecoded } from "./decode.js";
 import { countMessage, countUnroutable, deviceHealth, fleetHealth, fleetStats, HEALTH_COLUMNS, IGNORED, knows } from "./fleet.js";
+import { OPENAPI_JSON } from "./openapi.js";
 
 export { DeviceObject } from "./device.js";
 export { FleetObject } from "./fleet.js";
@@ -61,6 +62,13 @@ async function route(request, env) {
     // No token needed, but "ok" only when one is configured.
     requireConfiguredToken(cfg);
     return only(method, "GET", () => json(200, { ok: true }));
+  }
+  if (path === "/v1/openapi.json") {
+    // No token, like health: the document holds no secret (the README says as much),
+    // and client generators fetch it without one. A worker that cannot serve (bad
+    // configuration, no token) still says so, as on every route.
+    requireConfiguredToken(cfg);
+    return only(method, "GET", () => new Response(OPENAPI_JSON, { headers: OPENAPI_HEADERS }));
   }
   await authenticate(request, cfg);
   let m;
@@ -824,6 +832,10 @@ function shown(text) {
 }
 
 // --- responses ------------------------------------------------------------------
+
+// IANA's media type for an OpenAPI document in JSON (its +json suffix tells a generic
+// client it is JSON); cacheable, as it changes only with a deployment.
+const OPENAPI_HEADERS = { "content-type": "application/vnd.oai.openapi+json", "cache-control": "public, max-age=300" };
 
 function json(status, body, headers = {}) {
   return new Response(JSON.stringify(body), { status, headers: { "content-type": "application/json; charset=utf-8", ...headers } });
