@@ -167,9 +167,10 @@ async function ingest(request, env, cfg, format, routeName) {
   try {
     plan = JSON.parse(guarded(() => parseUplink(format, body, cfg.uplink)));
   } catch (e) {
-    if (e instanceof HttpError) throw e;
+    // An exception without a code is not the body's fault: 500 internal_error (fetch).
+    if (e instanceof HttpError || typeof e?.code !== "string") throw e;
     const status = { too_many_readings: 413, invalid_json: 400, invalid_burst: 400, field_mask_incomplete: 400, invalid_config: 500 }[e.code] ?? 400;
-    throw new HttpError(status, e.code ?? "invalid_body", e.message);
+    throw new HttpError(status, e.code, e.message);
   }
   const burst_id = crypto.randomUUID();
   if (plan.ignored) return acknowledge(env, format, plan.event, burst_id);
