@@ -445,7 +445,11 @@ async function ledger(env, path, params) {
   const page = pageOf(params);
   const { device_id, device } = await knownDevice(env, path);
   if (!device) return json(200, { device_id, readings: [], next: null });
-  return json(200, { device_id, ...(await device.list(page)) });
+  try {
+    return json(200, { device_id, ...(await device.list(page)) });
+  } catch (e) {
+    throw unavailable(e);
+  }
 }
 
 /** `{limit, after}` of a paged read: `limit` 1 … 1000 (default 100), `after` a cursor from `next`; else 400 `invalid_query`. */
@@ -491,7 +495,12 @@ async function redrive(env, path, params) {
     throw new HttpError(400, "invalid_query", "give at most 1000 non-empty `key` parameters, or none to re-drive every refused reading");
   }
   const { device_id, device } = await knownDevice(env, path);
-  const { redriven } = device ? await device.redrive({ keys: keys.length ? keys : undefined }) : { redriven: 0 };
+  let redriven = 0;
+  try {
+    if (device) ({ redriven } = await device.redrive({ keys: keys.length ? keys : undefined }));
+  } catch (e) {
+    throw unavailable(e);
+  }
   console.log(JSON.stringify({ level: "INFO", event: "redrive", device_id, keys: keys.length || "all", redriven }));
   return json(200, { device_id, redriven });
 }
