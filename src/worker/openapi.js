@@ -262,7 +262,7 @@ export const OPENAPI = {
       get: {
         id: "getMetrics",
         tag: "fleet",
-        summary: "The /v1/stats figures in the Prometheus text exposition format",
+        summary: "Fleet figures for Prometheus (its text exposition format, version 0.0.4)",
         ok: { "text/plain; version=0.0.4; charset=utf-8": schema("PrometheusText") },
         codes: { 503: ["stats_unavailable"] },
       },

@@ -77,7 +77,7 @@ export async function start({ vars = {}, persist, log = false, script = WORKER, 
 }
 
 /** Asserts that `res`, the reply to `method` `url`, is as the OpenAPI document says (openapi-replies.mjs). */
-export async function assertDocumented(method, url, res) {
+async function assertDocumented(method, url, res) {
   checkReply({ method, url, status: res.status, headers: res.headers, body: await res.text() });
 }
 

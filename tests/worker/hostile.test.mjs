@@ -87,7 +87,7 @@ function raw(send, to = base) {
       try {
         checkReply({ method, url: new URL(target, to), status: reply.status, headers, body: reply.text });
       } catch (e) {
-        reject(e);
+        return reject(e);
       }
       resolve(reply);
     });
