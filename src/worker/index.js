@@ -843,9 +843,11 @@ function shown(text) {
 
 // --- responses ------------------------------------------------------------------
 
-// IANA's media type for an OpenAPI document in JSON (its +json suffix tells a generic
-// client it is JSON); cacheable, as it changes only with a deployment.
-const OPENAPI_HEADERS = { "content-type": "application/vnd.oai.openapi+json", "cache-control": "public, max-age=300" };
+// No media type for an OpenAPI document is registered with IANA yet: the IETF draft
+// that would register application/openapi+json (draft-ietf-httpapi-rest-api-mediatypes,
+// -09) says application/vnd.oai.openapi+json "is used, but not registered". So plain
+// JSON, which every client and generator reads. Cacheable: it changes with a deployment.
+const OPENAPI_HEADERS = { "content-type": "application/json; charset=utf-8", "cache-control": "public, max-age=300" };
 
 function json(status, body, headers = {}) {
   return new Response(JSON.stringify(body), { status, headers: { "content-type": "application/json; charset=utf-8", ...headers } });

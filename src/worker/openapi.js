@@ -191,7 +191,7 @@ export const OPENAPI = {
         summary: "This document",
         description: "No token needed: it holds no secret. Cacheable for 5 minutes.",
         open: true,
-        ok: { "application/vnd.oai.openapi+json": { type: "object", required: ["openapi", "info", "paths"], properties: { openapi: { const: "3.1.0" }, info: { type: "object" }, paths: { type: "object" } } } },
+        ok: { [JSON_TYPE]: { type: "object", required: ["openapi", "info", "paths"], properties: { openapi: { const: "3.1.0" }, info: { type: "object" }, paths: { type: "object" } } } },
         okHeaders: { "Cache-Control": { required: true, schema: { const: "public, max-age=300" } } },
       },
     }),

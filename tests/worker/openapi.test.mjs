@@ -124,13 +124,13 @@ test("every stable code the worker's source names is in the document", () => {
 test("GET /v1/openapi.json serves the document, without a token, cacheable; HEAD its headers", async () => {
   const res = await worker.call("/v1/openapi.json");
   assert.equal(res.status, 200);
-  assert.equal(res.headers.get("content-type"), "application/vnd.oai.openapi+json");
+  assert.equal(res.headers.get("content-type"), "application/json; charset=utf-8");
   assert.equal(res.headers.get("cache-control"), "public, max-age=300");
   const text = await res.text();
   assert.equal(text, OPENAPI_JSON);
   assert.deepEqual(JSON.parse(text), OPENAPI);
   const head = await worker.call("/v1/openapi.json", { method: "HEAD" });
-  assert.deepEqual([head.status, head.headers.get("content-type"), await head.text()], [200, "application/vnd.oai.openapi+json", ""]);
+  assert.deepEqual([head.status, head.headers.get("content-type"), await head.text()], [200, "application/json; charset=utf-8", ""]);
   // The token is not needed, and a wrong one does not matter.
   assert.equal((await worker.call("/v1/openapi.json", { headers: { authorization: "Bearer wrong" } })).status, 200);
   const post = await worker.call("/v1/openapi.json", { method: "POST", headers: AUTH });
