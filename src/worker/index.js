@@ -9,6 +9,7 @@ import { mapAtMost } from "./fanout.js";
 import { decodedView, decodeRaw, previewNotDecoded } from "./decode.js";
 import { byCode, countMessage, countUnroutable, deviceHealth, fleetFigures, fleetHealth, fleetStats, HEALTH_COLUMNS, IGNORED, knows } from "./fleet.js";
 import { exposition, METRICS_CONTENT_TYPE } from "./metrics.js";
+import { OPENAPI_JSON } from "./openapi.js";
 
 export { DeviceObject } from "./device.js";
 export { FleetObject } from "./fleet.js";
@@ -62,6 +63,13 @@ async function route(request, env) {
     // No token needed, but "ok" only when one is configured.
     requireConfiguredToken(cfg);
     return only(method, "GET", () => json(200, { ok: true }));
+  }
+  if (path === "/v1/openapi.json") {
+    // No token, like health: the document holds no secret (the README says as much),
+    // and client generators fetch it without one. A worker that cannot serve (bad
+    // configuration, no token) still says so, as on every route.
+    requireConfiguredToken(cfg);
+    return only(method, "GET", () => new Response(OPENAPI_JSON, { headers: OPENAPI_HEADERS }));
   }
   await authenticate(request, cfg);
   let m;
@@ -161,9 +169,10 @@ async function ingest(request, env, cfg, format, routeName) {
   try {
     plan = JSON.parse(guarded(() => parseUplink(format, body, cfg.uplink)));
   } catch (e) {
-    if (e instanceof HttpError) throw e;
+    // An exception without a code is not the body's fault: 500 internal_error (fetch).
+    if (e instanceof HttpError || typeof e?.code !== "string") throw e;
     const status = { too_many_readings: 413, invalid_json: 400, invalid_burst: 400, field_mask_incomplete: 400, invalid_config: 500 }[e.code] ?? 400;
-    throw new HttpError(status, e.code ?? "invalid_body", e.message);
+    throw new HttpError(status, e.code, e.message);
   }
   const burst_id = crypto.randomUUID();
   if (plan.ignored) return acknowledge(env, format, plan.event, burst_id);
@@ -445,7 +454,11 @@ async function ledger(env, path, params) {
   const page = pageOf(params);
   const { device_id, device } = await knownDevice(env, path);
   if (!device) return json(200, { device_id, readings: [], next: null });
-  return json(200, { device_id, ...(await device.list(page)) });
+  try {
+    return json(200, { device_id, ...(await device.list(page)) });
+  } catch (e) {
+    throw unavailable(e);
+  }
 }
 
 /** `{limit, after}` of a paged read: `limit` 1 … 1000 (default 100), `after` a cursor from `next`; else 400 `invalid_query`. */
@@ -491,7 +504,12 @@ async function redrive(env, path, params) {
     throw new HttpError(400, "invalid_query", "give at most 1000 non-empty `key` parameters, or none to re-drive every refused reading");
   }
   const { device_id, device } = await knownDevice(env, path);
-  const { redriven } = device ? await device.redrive({ keys: keys.length ? keys : undefined }) : { redriven: 0 };
+  let redriven = 0;
+  try {
+    if (device) ({ redriven } = await device.redrive({ keys: keys.length ? keys : undefined }));
+  } catch (e) {
+    throw unavailable(e);
+  }
   console.log(JSON.stringify({ level: "INFO", event: "redrive", device_id, keys: keys.length || "all", redriven }));
   return json(200, { device_id, redriven });
 }
@@ -833,6 +851,12 @@ function shown(text) {
 }
 
 // --- responses ------------------------------------------------------------------
+
+// No media type for an OpenAPI document is registered with IANA yet: the IETF draft
+// that would register application/openapi+json (draft-ietf-httpapi-rest-api-mediatypes,
+// -09) says application/vnd.oai.openapi+json "is used, but not registered". So plain
+// JSON, which every client and generator reads. Cacheable: it changes with a deployment.
+const OPENAPI_HEADERS = { "content-type": "application/json; charset=utf-8", "cache-control": "public, max-age=300" };
 
 function json(status, body, headers = {}) {
   return new Response(JSON.stringify(body), { status, headers: { "content-type": "application/json; charset=utf-8", ...headers } });

@@ -7,6 +7,9 @@ import fs from "node:fs";
 import { execFileSync } from "node:child_process";
 import os from "node:os";
 import path from "node:path";
+import { checkReply } from "./openapi-replies.mjs";
+
+export { checkReply };
 
 const root = new URL("../../", import.meta.url).pathname;
 export const TOKEN = "test-token";
@@ -18,13 +21,21 @@ export function tempDir() {
   return fs.mkdtempSync(path.join(os.tmpdir(), "rd-worker-"));
 }
 
+const WORKER = "src/worker/index.js";
+// Set by `node --test` in each test file's process: the worker tests validate replies,
+// a benchmark run with plain `node` does not (its latencies are the worker's alone).
+const UNDER_TEST = process.env.NODE_TEST_CONTEXT !== undefined;
+
 /**
  * Starts the worker. `vars` override [vars]; `persist` is a directory or undefined.
  * `lines` holds what the worker printed to stdout (its audit lines), line by line.
  * `script`: the module to run instead of src/worker/index.js (a benchmark's variant
  * of the worker, exporting the same classes), relative to the repository.
+ * `validate`: `call` checks every reply against the OpenAPI document
+ * (src/worker/openapi.js; `checkReply`) and throws, failing the test that made the
+ * call, when one does not match; on by default for the worker itself under `node --test`.
  */
-export async function start({ vars = {}, persist, log = false, script = "src/worker/index.js" } = {}) {
+export async function start({ vars = {}, persist, log = false, script = WORKER, validate = UNDER_TEST && script === WORKER } = {}) {
   const lines = [];
   let partial = "";
   assertBuilt();
@@ -56,8 +67,18 @@ export async function start({ vars = {}, persist, log = false, script = "src/wor
   });
   await mf.ready;
   const url = await mf.ready;
-  const call = (p, init = {}) => mf.dispatchFetch(new URL(p, url), init);
+  const call = async (p, init = {}) => {
+    const target = new URL(p, url);
+    const res = await mf.dispatchFetch(target, init);
+    if (validate) await assertDocumented(init.method ?? "GET", target, res.clone());
+    return res;
+  };
   return { mf, call, lines };
+}
+
+/** Asserts that `res`, the reply to `method` `url`, is as the OpenAPI document says (openapi-replies.mjs). */
+async function assertDocumented(method, url, res) {
+  checkReply({ method, url, status: res.status, headers: res.headers, body: await res.text() });
 }
 
 function assertBuilt() {

@@ -12,7 +12,7 @@ import net from "node:net";
 import fs from "node:fs";
 import path from "node:path";
 import { execFileSync, spawn } from "node:child_process";
-import { start, fixture, tempDir, databases, until, TOKEN } from "./harness.mjs";
+import { start, fixture, tempDir, databases, until, checkReply, TOKEN } from "./harness.mjs";
 import { mapAtMost } from "../../src/worker/fanout.js";
 
 const dir = tempDir();
@@ -80,7 +80,16 @@ function raw(send, to = base) {
       const headers = new Headers(lines.map((l) => [l.slice(0, l.indexOf(":")), l.slice(l.indexOf(":") + 1).trim()]));
       const length = Number(headers.get("content-length") ?? 0);
       if (data.length < end + 4 + length) return;
-      resolve({ status: Number(statusLine.split(" ")[1]), headers, text: data.subarray(end + 4, end + 4 + length).toString("utf8"), closed });
+      const reply = { status: Number(statusLine.split(" ")[1]), headers, text: data.subarray(end + 4, end + 4 + length).toString("utf8"), closed };
+      // As every reply through the harness's `call`: checked against the OpenAPI
+      // document, the path resolved as the runtime resolves it (dot segments).
+      const [method, target] = send.split(" ", 2);
+      try {
+        checkReply({ method, url: new URL(target, to), status: reply.status, headers, body: reply.text });
+      } catch (e) {
+        return reject(e);
+      }
+      resolve(reply);
     });
     s.write(send);
   });

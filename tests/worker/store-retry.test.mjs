@@ -9,7 +9,7 @@ import { test } from "node:test";
 import assert from "node:assert/strict";
 import fs from "node:fs";
 import { execFileSync } from "node:child_process";
-import { start, post, get, tempDir, databases, sqlite, logged, logSettled } from "./harness.mjs";
+import { start, post, get, tempDir, databases, sqlite, logged, logSettled, TOKEN } from "./harness.mjs";
 
 const pkgUrl = new URL("../../pkg/", import.meta.url);
 const pkg = await import(new URL("reconnect_dedupe.js", pkgUrl));
@@ -141,6 +141,28 @@ test("a device-object call that throws is retried, 3 calls in all, then 503 devi
       }
     },
   );
+});
+
+test("every call to a device object that throws answers 503 device_unavailable with Retry-After, the ledger and a re-drive as the other device routes", async () => {
+  // As above: the object's constructor throws, so every call to it does.
+  const fault = "DELETE FROM stats_flush; CREATE TRIGGER refuse BEFORE INSERT ON stats_flush BEGIN SELECT RAISE(ABORT, 'injected'); END;";
+  await withFault(fault, async (w) => {
+    const auth = { authorization: `Bearer ${TOKEN}` };
+    const calls = [
+      ["GET", "readings"],
+      ["POST", "redrive"],
+      ["GET", "gaps"],
+      ["GET", "history"],
+      ["GET", "config"],
+      ["POST", "reset"],
+    ];
+    for (const [method, route] of calls) {
+      const res = await w.call(`/v1/devices/${DEV}/${route}`, { method, headers: auth });
+      const body = await res.json();
+      assert.deepEqual([res.status, body.error?.code, res.headers.get("retry-after")], [503, "device_unavailable", "1"], `${method} ${route}: ${JSON.stringify(body)}`);
+      assert.match(body.error.message, /injected/);
+    }
+  });
 });
 
 /** The `counters` of DEV's object (its database names it in `registered`), read while no runtime holds it. */
