@@ -799,7 +799,7 @@ export const OPENAPI = {
         required: [
           "devices", "received", "unique", "duplicates_suppressed", "cross_path_duplicates", "rejected", "parked", "seq_reuses", "recovered_seqs", "seq_resets", "conflicts",
           "pending_deliveries", "oldest_undelivered_age_ms", "delivered", "failed_attempts", "ledger_rows", "refused_by_origin", "parked_uplinks", "missing_seqs",
-          "ignored_events", "simulated_uplinks", "as_of", "stats_flush_ms",
+          "ignored_events", "simulated_uplinks", "rejected_by_code", "backfill_requests", "last_flush_at", "as_of", "stats_flush_ms",
         ],
         additionalProperties: false,
         properties: {
@@ -808,6 +808,20 @@ export const OPENAPI = {
           ),
           oldest_undelivered_age_ms: nullable(integer()),
           ignored_events: { type: "object", description: "Acknowledged messages by `<route>/<event>`.", propertyNames: { pattern: "^(ttn|chirpstack|helium|loriot)/.+$" }, additionalProperties: integer(1) },
+          rejected_by_code: {
+            type: "object",
+            description: "`rejected` by code, adding up to it; `not_recorded`: rejections counted by an earlier version, which kept no code.",
+            propertyNames: { anyOf: [schema("RejectionCode"), { const: "not_recorded" }] },
+            additionalProperties: integer(1),
+          },
+          backfill_requests: {
+            type: "object",
+            description: "History requests (README \"Asking the sensor for what is missing\") by step: made, accepted by the network server, then closed as answered, expired, failed or cancelled.",
+            required: ["requested", "sent", "answered", "expired", "failed", "cancelled"],
+            additionalProperties: false,
+            properties: Object.fromEntries(["requested", "sent", "answered", "expired", "failed", "cancelled"].map((n) => [n, integer()])),
+          },
+          last_flush_at: { ...nullable(schema("Time")), description: "When the newest device flush reached the roll-up; null before the first." },
           as_of: schema("Time"),
           stats_flush_ms: integer(1),
         },
