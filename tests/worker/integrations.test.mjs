@@ -187,21 +187,44 @@ test("a webhook made from the template, as the Console makes it, delivers uplink
 
 // --- ChirpStack ---------------------------------------------------------------------
 
-/** A stand-in for ChirpStack's REST API: records each request, answers `statuses` in turn. */
-async function chirpstackApi(statuses) {
-  const requests = [];
+/**
+ * A stand-in for ChirpStack v4's REST API holding one application's HTTP integration
+ * (`api.integration`, null while there is none), answering as ChirpStack does
+ * (chirpstack/chirpstack at d77207c; chirpstack-rest-api is grpc-gateway, which answers
+ * a gRPC error as `{code, message, details}` with the HTTP status of its code):
+ * - an API key other than `key`: Unauthenticated (src/api/auth/mod.rs) → 401;
+ * - POST, CreateHttpIntegration: inserts the row keyed (application_id, kind)
+ *   (src/storage/application.rs `create_integration`). When the application has one,
+ *   the insert's unique violation is no AlreadyExists: `Error::from_diesel` maps only
+ *   NotFound (src/storage/error.rs), so it is Internal (src/api/error.rs) → 500;
+ * - PUT, UpdateHttpIntegration: updates the row (`update_integration`); when there is
+ *   none, diesel's NotFound → NotFound → 404.
+ * Every request is recorded.
+ */
+async function chirpstackApi({ key = "cs-api-key", integration = null } = {}) {
+  const api = { requests: [], integration };
+  const answer = (res, status, body) => res.writeHead(status, { "content-type": "application/json" }).end(JSON.stringify(body));
+  const error = (res, status, code, message) => answer(res, status, { code, message, details: [] });
   const server = http.createServer((req, res) => {
     let data = "";
     req.on("data", (c) => (data += c));
     req.on("end", () => {
-      requests.push({ method: req.method, path: req.url, headers: req.headers, body: JSON.parse(data) });
-      const status = statuses[requests.length - 1] ?? 500;
-      res.writeHead(status, { "content-type": "application/json" });
-      res.end(status === 200 ? "{}" : JSON.stringify({ code: 6, message: "Object already exists", details: [] }));
+      const body = JSON.parse(data);
+      api.requests.push({ method: req.method, path: req.url, headers: req.headers, body });
+      if (req.headers["grpc-metadata-authorization"] !== `Bearer ${key}`) return error(res, 401, 16, "InvalidToken");
+      if (req.method === "POST" && api.integration) {
+        return error(res, 500, 13, 'duplicate key value violates unique constraint "application_integration_pkey"');
+      }
+      if (req.method === "PUT" && !api.integration) return error(res, 404, 5, `Object does not exist (id: ${APP})`);
+      api.integration = body.integration;
+      answer(res, 200, {});
     });
   });
   await new Promise((r) => server.listen(0, "127.0.0.1", r));
-  return { url: `http://127.0.0.1:${server.address().port}`, requests, close: () => new Promise((r) => server.close(r)) };
+  server.unref(); // a test that fails before close() must not keep the file running
+  api.url = `http://127.0.0.1:${server.address().port}`;
+  api.close = () => new Promise((r) => server.close(r));
+  return api;
 }
 
 /** Runs integrations/chirpstack/http-integration.sh with `env`: `{code, stdout, stderr}`. */
@@ -226,41 +249,49 @@ const snippetEnv = (api) => ({
 const ajv = new Ajv({ strict: false, allErrors: true, validateFormats: false });
 const integrationBody = ajv.compile(JSON.parse(read("tests/fixtures/chirpstack-rest-api/http-integration-body.schema.json")));
 
-test("the ChirpStack snippet creates the HTTP integration through ChirpStack's REST API, or replaces it", async () => {
-  for (const [statuses, methods] of [[[200], ["POST"]], [[409, 200], ["POST", "PUT"]]]) {
-    const api = await chirpstackApi(statuses);
-    const run = await runSnippet(snippetEnv(api));
-    await api.close();
+test("the ChirpStack snippet creates the HTTP integration through ChirpStack's REST API, and replaces it when run again", async () => {
+  const api = await chirpstackApi();
+  const integration = (token) => ({ encoding: "JSON", eventEndpointUrl: "https://rd.example.workers.dev/v1/uplinks/chirpstack", headers: { Authorization: `Bearer ${token}` } });
+  const methods = [];
+  // The second run replaces the first's integration, here with a new token.
+  for (const token of ["old-token", TOKEN]) {
+    const run = await runSnippet({ ...snippetEnv(api), INGEST_TOKEN: token });
     assert.equal(run.code, 0, run.stderr);
     assert.equal(run.stdout, `http-integration.sh: application ${APP} now posts its events to https://rd.example.workers.dev/v1/uplinks/chirpstack\n`);
-    assert.deepEqual(api.requests.map((r) => r.method), methods);
-    for (const r of api.requests) {
+    assert.deepEqual(api.integration, integration(token));
+    const requests = api.requests.splice(0);
+    methods.push(requests.map((r) => r.method));
+    for (const r of requests) {
       assert.equal(r.path, `/api/applications/${APP}/integrations/http`);
       assert.equal(r.headers["grpc-metadata-authorization"], "Bearer cs-api-key");
       assert.ok(integrationBody(r.body), JSON.stringify(integrationBody.errors));
-      assert.deepEqual(r.body, {
-        integration: { encoding: "JSON", eventEndpointUrl: "https://rd.example.workers.dev/v1/uplinks/chirpstack", headers: { Authorization: `Bearer ${TOKEN}` } },
-      });
+      assert.deepEqual(r.body, { integration: integration(token) });
     }
   }
+  await api.close();
+  // A PUT first: ChirpStack answers 404 when there is no integration to replace, and
+  // the POST creates it; a POST when one exists would be a 500.
+  assert.deepEqual(methods, [["PUT", "POST"], ["PUT"]]);
 });
 
 test("the ChirpStack snippet escapes a token for JSON, and refuses to start without its settings or over http", async () => {
-  const api = await chirpstackApi([200]);
+  const api = await chirpstackApi();
   const run = await runSnippet({ ...snippetEnv(api), INGEST_TOKEN: 'a"b\\c' });
   assert.equal(run.code, 0, run.stderr);
-  assert.equal(api.requests[0].body.integration.headers.Authorization, 'Bearer a"b\\c');
+  assert.equal(api.integration.headers.Authorization, 'Bearer a"b\\c');
+  const made = api.requests.length;
   const missing = await runSnippet({ ...snippetEnv(api), APPLICATION_ID: "" });
   assert.equal(missing.code, 2);
   assert.match(missing.stderr, /set APPLICATION_ID/);
   const plain = await runSnippet({ ...snippetEnv(api), WORKER_URL: "http://rd.example.org" });
   assert.equal(plain.code, 2);
   assert.match(plain.stderr, /must start with https:\/\//);
-  const failed = await runSnippet({ ...snippetEnv({ url: api.url }), CHIRPSTACK_API_TOKEN: "x" });
-  assert.equal(failed.code, 1); // the stand-in answers 500 once its statuses are used up
-  assert.match(failed.stderr, /ChirpStack answered 500/);
+  // ChirpStack's reply to a key it does not know, passed on.
+  const failed = await runSnippet({ ...snippetEnv(api), CHIRPSTACK_API_TOKEN: "x" });
+  assert.equal(failed.code, 1);
+  assert.equal(failed.stderr, 'http-integration.sh: ChirpStack answered 401: {"code":16,"message":"InvalidToken","details":[]}\n');
   await api.close();
-  assert.equal(api.requests.length, 2);
+  assert.equal(api.requests.length, made + 1, "nothing sent without its settings or over http; nothing after a refusal");
 });
 
 /** Posts `body` as ChirpStack's HTTP integration does with `integration`: each endpoint, `?event=`, its headers. */
@@ -276,10 +307,10 @@ async function chirpstackPost(integration, event, body) {
 }
 
 test("every ChirpStack event fixture, posted as the configured integration posts it, is answered 200", async () => {
-  const api = await chirpstackApi([200]);
+  const api = await chirpstackApi();
   await runSnippet(snippetEnv(api));
   await api.close();
-  const { integration } = api.requests[0].body;
+  const { integration } = api;
   const dir = path.join(root, "tests/fixtures/webhooks/chirpstack");
   const events = fs.readdirSync(dir).map((f) => f.replace(/\.json$/, "")).sort();
   assert.deepEqual(events, ["ack", "integration", "join", "location", "log", "status", "txack", "up"]);
