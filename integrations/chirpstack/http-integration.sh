@@ -7,7 +7,8 @@
 #   APPLICATION_ID=<application UUID> WORKER_URL=https://rd.example.workers.dev \
 #   INGEST_TOKEN=<token> bash http-integration.sh
 #
-# It creates the integration (POST), or replaces an existing one (PUT). The request
+# It replaces the application's integration (PUT), or creates it (POST) when there is
+# none, so running it again changes the URL or token. The request
 # is ChirpStack's REST API (chirpstack-rest-api, openapiv2/api/application.swagger.json:
 # ApplicationService_CreateHttpIntegration / _UpdateHttpIntegration), authorised by
 # the "Grpc-Metadata-Authorization: Bearer <API key>" header that API reads.
@@ -40,10 +41,14 @@ send() {
     -H 'Content-Type: application/json' --data-binary @- <<<"$body"
 }
 
-reply=$(send POST)
-if [ "${reply##*$'\n'}" = 409 ]; then
-  # gRPC AlreadyExists: the application has an HTTP integration; replace it.
-  reply=$(send PUT)
+# PUT first: ChirpStack answers 404 (NotFound) when the application has no HTTP
+# integration to replace, and only then is it created. Not POST first: ChirpStack
+# answers a create of an existing one 500, not 409 (the database's unique violation
+# becomes gRPC Internal: chirpstack src/storage/error.rs `from_diesel` maps only
+# NotFound), which no script can tell from a real failure.
+reply=$(send PUT)
+if [ "${reply##*$'\n'}" = 404 ]; then
+  reply=$(send POST)
 fi
 status=${reply##*$'\n'}
 if [ "$status" != 200 ]; then
