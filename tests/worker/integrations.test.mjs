@@ -146,6 +146,10 @@ test("the rules catch what the lorawan-webhook-templates CI refuses", () => {
   assert.deepEqual(broken((c) => (c.paths["join-accept"] = `/${"x".repeat(64)}`)), ["paths.join-accept: a string of at most 64 characters"]);
   assert.deepEqual(broken((c) => (c.paths["uplink-mesage"] = "/v1/uplinks/ttn")), ["paths: unknown key uplink-mesage"]);
   assert.deepEqual(broken((c) => (c.name = "reconnect-dedupe for bins")), ["name: a string of at most 20 characters"]);
+  // Go's len() counts bytes: 60 characters of two bytes each are 120.
+  assert.deepEqual(broken((c) => (c.description = "é".repeat(60))), ["description: a string of at most 100 bytes"]);
+  assert.deepEqual(broken((c) => (c.fields[0].name = "Hôte du worker (é)")), []);
+  assert.deepEqual(broken((c) => (c.fields[0].name = "Hôte du worker (éé)")), ["field host: name longer than 20 bytes"]);
   assert.deepEqual(broken((c) => (c["base-url"] = "https://{host")), ['base-url: "https://{host" is not an RFC 6570 URI template']);
   assert.deepEqual(broken((c) => (c.headers.Authorization = "Bearer {tokn}")), ["header Authorization: undefined field {tokn}"]);
 });
