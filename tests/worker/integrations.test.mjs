@@ -41,12 +41,14 @@ function templateViolations(t) {
   const KEYS = ["template-id", "name", "description", "logo-url", "info-url", "documentation-url", "tts-documentation-url", "base-url", "headers", "format", "fields", "create-downlink-api-key", "paths", "field-mask"];
   const FIELD_KEYS = ["id", "name", "description", "secret", "default-value", "optional"];
   const PATHS = ["uplink-message", "uplink-normalized", "join-accept", "downlink-ack", "downlink-nack", "downlink-sent", "downlink-failed", "downlink-queued", "downlink-queue-invalidated", "location-solved", "service-data"];
+  // Go's len(), which validate.go's limits use: UTF-8 bytes, not characters.
+  const bytes = (s) => Buffer.byteLength(s ?? "");
   const unknown = (obj, keys, where) => Object.keys(obj ?? {}).filter((k) => !keys.includes(k)).forEach((k) => out.push(`${where}: unknown key ${k}`));
   const fields = t.fields ?? [];
   unknown(t, KEYS, "template");
-  if (!IDENTIFIER.test(t["template-id"] ?? "") || t["template-id"].length > 32) out.push(`template-id ${t["template-id"]} is not valid`);
-  if (typeof t.name !== "string" || t.name.length > 20) out.push("name: a string of at most 20 characters");
-  if (typeof t.description !== "string" || t.description.length > 100) out.push("description: a string of at most 100 characters");
+  if (!IDENTIFIER.test(t["template-id"] ?? "") || bytes(t["template-id"]) > 32) out.push(`template-id ${t["template-id"]} is not valid`);
+  if (typeof t.name !== "string" || bytes(t.name) > 20) out.push("name: a string of at most 20 bytes");
+  if (typeof t.description !== "string" || bytes(t.description) > 100) out.push("description: a string of at most 100 bytes");
   if (!IDENTIFIER.test(t.format ?? "")) out.push(`format ${t.format} is not valid`);
   for (const k of ["logo-url", "info-url", "documentation-url", "tts-documentation-url"]) {
     if (t[k] !== undefined && t[k] !== "" && !/^https:\/\/[^\s]+$/.test(t[k])) out.push(`${k} is not an https URL`);
@@ -54,10 +56,10 @@ function templateViolations(t) {
   if (typeof t["create-downlink-api-key"] !== "boolean") out.push("create-downlink-api-key: true or false");
   for (const f of fields) {
     unknown(f, FIELD_KEYS, `field ${f.id}`);
-    if (typeof f.id !== "string" || !FIELD_ID.test(f.id) || f.id.length > 32) out.push(`field id ${f.id} is not valid`);
-    if ((f.name ?? "").length > 20) out.push(`field ${f.id}: name longer than 20`);
-    if ((f.description ?? "").length > 100) out.push(`field ${f.id}: description longer than 100`);
-    if ((f["default-value"] ?? "").length > 100) out.push(`field ${f.id}: default-value longer than 100`);
+    if (typeof f.id !== "string" || !FIELD_ID.test(f.id) || bytes(f.id) > 32) out.push(`field id ${f.id} is not valid`);
+    if (bytes(f.name) > 20) out.push(`field ${f.id}: name longer than 20 bytes`);
+    if (bytes(f.description) > 100) out.push(`field ${f.id}: description longer than 100 bytes`);
+    if (bytes(f["default-value"]) > 100) out.push(`field ${f.id}: default-value longer than 100 bytes`);
   }
   const defined = (name) => BUILTIN.includes(name) || fields.some((f) => f.id === name);
   const uri = (text, where) => {
@@ -72,7 +74,7 @@ function templateViolations(t) {
   }
   unknown(t.paths, PATHS, "paths");
   for (const [k, v] of Object.entries(t.paths ?? {})) {
-    if (typeof v !== "string" || v.length > 64) out.push(`paths.${k}: a string of at most 64 characters`);
+    if (typeof v !== "string" || bytes(v) > 64) out.push(`paths.${k}: a string of at most 64 bytes`);
     else uri(v, `paths.${k}`);
   }
   return out;
@@ -143,9 +145,9 @@ test("the rules catch what the lorawan-webhook-templates CI refuses", () => {
   };
   assert.deepEqual(broken((c) => (c["template-id"] = "Reconnect_Dedupe")), ["template-id Reconnect_Dedupe is not valid"]);
   assert.deepEqual(broken((c) => (c.paths["uplink-message"] = "/v1/uplinks/{route}")), ["paths.uplink-message: undefined field {route}"]);
-  assert.deepEqual(broken((c) => (c.paths["join-accept"] = `/${"x".repeat(64)}`)), ["paths.join-accept: a string of at most 64 characters"]);
+  assert.deepEqual(broken((c) => (c.paths["join-accept"] = `/${"x".repeat(64)}`)), ["paths.join-accept: a string of at most 64 bytes"]);
   assert.deepEqual(broken((c) => (c.paths["uplink-mesage"] = "/v1/uplinks/ttn")), ["paths: unknown key uplink-mesage"]);
-  assert.deepEqual(broken((c) => (c.name = "reconnect-dedupe for bins")), ["name: a string of at most 20 characters"]);
+  assert.deepEqual(broken((c) => (c.name = "reconnect-dedupe for bins")), ["name: a string of at most 20 bytes"]);
   // Go's len() counts bytes: 60 characters of two bytes each are 120.
   assert.deepEqual(broken((c) => (c.description = "é".repeat(60))), ["description: a string of at most 100 bytes"]);
   assert.deepEqual(broken((c) => (c.fields[0].name = "Hôte du worker (é)")), []);
