@@ -114,14 +114,16 @@ function instantiate(t, values) {
 }
 
 /**
- * Where the webhook posts a message: the base URL's path joined with the message's
- * (lorawan-stack pkg/applicationserver/io/web/webhooks.go `newRequest`:
- * `url.Path = path.Join(url.Path, cfg.Path)`).
+ * Where The Things Stack posts a message (lorawan-stack pkg/applicationserver/io/web/
+ * request.go `NewRequest`, v3.32; path.Join only before v3.7): the message path, its
+ * leading slashes dropped, resolved against the base URL with a slash added to its
+ * path, so that a path prefix in the base URL is kept.
  */
 function webhookUrl(hook, message) {
-  const url = new URL(hook.base_url);
-  url.pathname = path.posix.join(url.pathname, hook.paths[message]);
-  return url.href;
+  const base = new URL(hook.base_url);
+  const messagePath = hook.paths[message];
+  if (messagePath.split(/[?#]/)[0] !== "" && !base.pathname.endsWith("/")) base.pathname += "/";
+  return new URL(messagePath.replace(/^\/+/, ""), base).href;
 }
 
 const template = () => YAML.parse(read("integrations/tts/reconnect-dedupe.yml"), { strict: true, uniqueKeys: true });
