@@ -291,15 +291,23 @@ test("the ChirpStack snippet escapes a token for JSON, and refuses to start with
   const missing = await runSnippet({ ...snippetEnv(api), APPLICATION_ID: "" });
   assert.equal(missing.code, 2);
   assert.match(missing.stderr, /set APPLICATION_ID/);
-  const plain = await runSnippet({ ...snippetEnv(api), WORKER_URL: "http://rd.example.org" });
-  assert.equal(plain.code, 2);
-  assert.match(plain.stderr, /must start with https:\/\//);
+  // Plain http only to this machine: not to a host whose name merely begins like it.
+  for (const url of ["http://rd.example.org", "http://localhost.example.org", "http://127.0.0.1.nip.io/", "http://localhost:8787@rd.example.org/"]) {
+    const plain = await runSnippet({ ...snippetEnv(api), WORKER_URL: url });
+    assert.equal(plain.code, 2, url);
+    assert.match(plain.stderr, /must start with https:\/\//);
+  }
+  for (const url of ["http://localhost:8787", "http://127.0.0.1:8787/", "http://localhost"]) {
+    const local = await runSnippet({ ...snippetEnv(api), WORKER_URL: url });
+    assert.equal(local.code, 0, `${url}: ${local.stderr}`);
+  }
+  assert.equal(api.integration.eventEndpointUrl, "http://localhost/v1/uplinks/chirpstack");
   // ChirpStack's reply to a key it does not know, passed on.
   const failed = await runSnippet({ ...snippetEnv(api), CHIRPSTACK_API_TOKEN: "x" });
   assert.equal(failed.code, 1);
   assert.equal(failed.stderr, 'http-integration.sh: ChirpStack answered 401: {"code":16,"message":"InvalidToken","details":[]}\n');
   await api.close();
-  assert.equal(api.requests.length, made + 1, "nothing sent without its settings or over http; nothing after a refusal");
+  assert.equal(api.requests.length, made + 3 + 1, "nothing sent without its settings or over http; nothing after a refusal");
 });
 
 /** Posts `body` as ChirpStack's HTTP integration does with `integration`: each endpoint, `?event=`, its headers. */
