@@ -20,10 +20,13 @@ for name in CHIRPSTACK_URL CHIRPSTACK_API_TOKEN APPLICATION_ID WORKER_URL INGEST
     exit 2
   fi
 done
-case "$WORKER_URL" in
-  https://*|http://127.0.0.1*|http://localhost*) ;;
-  *) echo "http-integration.sh: WORKER_URL must start with https:// (the token travels in a header)" >&2; exit 2 ;;
-esac
+# Plain http only to this machine (a worker under `wrangler dev` beside ChirpStack):
+# the whole host must be localhost or 127.0.0.1, not merely begin so
+# (localhost.example.org, or localhost:8787@example.org whose host is example.org).
+if [[ $WORKER_URL != https://* && ! $WORKER_URL =~ ^http://(localhost|127\.0\.0\.1)(:[0-9]+)?(/.*)?$ ]]; then
+  echo "http-integration.sh: WORKER_URL must start with https:// (the token travels in a header)" >&2
+  exit 2
+fi
 
 # JSON string contents: the token is printable ASCII (the worker refuses others), so
 # a backslash and a double quote are all that need escaping; a URL has neither.
