@@ -6,7 +6,8 @@ import assert from "node:assert/strict";
 import fs from "node:fs";
 import http from "node:http";
 import path from "node:path";
-import { execFile } from "node:child_process";
+import { execFile, execFileSync } from "node:child_process";
+import os from "node:os";
 import YAML from "yaml";
 import { parseTemplate } from "url-template";
 import Ajv from "ajv";
@@ -308,6 +309,24 @@ test("the ChirpStack snippet escapes a token for JSON, and refuses to start with
   assert.equal(failed.stderr, 'http-integration.sh: ChirpStack answered 401: {"code":16,"message":"InvalidToken","details":[]}\n');
   await api.close();
   assert.equal(api.requests.length, made + 3 + 1, "nothing sent without its settings or over http; nothing after a refusal");
+});
+
+test("the ChirpStack snippet puts no secret on a command line, where any local user reads it (ps, /proc/<pid>/cmdline)", async (t) => {
+  // The real curl, behind a script of the same name first on PATH that records the
+  // arguments it is started with.
+  const dir = fs.mkdtempSync(path.join(os.tmpdir(), "rd-curl-"));
+  t.after(() => fs.rmSync(dir, { recursive: true, force: true }));
+  const real = execFileSync("bash", ["-c", "command -v curl"], { encoding: "utf8" }).trim();
+  fs.writeFileSync(path.join(dir, "curl"), `#!/bin/sh\nprintf '%s\\n' "$@" >> "${dir}/argv"\nexec ${real} "$@"\n`, { mode: 0o755 });
+  const api = await chirpstackApi({ key: "cs-api-key-4f1d" });
+  const run = await runSnippet({ ...snippetEnv(api), CHIRPSTACK_API_TOKEN: "cs-api-key-4f1d", INGEST_TOKEN: "ingest-token-9c2e", PATH: `${dir}:${process.env.PATH}` });
+  await api.close();
+  assert.equal(run.code, 0, run.stderr);
+  const argv = fs.readFileSync(path.join(dir, "argv"), "utf8");
+  assert.match(argv, /\/api\/applications\//, "the spy saw curl's arguments");
+  assert.equal(argv.includes("cs-api-key-4f1d"), false, "the ChirpStack API key is on curl's command line");
+  assert.equal(argv.includes("ingest-token-9c2e"), false, "the ingest token is on curl's command line");
+  assert.equal(api.requests.at(-1).headers["grpc-metadata-authorization"], "Bearer cs-api-key-4f1d");
 });
 
 /** Posts `body` as ChirpStack's HTTP integration does with `integration`: each endpoint, `?event=`, its headers. */
