@@ -37,10 +37,13 @@ body=$(printf '{"integration":{"encoding":"JSON","eventEndpointUrl":%s,"headers"
   "$(json_string "$endpoint")" "$(json_string "Bearer $INGEST_TOKEN")")
 url="${CHIRPSTACK_URL%/}/api/applications/${APPLICATION_ID}/integrations/http"
 
-# Prints ChirpStack's reply, then its status on a line of its own.
+# Prints ChirpStack's reply, then its status on a line of its own. Secrets reach curl
+# through files, never its arguments, which any local user can read while it runs
+# (ps): the key header through a pipe written by printf (a builtin: no process of its
+# own), the body (with the ingest token) on stdin. `-H @file`: curl 7.55 or later.
 send() {
   curl -sS -w '\n%{http_code}' -X "$1" "$url" \
-    -H "Grpc-Metadata-Authorization: Bearer $CHIRPSTACK_API_TOKEN" \
+    -H @<(printf 'Grpc-Metadata-Authorization: Bearer %s\n' "$CHIRPSTACK_API_TOKEN") \
     -H 'Content-Type: application/json' --data-binary @- <<<"$body"
 }
 
