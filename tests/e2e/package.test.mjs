@@ -146,6 +146,17 @@ test('Node: every key vector and rejection vector through the installed package'
   assert.equal(got.unique.filter((k, i) => got.unique.slice(0, i).some((h) => deviceSeq(h) === deviceSeq(k))).length, 26);
 });
 
+test('Node: bundled for Node (which the README advises against), the Node entry says why it cannot start', async () => {
+  // esbuild --platform=node resolves the `node` condition and inlines lib/node.js, whose
+  // .wasm is then not beside the bundle (format esm) or has no import.meta.url (cjs).
+  for (const [format, out] of [['esm', 'node-bundle/esm.mjs'], ['cjs', 'node-bundle/cjs.cjs']]) {
+    await run(bin('.bin/esbuild'), ['dedupe.mjs', '--bundle', '--platform=node', `--format=${format}`, `--outfile=${out}`, '--log-level=error'], app);
+    const failed = await run(process.execPath, [out], app).then(() => null, (e) => e.message);
+    assert.ok(failed, `${format}: the bundle ran`);
+    assert.match(failed, /Error: reconnect-dedupe: cannot read reconnect_dedupe_bg\.wasm beside its Node entry \(.+\); a bundle for Node must leave reconnect-dedupe external/, format);
+  }
+});
+
 test('Node: require() of the package, where Node loads ES modules with require()', { skip: !process.features.require_module && `Node ${process.version} cannot require() an ES module` }, async () => {
   const script = "const { idempotencyKey } = require('reconnect-dedupe'); console.log(require.resolve('reconnect-dedupe')); " +
     "console.log(idempotencyKey({ device_id: 'bin-A17', seq: 41, ts: '2026-07-16T09:00:00Z', fill_pct: 62.5 }));";
