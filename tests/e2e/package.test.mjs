@@ -3,9 +3,9 @@
 // directory, and used there by its name. The package README's examples run as written
 // (each is a whole file whose first line names it): in Node, in Chromium bundled by
 // esbuild and without a bundler, and in workerd bundled by wrangler; what they print
-// must be what the README says they print. tsc checks the declarations from the
-// project, the key vectors go through the installed package in Node, and the README's
-// error codes are the core's.
+// must be what the README says they print; so must the Errors example in Node. tsc
+// checks the declarations from the project, the key vectors go through the installed
+// package in Node, and the README's error codes are the core's.
 // Tools come from this repository's node_modules (the fresh project cannot install
 // them offline); each resolves `reconnect-dedupe` from the fresh project.
 import { test, before, after } from 'node:test';
@@ -144,6 +144,28 @@ test('Node: every key vector and rejection vector through the installed package'
   });
   const deviceSeq = (key) => key.slice(0, key.lastIndexOf(':'));
   assert.equal(got.unique.filter((k, i) => got.unique.slice(0, i).some((h) => deviceSeq(h) === deviceSeq(k))).length, 26);
+});
+
+test("Node: the README's error example, run as written, gives the code and message its comments say", async () => {
+  const block = readme.match(/^## Errors\n[\s\S]*?```js\n([\s\S]*?)```/m)?.[1];
+  assert.ok(block, 'the README has an Errors example');
+  const said = [...block.matchAll(/^(\s*)(e\.\w+);\s*\/\/ (".*")$/gm)];
+  assert.deepEqual(said.map((m) => m[2]), ['e.code', 'e.message']);
+  // Each `e.member; // "value"` line prints the member instead.
+  const script = `import { idempotencyKey } from "reconnect-dedupe";\n${block.replace(/^(\s*)(e\.\w+);/gm, '$1console.log(JSON.stringify($2));')}`;
+  const printed = lines(await run(process.execPath, ['--input-type=module', '-e', script], app));
+  assert.deepEqual(printed, said.map((m) => m[3]));
+});
+
+test('Node: bundled for Node (which the README advises against), the Node entry says why it cannot start', async () => {
+  // esbuild --platform=node resolves the `node` condition and inlines lib/node.js, whose
+  // .wasm is then not beside the bundle (format esm) or has no import.meta.url (cjs).
+  for (const [format, out] of [['esm', 'node-bundle/esm.mjs'], ['cjs', 'node-bundle/cjs.cjs']]) {
+    await run(bin('.bin/esbuild'), ['dedupe.mjs', '--bundle', '--platform=node', `--format=${format}`, `--outfile=${out}`, '--log-level=error'], app);
+    const failed = await run(process.execPath, [out], app).then(() => null, (e) => e.message);
+    assert.ok(failed, `${format}: the bundle ran`);
+    assert.match(failed, /Error: reconnect-dedupe: cannot read reconnect_dedupe_bg\.wasm beside its Node entry \(.+\); a bundle for Node must leave reconnect-dedupe external/, format);
+  }
 });
 
 test('Node: require() of the package, where Node loads ES modules with require()', { skip: !process.features.require_module && `Node ${process.version} cannot require() an ES module` }, async () => {

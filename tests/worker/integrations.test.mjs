@@ -6,7 +6,8 @@ import assert from "node:assert/strict";
 import fs from "node:fs";
 import http from "node:http";
 import path from "node:path";
-import { execFile } from "node:child_process";
+import { execFile, execFileSync } from "node:child_process";
+import os from "node:os";
 import YAML from "yaml";
 import { parseTemplate } from "url-template";
 import Ajv from "ajv";
@@ -41,12 +42,14 @@ function templateViolations(t) {
   const KEYS = ["template-id", "name", "description", "logo-url", "info-url", "documentation-url", "tts-documentation-url", "base-url", "headers", "format", "fields", "create-downlink-api-key", "paths", "field-mask"];
   const FIELD_KEYS = ["id", "name", "description", "secret", "default-value", "optional"];
   const PATHS = ["uplink-message", "uplink-normalized", "join-accept", "downlink-ack", "downlink-nack", "downlink-sent", "downlink-failed", "downlink-queued", "downlink-queue-invalidated", "location-solved", "service-data"];
+  // Go's len(), which validate.go's limits use: UTF-8 bytes, not characters.
+  const bytes = (s) => Buffer.byteLength(s ?? "");
   const unknown = (obj, keys, where) => Object.keys(obj ?? {}).filter((k) => !keys.includes(k)).forEach((k) => out.push(`${where}: unknown key ${k}`));
   const fields = t.fields ?? [];
   unknown(t, KEYS, "template");
-  if (!IDENTIFIER.test(t["template-id"] ?? "") || t["template-id"].length > 32) out.push(`template-id ${t["template-id"]} is not valid`);
-  if (typeof t.name !== "string" || t.name.length > 20) out.push("name: a string of at most 20 characters");
-  if (typeof t.description !== "string" || t.description.length > 100) out.push("description: a string of at most 100 characters");
+  if (!IDENTIFIER.test(t["template-id"] ?? "") || bytes(t["template-id"]) > 32) out.push(`template-id ${t["template-id"]} is not valid`);
+  if (typeof t.name !== "string" || bytes(t.name) > 20) out.push("name: a string of at most 20 bytes");
+  if (typeof t.description !== "string" || bytes(t.description) > 100) out.push("description: a string of at most 100 bytes");
   if (!IDENTIFIER.test(t.format ?? "")) out.push(`format ${t.format} is not valid`);
   for (const k of ["logo-url", "info-url", "documentation-url", "tts-documentation-url"]) {
     if (t[k] !== undefined && t[k] !== "" && !/^https:\/\/[^\s]+$/.test(t[k])) out.push(`${k} is not an https URL`);
@@ -54,10 +57,10 @@ function templateViolations(t) {
   if (typeof t["create-downlink-api-key"] !== "boolean") out.push("create-downlink-api-key: true or false");
   for (const f of fields) {
     unknown(f, FIELD_KEYS, `field ${f.id}`);
-    if (typeof f.id !== "string" || !FIELD_ID.test(f.id) || f.id.length > 32) out.push(`field id ${f.id} is not valid`);
-    if ((f.name ?? "").length > 20) out.push(`field ${f.id}: name longer than 20`);
-    if ((f.description ?? "").length > 100) out.push(`field ${f.id}: description longer than 100`);
-    if ((f["default-value"] ?? "").length > 100) out.push(`field ${f.id}: default-value longer than 100`);
+    if (typeof f.id !== "string" || !FIELD_ID.test(f.id) || bytes(f.id) > 32) out.push(`field id ${f.id} is not valid`);
+    if (bytes(f.name) > 20) out.push(`field ${f.id}: name longer than 20 bytes`);
+    if (bytes(f.description) > 100) out.push(`field ${f.id}: description longer than 100 bytes`);
+    if (bytes(f["default-value"]) > 100) out.push(`field ${f.id}: default-value longer than 100 bytes`);
   }
   const defined = (name) => BUILTIN.includes(name) || fields.some((f) => f.id === name);
   const uri = (text, where) => {
@@ -72,7 +75,7 @@ function templateViolations(t) {
   }
   unknown(t.paths, PATHS, "paths");
   for (const [k, v] of Object.entries(t.paths ?? {})) {
-    if (typeof v !== "string" || v.length > 64) out.push(`paths.${k}: a string of at most 64 characters`);
+    if (typeof v !== "string" || bytes(v) > 64) out.push(`paths.${k}: a string of at most 64 bytes`);
     else uri(v, `paths.${k}`);
   }
   return out;
@@ -112,14 +115,16 @@ function instantiate(t, values) {
 }
 
 /**
- * Where the webhook posts a message: the base URL's path joined with the message's
- * (lorawan-stack pkg/applicationserver/io/web/webhooks.go `newRequest`:
- * `url.Path = path.Join(url.Path, cfg.Path)`).
+ * Where The Things Stack posts a message (lorawan-stack pkg/applicationserver/io/web/
+ * request.go `NewRequest`, v3.32; path.Join only before v3.7): the message path, its
+ * leading slashes dropped, resolved against the base URL with a slash added to its
+ * path, so that a path prefix in the base URL is kept.
  */
 function webhookUrl(hook, message) {
-  const url = new URL(hook.base_url);
-  url.pathname = path.posix.join(url.pathname, hook.paths[message]);
-  return url.href;
+  const base = new URL(hook.base_url);
+  const messagePath = hook.paths[message];
+  if (messagePath.split(/[?#]/)[0] !== "" && !base.pathname.endsWith("/")) base.pathname += "/";
+  return new URL(messagePath.replace(/^\/+/, ""), base).href;
 }
 
 const template = () => YAML.parse(read("integrations/tts/reconnect-dedupe.yml"), { strict: true, uniqueKeys: true });
@@ -143,9 +148,13 @@ test("the rules catch what the lorawan-webhook-templates CI refuses", () => {
   };
   assert.deepEqual(broken((c) => (c["template-id"] = "Reconnect_Dedupe")), ["template-id Reconnect_Dedupe is not valid"]);
   assert.deepEqual(broken((c) => (c.paths["uplink-message"] = "/v1/uplinks/{route}")), ["paths.uplink-message: undefined field {route}"]);
-  assert.deepEqual(broken((c) => (c.paths["join-accept"] = `/${"x".repeat(64)}`)), ["paths.join-accept: a string of at most 64 characters"]);
+  assert.deepEqual(broken((c) => (c.paths["join-accept"] = `/${"x".repeat(64)}`)), ["paths.join-accept: a string of at most 64 bytes"]);
   assert.deepEqual(broken((c) => (c.paths["uplink-mesage"] = "/v1/uplinks/ttn")), ["paths: unknown key uplink-mesage"]);
-  assert.deepEqual(broken((c) => (c.name = "reconnect-dedupe for bins")), ["name: a string of at most 20 characters"]);
+  assert.deepEqual(broken((c) => (c.name = "reconnect-dedupe for bins")), ["name: a string of at most 20 bytes"]);
+  // Go's len() counts bytes: 60 characters of two bytes each are 120.
+  assert.deepEqual(broken((c) => (c.description = "é".repeat(60))), ["description: a string of at most 100 bytes"]);
+  assert.deepEqual(broken((c) => (c.fields[0].name = "Hôte du worker (é)")), []);
+  assert.deepEqual(broken((c) => (c.fields[0].name = "Hôte du worker (éé)")), ["field host: name longer than 20 bytes"]);
   assert.deepEqual(broken((c) => (c["base-url"] = "https://{host")), ['base-url: "https://{host" is not an RFC 6570 URI template']);
   assert.deepEqual(broken((c) => (c.headers.Authorization = "Bearer {tokn}")), ["header Authorization: undefined field {tokn}"]);
 });
@@ -187,21 +196,44 @@ test("a webhook made from the template, as the Console makes it, delivers uplink
 
 // --- ChirpStack ---------------------------------------------------------------------
 
-/** A stand-in for ChirpStack's REST API: records each request, answers `statuses` in turn. */
-async function chirpstackApi(statuses) {
-  const requests = [];
+/**
+ * A stand-in for ChirpStack v4's REST API holding one application's HTTP integration
+ * (`api.integration`, null while there is none), answering as ChirpStack does
+ * (chirpstack/chirpstack at d77207c; chirpstack-rest-api is grpc-gateway, which answers
+ * a gRPC error as `{code, message, details}` with the HTTP status of its code):
+ * - an API key other than `key`: Unauthenticated (src/api/auth/mod.rs) → 401;
+ * - POST, CreateHttpIntegration: inserts the row keyed (application_id, kind)
+ *   (src/storage/application.rs `create_integration`). When the application has one,
+ *   the insert's unique violation is no AlreadyExists: `Error::from_diesel` maps only
+ *   NotFound (src/storage/error.rs), so it is Internal (src/api/error.rs) → 500;
+ * - PUT, UpdateHttpIntegration: updates the row (`update_integration`); when there is
+ *   none, diesel's NotFound → NotFound → 404.
+ * Every request is recorded.
+ */
+async function chirpstackApi({ key = "cs-api-key", integration = null } = {}) {
+  const api = { requests: [], integration };
+  const answer = (res, status, body) => res.writeHead(status, { "content-type": "application/json" }).end(JSON.stringify(body));
+  const error = (res, status, code, message) => answer(res, status, { code, message, details: [] });
   const server = http.createServer((req, res) => {
     let data = "";
     req.on("data", (c) => (data += c));
     req.on("end", () => {
-      requests.push({ method: req.method, path: req.url, headers: req.headers, body: JSON.parse(data) });
-      const status = statuses[requests.length - 1] ?? 500;
-      res.writeHead(status, { "content-type": "application/json" });
-      res.end(status === 200 ? "{}" : JSON.stringify({ code: 6, message: "Object already exists", details: [] }));
+      const body = JSON.parse(data);
+      api.requests.push({ method: req.method, path: req.url, headers: req.headers, body });
+      if (req.headers["grpc-metadata-authorization"] !== `Bearer ${key}`) return error(res, 401, 16, "InvalidToken");
+      if (req.method === "POST" && api.integration) {
+        return error(res, 500, 13, 'duplicate key value violates unique constraint "application_integration_pkey"');
+      }
+      if (req.method === "PUT" && !api.integration) return error(res, 404, 5, `Object does not exist (id: ${APP})`);
+      api.integration = body.integration;
+      answer(res, 200, {});
     });
   });
   await new Promise((r) => server.listen(0, "127.0.0.1", r));
-  return { url: `http://127.0.0.1:${server.address().port}`, requests, close: () => new Promise((r) => server.close(r)) };
+  server.unref(); // a test that fails before close() must not keep the file running
+  api.url = `http://127.0.0.1:${server.address().port}`;
+  api.close = () => new Promise((r) => server.close(r));
+  return api;
 }
 
 /** Runs integrations/chirpstack/http-integration.sh with `env`: `{code, stdout, stderr}`. */
@@ -226,41 +258,75 @@ const snippetEnv = (api) => ({
 const ajv = new Ajv({ strict: false, allErrors: true, validateFormats: false });
 const integrationBody = ajv.compile(JSON.parse(read("tests/fixtures/chirpstack-rest-api/http-integration-body.schema.json")));
 
-test("the ChirpStack snippet creates the HTTP integration through ChirpStack's REST API, or replaces it", async () => {
-  for (const [statuses, methods] of [[[200], ["POST"]], [[409, 200], ["POST", "PUT"]]]) {
-    const api = await chirpstackApi(statuses);
-    const run = await runSnippet(snippetEnv(api));
-    await api.close();
+test("the ChirpStack snippet creates the HTTP integration through ChirpStack's REST API, and replaces it when run again", async () => {
+  const api = await chirpstackApi();
+  const integration = (token) => ({ encoding: "JSON", eventEndpointUrl: "https://rd.example.workers.dev/v1/uplinks/chirpstack", headers: { Authorization: `Bearer ${token}` } });
+  const methods = [];
+  // The second run replaces the first's integration, here with a new token.
+  for (const token of ["old-token", TOKEN]) {
+    const run = await runSnippet({ ...snippetEnv(api), INGEST_TOKEN: token });
     assert.equal(run.code, 0, run.stderr);
     assert.equal(run.stdout, `http-integration.sh: application ${APP} now posts its events to https://rd.example.workers.dev/v1/uplinks/chirpstack\n`);
-    assert.deepEqual(api.requests.map((r) => r.method), methods);
-    for (const r of api.requests) {
+    assert.deepEqual(api.integration, integration(token));
+    const requests = api.requests.splice(0);
+    methods.push(requests.map((r) => r.method));
+    for (const r of requests) {
       assert.equal(r.path, `/api/applications/${APP}/integrations/http`);
       assert.equal(r.headers["grpc-metadata-authorization"], "Bearer cs-api-key");
       assert.ok(integrationBody(r.body), JSON.stringify(integrationBody.errors));
-      assert.deepEqual(r.body, {
-        integration: { encoding: "JSON", eventEndpointUrl: "https://rd.example.workers.dev/v1/uplinks/chirpstack", headers: { Authorization: `Bearer ${TOKEN}` } },
-      });
+      assert.deepEqual(r.body, { integration: integration(token) });
     }
   }
+  await api.close();
+  // A PUT first: ChirpStack answers 404 when there is no integration to replace, and
+  // the POST creates it; a POST when one exists would be a 500.
+  assert.deepEqual(methods, [["PUT", "POST"], ["PUT"]]);
 });
 
 test("the ChirpStack snippet escapes a token for JSON, and refuses to start without its settings or over http", async () => {
-  const api = await chirpstackApi([200]);
+  const api = await chirpstackApi();
   const run = await runSnippet({ ...snippetEnv(api), INGEST_TOKEN: 'a"b\\c' });
   assert.equal(run.code, 0, run.stderr);
-  assert.equal(api.requests[0].body.integration.headers.Authorization, 'Bearer a"b\\c');
+  assert.equal(api.integration.headers.Authorization, 'Bearer a"b\\c');
+  const made = api.requests.length;
   const missing = await runSnippet({ ...snippetEnv(api), APPLICATION_ID: "" });
   assert.equal(missing.code, 2);
   assert.match(missing.stderr, /set APPLICATION_ID/);
-  const plain = await runSnippet({ ...snippetEnv(api), WORKER_URL: "http://rd.example.org" });
-  assert.equal(plain.code, 2);
-  assert.match(plain.stderr, /must start with https:\/\//);
-  const failed = await runSnippet({ ...snippetEnv({ url: api.url }), CHIRPSTACK_API_TOKEN: "x" });
-  assert.equal(failed.code, 1); // the stand-in answers 500 once its statuses are used up
-  assert.match(failed.stderr, /ChirpStack answered 500/);
+  // Plain http only to this machine: not to a host whose name merely begins like it.
+  for (const url of ["http://rd.example.org", "http://localhost.example.org", "http://127.0.0.1.nip.io/", "http://localhost:8787@rd.example.org/"]) {
+    const plain = await runSnippet({ ...snippetEnv(api), WORKER_URL: url });
+    assert.equal(plain.code, 2, url);
+    assert.match(plain.stderr, /must start with https:\/\//);
+  }
+  for (const url of ["http://localhost:8787", "http://127.0.0.1:8787/", "http://localhost"]) {
+    const local = await runSnippet({ ...snippetEnv(api), WORKER_URL: url });
+    assert.equal(local.code, 0, `${url}: ${local.stderr}`);
+  }
+  assert.equal(api.integration.eventEndpointUrl, "http://localhost/v1/uplinks/chirpstack");
+  // ChirpStack's reply to a key it does not know, passed on.
+  const failed = await runSnippet({ ...snippetEnv(api), CHIRPSTACK_API_TOKEN: "x" });
+  assert.equal(failed.code, 1);
+  assert.equal(failed.stderr, 'http-integration.sh: ChirpStack answered 401: {"code":16,"message":"InvalidToken","details":[]}\n');
   await api.close();
-  assert.equal(api.requests.length, 2);
+  assert.equal(api.requests.length, made + 3 + 1, "nothing sent without its settings or over http; nothing after a refusal");
+});
+
+test("the ChirpStack snippet puts no secret on a command line, where any local user reads it (ps, /proc/<pid>/cmdline)", async (t) => {
+  // The real curl, behind a script of the same name first on PATH that records the
+  // arguments it is started with.
+  const dir = fs.mkdtempSync(path.join(os.tmpdir(), "rd-curl-"));
+  t.after(() => fs.rmSync(dir, { recursive: true, force: true }));
+  const real = execFileSync("bash", ["-c", "command -v curl"], { encoding: "utf8" }).trim();
+  fs.writeFileSync(path.join(dir, "curl"), `#!/bin/sh\nprintf '%s\\n' "$@" >> "${dir}/argv"\nexec ${real} "$@"\n`, { mode: 0o755 });
+  const api = await chirpstackApi({ key: "cs-api-key-4f1d" });
+  const run = await runSnippet({ ...snippetEnv(api), CHIRPSTACK_API_TOKEN: "cs-api-key-4f1d", INGEST_TOKEN: "ingest-token-9c2e", PATH: `${dir}:${process.env.PATH}` });
+  await api.close();
+  assert.equal(run.code, 0, run.stderr);
+  const argv = fs.readFileSync(path.join(dir, "argv"), "utf8");
+  assert.match(argv, /\/api\/applications\//, "the spy saw curl's arguments");
+  assert.equal(argv.includes("cs-api-key-4f1d"), false, "the ChirpStack API key is on curl's command line");
+  assert.equal(argv.includes("ingest-token-9c2e"), false, "the ingest token is on curl's command line");
+  assert.equal(api.requests.at(-1).headers["grpc-metadata-authorization"], "Bearer cs-api-key-4f1d");
 });
 
 /** Posts `body` as ChirpStack's HTTP integration does with `integration`: each endpoint, `?event=`, its headers. */
@@ -276,10 +342,10 @@ async function chirpstackPost(integration, event, body) {
 }
 
 test("every ChirpStack event fixture, posted as the configured integration posts it, is answered 200", async () => {
-  const api = await chirpstackApi([200]);
+  const api = await chirpstackApi();
   await runSnippet(snippetEnv(api));
   await api.close();
-  const { integration } = api.requests[0].body;
+  const { integration } = api;
   const dir = path.join(root, "tests/fixtures/webhooks/chirpstack");
   const events = fs.readdirSync(dir).map((f) => f.replace(/\.json$/, "")).sort();
   assert.deepEqual(events, ["ack", "integration", "join", "location", "log", "status", "txack", "up"]);
