@@ -7,14 +7,12 @@ import { test, before, after } from "node:test";
 import assert from "node:assert/strict";
 import crypto from "node:crypto";
 import fs from "node:fs";
-import path from "node:path";
 import { budget, overBudget, report, sizes } from "../../scripts/bundle.mjs";
 import { CONFIG, configProblems, prepare, readWrangler, startWorkerd, workerdEnv } from "../../scripts/serve-workerd.mjs";
 import { get, origin, post, tempDir, TOKEN, until } from "./harness.mjs";
 
-const root = new URL("../../", import.meta.url).pathname;
-const pkg = await import(new URL("pkg/reconnect_dedupe.js", `file://${root}`));
-const wasm = fs.readFileSync(path.join(root, "pkg/reconnect_dedupe_bg.wasm"));
+const pkg = await import(new URL("../../pkg/reconnect_dedupe.js", import.meta.url));
+const wasm = fs.readFileSync(new URL("../../pkg/reconnect_dedupe_bg.wasm", import.meta.url));
 pkg.initSync({ module: wasm });
 
 const bundleDir = tempDir();
