@@ -1,0 +1,175 @@
+// `npm run serve:workerd`: the worker on the open-source workerd runtime, on this
+// machine, for those who cannot use Cloudflare (README "Self-hosting on workerd").
+// It runs what `wrangler deploy` would upload (bundle.mjs), with selfhost/workerd.capnp:
+// Durable Objects in SQLite files under the data directory, the values of wrangler.toml
+// [vars] (each overridable from the environment) and the secrets from the environment.
+//
+//   INGEST_TOKEN=… npm run serve:workerd [-- --listen 127.0.0.1:8788] [-- --data .selfhost/data]
+//
+// Foreground; Ctrl-C (SIGINT) or SIGTERM stops workerd. tests/worker/selfhost.test.mjs
+// starts it through `prepare` and `startWorkerd`, as here.
+import { spawn, spawnSync } from 'node:child_process';
+import fs from 'node:fs';
+import path from 'node:path';
+import readline from 'node:readline';
+import { fileURLToPath } from 'node:url';
+import { parseArgs } from 'node:util';
+import workerd from 'workerd';
+import { bundle } from './bundle.mjs';
+
+const ROOT = fileURLToPath(new URL('../', import.meta.url));
+export const CONFIG = path.join(ROOT, 'selfhost/workerd.capnp');
+// The secrets the worker reads (src/worker/config.js; README "Configuration"): bound
+// from the environment like the vars, but never given a value by this script.
+const SECRETS = ['INGEST_TOKEN', 'CHIRPSTACK_API_TOKEN'];
+
+/**
+ * What selfhost/workerd.capnp (`text`) and wrangler.toml (`wrangler`, as wrangler reads
+ * it) disagree on, one line each; empty when they agree: the compatibility date and
+ * flags, the Durable Object bindings and their SQLite storage, and the names bound from
+ * the environment, which must be exactly the [vars] and SECRETS. The capnp is read as
+ * the committed file writes it, one `(name = …, kind = …)` binding a line.
+ */
+export function configProblems(text, wrangler) {
+  const capnp = text.replace(/#.*$/gm, '');
+  const all = (re) => [...capnp.matchAll(re)];
+  const problems = [];
+  const date = /compatibilityDate = "([^"]*)"/.exec(capnp)?.[1];
+  if (date !== wrangler.compatibility_date) problems.push(`compatibilityDate is ${JSON.stringify(date)}, wrangler.toml compatibility_date is ${JSON.stringify(wrangler.compatibility_date)}`);
+  const flags = /compatibilityFlags = \[([^\]]*)\]/.exec(capnp)?.[1].match(/"[^"]*"/g)?.map((f) => JSON.parse(f)) ?? [];
+  if (flags.join() !== (wrangler.compatibility_flags ?? []).join()) problems.push(`compatibilityFlags are [${flags}], wrangler.toml compatibility_flags are [${wrangler.compatibility_flags}]`);
+  const objects = new Map(all(/\(name = "([^"]+)", durableObjectNamespace = "([^"]+)"\)/g).map((m) => [m[1], m[2]]));
+  const sqlite = new Set(all(/\(className = "([^"]+)",[^)]*enableSql = true/g).map((m) => m[1]));
+  const sqliteClasses = (wrangler.migrations ?? []).flatMap((m) => m.new_sqlite_classes ?? []);
+  for (const { name, class_name } of wrangler.durable_objects?.bindings ?? []) {
+    if (objects.get(name) !== class_name) problems.push(`Durable Object binding ${name} must be durableObjectNamespace = "${class_name}", as in wrangler.toml`);
+    if (sqliteClasses.includes(class_name) && !sqlite.has(class_name)) problems.push(`${class_name} must be declared with enableSql = true (new_sqlite_classes in wrangler.toml)`);
+  }
+  const bound = new Map(all(/\(name = "([^"]+)", fromEnvironment = "([^"]+)"\)/g).map((m) => [m[1], m[2]]));
+  const wanted = [...Object.keys(wrangler.vars ?? {}), ...SECRETS];
+  for (const name of wanted) {
+    if (!bound.has(name)) problems.push(`${name} (wrangler.toml [vars] or a secret) is not bound: add (name = "${name}", fromEnvironment = "${name}")`);
+  }
+  for (const [name, from] of bound) {
+    if (!wanted.includes(name)) problems.push(`${name} is bound from the environment but is neither in wrangler.toml [vars] nor a secret (${SECRETS.join(', ')})`);
+    else if (from !== name) problems.push(`${name} must be bound from the environment variable of the same name, not ${from}`);
+  }
+  return problems;
+}
+
+/** wrangler.toml as `wrangler deploy` reads it. */
+export async function readWrangler() {
+  // Importing wrangler installs SIGINT and SIGTERM handlers that exit this process at
+  // once, which would leave workerd running without its parent: they are removed, and
+  // main() forwards the signals to workerd instead.
+  const before = new Set([...process.listeners('SIGINT'), ...process.listeners('SIGTERM')]);
+  const { unstable_readConfig } = await import('wrangler');
+  for (const signal of ['SIGINT', 'SIGTERM']) {
+    for (const listener of process.listeners(signal)) if (!before.has(listener)) process.removeListener(signal, listener);
+  }
+  return unstable_readConfig({ config: path.join(ROOT, 'wrangler.toml') });
+}
+
+/**
+ * Checks selfhost/workerd.capnp against wrangler.toml, makes the bundle in `bundleDir`
+ * (`wrangler deploy --dry-run`) and writes there bundle.capnp, the module list the
+ * config imports. Returns `{modules, vars}` (vars: wrangler.toml [vars]). Throws on a
+ * disagreement, naming each.
+ */
+export async function prepare(bundleDir) {
+  const wrangler = await readWrangler();
+  const problems = configProblems(fs.readFileSync(CONFIG, 'utf8'), wrangler);
+  if (problems.length) throw new Error(`selfhost/workerd.capnp does not match wrangler.toml:\n  ${problems.join('\n  ')}`);
+  const { modules } = await bundle(bundleDir);
+  // `embed` reads each file relative to bundle.capnp; names are as index.js imports them.
+  const lines = modules.map((m) => `  (name = ${JSON.stringify(m.name)}, ${m.type} = embed ${JSON.stringify(m.name)}),`);
+  const capnp = ['# Written by scripts/serve-workerd.mjs from the dry run beside it.', '@0xc4a1f7e25b3d9e61;', 'using Workerd = import "/workerd/workerd.capnp";', 'const modules :List(Workerd.Worker.Module) = [', ...lines, '];', ''];
+  fs.writeFileSync(path.join(bundleDir, 'bundle.capnp'), capnp.join('\n'));
+  return { modules, vars: wrangler.vars ?? {} };
+}
+
+/**
+ * workerd's environment: each of `vars` (wrangler.toml) as text, unless `from` sets it,
+ * and the secrets `from` sets. `overridden`: the var names `from` set. Throws when
+ * INGEST_TOKEN is not set: every /v1 route would answer 503.
+ */
+export function workerdEnv(vars, from = process.env) {
+  if (!from.INGEST_TOKEN?.trim()) {
+    throw new Error('INGEST_TOKEN is not set. Set it in the environment to the token network servers will present (a long random string, e.g. from `openssl rand -hex 32`, kept in a file only the service reads): INGEST_TOKEN=… npm run serve:workerd. .dev.vars (npm start\'s local dev-token) is not read.');
+  }
+  const env = {};
+  const overridden = [];
+  for (const [name, value] of Object.entries(vars)) {
+    if (from[name] !== undefined) overridden.push(name);
+    env[name] = from[name] ?? (typeof value === 'string' ? value : JSON.stringify(value));
+  }
+  for (const name of SECRETS) if (from[name] !== undefined) env[name] = from[name];
+  return { env, overridden };
+}
+
+/**
+ * Starts workerd with selfhost/workerd.capnp on the bundle in `bundleDir`, its objects
+ * in `dataDir` (created), listening on `listen` (port 0: any free one), with exactly
+ * `env` as its environment. Returns `{child, port, exited, stop}`: `port` resolves once
+ * workerd listens (from its --control-fd messages), `exited` to `{code, signal}`;
+ * `stop()` sends SIGTERM and waits for the exit. `stdio`: workerd's stdout and stderr
+ * ("inherit", or "pipe" to read them from `child`).
+ */
+export function startWorkerd({ bundleDir, dataDir, listen, env, stdio = 'inherit' }) {
+  fs.mkdirSync(dataDir, { recursive: true });
+  const args = ['serve', '-I', bundleDir, CONFIG, `--socket-addr=http=${listen}`, `--directory-path=data=${path.resolve(dataDir)}`, '--control-fd=3'];
+  const child = spawn(workerd.default, args, { env, stdio: ['ignore', stdio, stdio, 'pipe'] });
+  const exited = new Promise((resolve) => child.on('exit', (code, signal) => resolve({ code, signal })));
+  const port = new Promise((resolve, reject) => {
+    readline.createInterface(child.stdio[3]).on('line', (line) => {
+      const m = JSON.parse(line);
+      if (m.event === 'listen' && m.socket === 'http') resolve(m.port);
+    });
+    exited.then(({ code, signal }) => reject(new Error(`workerd exited (${signal ?? `code ${code}`}) before listening`)));
+  });
+  const stop = () => {
+    child.kill('SIGTERM');
+    return exited;
+  };
+  return { child, port, exited, stop };
+}
+
+/** Whether pkg/ is missing or older than the Rust it is built from. */
+function needsBuild() {
+  const wasm = path.join(ROOT, 'pkg/reconnect_dedupe_bg.wasm');
+  if (!fs.existsSync(wasm)) return true;
+  const built = fs.statSync(wasm).mtimeMs;
+  const sources = ['Cargo.toml', 'Cargo.lock', ...fs.readdirSync(path.join(ROOT, 'src'), { recursive: true }).filter((f) => f.endsWith('.rs')).map((f) => path.join('src', f))];
+  return sources.some((f) => fs.statSync(path.join(ROOT, f)).mtimeMs > built);
+}
+
+async function main() {
+  const say = (line) => console.log(`serve:workerd: ${line}`);
+  let values;
+  let w;
+  try {
+    ({ values } = parseArgs({ options: { listen: { type: 'string', default: '127.0.0.1:8788' }, data: { type: 'string', default: path.join(ROOT, '.selfhost/data') } } }));
+    // This process's INGEST_TOKEN, checked before anything is built: the commonest mistake.
+    workerdEnv({});
+    if (needsBuild()) {
+      say('pkg/ is missing or older than the Rust sources: npm run build');
+      if (spawnSync('npm', ['run', '--silent', 'build'], { cwd: ROOT, stdio: 'inherit' }).status !== 0) process.exit(1);
+    }
+    const bundleDir = path.join(ROOT, '.selfhost/bundle');
+    const { modules, vars } = await prepare(bundleDir);
+    const made = workerdEnv(vars);
+    say(`bundle: ${modules.map((m) => m.name).join(', ')} (wrangler deploy --dry-run, in ${path.relative(ROOT, bundleDir)}/)`);
+    say(`data: ${path.resolve(values.data)}`);
+    say(`vars: wrangler.toml [vars]${made.overridden.length ? `; from the environment: ${made.overridden.join(', ')}` : ''}`);
+    w = startWorkerd({ bundleDir, dataDir: values.data, listen: values.listen, env: made.env });
+  } catch (e) {
+    console.error(`serve:workerd: ${e.message}`);
+    process.exit(1);
+  }
+  for (const signal of ['SIGINT', 'SIGTERM']) process.on(signal, () => w.child.kill(signal));
+  w.port.then((port) => say(`listening on http://${values.listen.replace(/:[0-9]+$/, '')}:${port} (Ctrl-C stops)`), () => {});
+  const { code, signal } = await w.exited;
+  process.exit(code ?? (signal === 'SIGINT' || signal === 'SIGTERM' ? 0 : 1));
+}
+
+if (process.argv[1] && fileURLToPath(import.meta.url) === path.resolve(process.argv[1])) await main();

@@ -1,0 +1,146 @@
+// The deployable bundle and the self-hosted worker (README "Deploy", "Self-hosting on
+// workerd"): one `wrangler deploy --dry-run` per run, made without an account or a
+// network (scripts/bundle.mjs), its sizes held to the budget in BENCHMARKS.md, and that
+// same bundle run by the real workerd binary with selfhost/workerd.capnp
+// (scripts/serve-workerd.mjs), stopped and started again on its data directory.
+import { test, before, after } from "node:test";
+import assert from "node:assert/strict";
+import crypto from "node:crypto";
+import fs from "node:fs";
+import { budget, overBudget, report, sizes } from "../../scripts/bundle.mjs";
+import { CONFIG, configProblems, prepare, readWrangler, startWorkerd, workerdEnv } from "../../scripts/serve-workerd.mjs";
+import { get, origin, post, tempDir, TOKEN, until } from "./harness.mjs";
+
+const pkg = await import(new URL("../../pkg/reconnect_dedupe.js", import.meta.url));
+const wasm = fs.readFileSync(new URL("../../pkg/reconnect_dedupe_bg.wasm", import.meta.url));
+pkg.initSync({ module: wasm });
+
+const bundleDir = tempDir();
+let bundled;
+before(async () => {
+  bundled = await prepare(bundleDir);
+});
+const cleanup = [() => fs.rmSync(bundleDir, { recursive: true, force: true })];
+after(async () => {
+  for (const f of cleanup.reverse()) await f();
+});
+
+test("the dry run uploads index.js and pkg/'s Wasm unchanged, under wrangler's content-hash name", () => {
+  const sha1 = crypto.createHash("sha1").update(wasm).digest("hex");
+  assert.deepEqual(bundled.modules.map((m) => [m.name, m.type]), [["index.js", "esModule"], [`${sha1}-reconnect_dedupe_bg.wasm`, "wasm"]]);
+  assert.ok(bundled.modules[1].bytes.equals(wasm));
+  // Beside them: wrangler's README.md and the source map (not uploaded), and the module list.
+  assert.deepEqual(fs.readdirSync(bundleDir).sort(), [`${sha1}-reconnect_dedupe_bg.wasm`, "README.md", "bundle.capnp", "index.js", "index.js.map"].sort());
+});
+
+test("the bundle is within the budget of BENCHMARKS.md (Bundle size)", (t) => {
+  const measured = sizes(bundled);
+  const limit = budget();
+  for (const line of report(measured, limit).split("\n")) t.diagnostic(line);
+  const over = overBudget(measured, limit);
+  assert.deepEqual(over, [], `over the budget in BENCHMARKS.md ("Bundle size"): ${over.join("; ")}; if the growth is wanted, say why there and raise the budget`);
+});
+
+test("the budget is read from its table, and a size over it is named", () => {
+  const doc = "# B\n\n## Bundle size\n\ntext\n\n| module | raw | gzip | raw budget | gzip budget |\n| --- | ---: | ---: | ---: | ---: |\n| Wasm | 1 | 1 | 400 000 | 168 000 |\n| JS | 1 | 1 | 197000 | 51 000 |\n\n## Next\n";
+  const limit = budget(doc);
+  assert.deepEqual(limit, { wasm: { raw: 400000, gzip: 168000 }, js: { raw: 197000, gzip: 51000 } });
+  const measured = { wasm: { raw: 400001, gzip: 168000 }, js: { raw: 1, gzip: 56100 }, total: { raw: 0, gzip: 0 } };
+  assert.deepEqual(overBudget(measured, limit), ["Wasm raw 400 001 bytes > budget 400 000 (+0.0 %)", "JS gzip 56 100 bytes > budget 51 000 (+10.0 %)"]);
+  assert.throws(() => budget("# B\n\n## Bundle sizes?\n"), /^Error: BENCHMARKS.md: no "## Bundle size" section;/);
+  assert.throws(() => budget(doc.replace("| JS |", "| Javascript |")), /^Error: BENCHMARKS.md: no row "JS";/);
+});
+
+test("selfhost/workerd.capnp agrees with wrangler.toml, and each disagreement is named", async () => {
+  const wrangler = await readWrangler();
+  const text = fs.readFileSync(CONFIG, "utf8");
+  assert.deepEqual(configProblems(text, wrangler), []);
+  const drifted = text
+    .replace('compatibilityDate = "2026-04-01"', 'compatibilityDate = "2026-05-01"')
+    .replace('(name = "TTL_MS", fromEnvironment = "TTL_MS"),', '(name = "OLD_MS", fromEnvironment = "OLD_MS"),')
+    .replace('(className = "FleetObject", uniqueKey = "reconnect-dedupe-FleetObject", enableSql = true)', '(className = "FleetObject", uniqueKey = "reconnect-dedupe-FleetObject")');
+  assert.deepEqual(configProblems(drifted, wrangler), [
+    'compatibilityDate is "2026-05-01", wrangler.toml compatibility_date is "2026-04-01"',
+    "FleetObject must be declared with enableSql = true (new_sqlite_classes in wrangler.toml)",
+    'TTL_MS (wrangler.toml [vars] or a secret) is not bound: add (name = "TTL_MS", fromEnvironment = "TTL_MS")',
+    "OLD_MS is bound from the environment but is neither in wrangler.toml [vars] nor a secret (INGEST_TOKEN, CHIRPSTACK_API_TOKEN)",
+  ]);
+});
+
+test("workerd's environment: wrangler.toml's vars as text, the environment's overrides and secrets; no token, no start", () => {
+  const vars = { TTL_MS: 21600000, ORIGIN_URL: "", BACKFILL: "off" };
+  assert.deepEqual(workerdEnv(vars, { INGEST_TOKEN: "t", ORIGIN_URL: "http://o/", HOME: "/root" }), {
+    env: { TTL_MS: "21600000", ORIGIN_URL: "http://o/", BACKFILL: "off", INGEST_TOKEN: "t" },
+    overridden: ["ORIGIN_URL"],
+  });
+  assert.throws(() => workerdEnv(vars, { INGEST_TOKEN: "  " }), /^Error: INGEST_TOKEN is not set\./);
+  assert.throws(() => workerdEnv(vars, {}), /\.dev\.vars \(npm start's local dev-token\) is not read\.$/);
+});
+
+test("self-hosted: after a restart replays are still suppressed and the alarm armed before it delivers the outbox", async () => {
+  let healthy = false;
+  const o = await origin({ answer: () => ({ status: healthy ? 200 : 503 }) });
+  cleanup.push(() => o.close());
+  const data = tempDir();
+  cleanup.push(() => fs.rmSync(data, { recursive: true, force: true }));
+  // Retries every 100 ms at first and at least every second: the restart finds the alarm soon due.
+  const { env } = workerdEnv(bundled.vars, { INGEST_TOKEN: TOKEN, ORIGIN_URL: o.url, RETRY_BASE_MS: "100", RETRY_MAX_MS: "1000" });
+  const run = async () => {
+    const w = startWorkerd({ bundleDir, dataDir: data, listen: "127.0.0.1:0", env, stdio: "ignore" });
+    cleanup.push(() => w.stop());
+    const base = `http://127.0.0.1:${await w.port}`;
+    return { ...w, call: (p, init) => fetch(new URL(p, base), init) };
+  };
+
+  const device = "bin-selfhost";
+  const burst = [1, 2, 3].map((seq) => ({ device_id: device, seq, ts: `2026-07-16T09:0${seq}:00Z`, fill_pct: 10 * seq }));
+  const keys = burst.map((r) => pkg.idempotencyKey(r));
+  let w = await run();
+  const res = await post(w.call, "/v1/readings", burst);
+  assert.equal(res.status, 200);
+  const first = await res.json();
+  assert.match(first.burst_id, /^[0-9a-f]{8}-[0-9a-f]{4}-4[0-9a-f]{3}-[89ab][0-9a-f]{3}-[0-9a-f]{12}$/);
+  assert.deepEqual(first, {
+    burst_id: first.burst_id,
+    received: 3,
+    unique: 3,
+    duplicates_suppressed: 0,
+    admitted: keys.map((key, index) => ({ index, key })),
+    duplicates: [],
+    rejected: [],
+    verdicts: keys.map((key, index) => ({ index, verdict: "admitted", key })),
+  });
+  // Delivery was tried, and failed: the batch waits in the outbox, its retry armed as an alarm.
+  await until(() => o.requests.length >= 1, "the first delivery attempt");
+  assert.deepEqual(o.accepted(), []);
+  assert.deepEqual(await w.stop(), { code: 0, signal: null }, "workerd stops on SIGTERM with status 0");
+  assert.deepEqual(fs.readdirSync(data).sort(), ["reconnect-dedupe-DeviceObject", "reconnect-dedupe-FleetObject"]);
+
+  healthy = true;
+  const attemptsBefore = o.requests.length;
+  w = await run();
+  // No request reaches the worker until the origin has the batch: workerd reloads the
+  // alarm from the data directory (metadata.sqlite) and runs it.
+  await until(() => o.accepted().length === 3, "the outbox delivered after the restart, by the alarm alone");
+  assert.deepEqual(o.accepted(), keys);
+  assert.equal(o.requests.filter((r) => r.status === 200).length, 1, "one batch");
+  assert.ok(o.requests.slice(attemptsBefore).every((r) => r.status === 200), "nothing failed after the restart");
+  const batch = o.requests.find((r) => r.status === 200);
+  assert.deepEqual(o.requests.slice(0, attemptsBefore).map((r) => r.idempotencyKey), Array(attemptsBefore).fill(batch.idempotencyKey), "the same batch, under one Idempotency-Key, before and after the restart");
+
+  const ledger = (await get(w.call, `/v1/devices/${device}/readings`)).body.readings;
+  assert.deepEqual(ledger.map((r) => [r.key, r.delivery]), keys.map((k) => [k, "delivered"]));
+  const replay = await (await post(w.call, "/v1/readings", burst)).json();
+  assert.deepEqual(replay, {
+    burst_id: replay.burst_id,
+    received: 3,
+    unique: 0,
+    duplicates_suppressed: 3,
+    admitted: [],
+    duplicates: [0, 1, 2],
+    rejected: [],
+    verdicts: keys.map((key, index) => ({ index, verdict: "duplicate", key, first_admitted_at: ledger[index].admitted_at, first_burst_id: first.burst_id })),
+  });
+  assert.notEqual(replay.burst_id, first.burst_id);
+  assert.deepEqual(o.accepted(), keys, "each reading delivered exactly once");
+});
