@@ -1,0 +1,167 @@
+// A deployment runs two versions at once. With a gradual deployment the stateless
+// worker's version is drawn per request while each Durable Object keeps the version
+// it was assigned (Cloudflare, "Gradual deployments: With Durable Objects"); with a
+// plain `wrangler deploy` an object already running keeps its code until it restarts.
+// So this version's worker calls device objects and roll-up shards of the previous
+// release and the reverse, and a rollback runs the previous device objects against
+// shards this version wrote. Each pairing must store and count as either version
+// alone does, and no counter of /v1/metrics may go down.
+//
+// The previous release is read from git (PREVIOUS: the last merge before rejections
+// were counted by code; its Wasm core is the one in pkg/, the Rust being unchanged
+// since) into target/, and run beside src/worker/ in workerd (Miniflare), each class
+// from the version a test names.
+import { test } from "node:test";
+import assert from "node:assert/strict";
+import fs from "node:fs";
+import path from "node:path";
+import { execFileSync } from "node:child_process";
+import parsePrometheusTextFormat from "parse-prometheus-text-format";
+import { start, post, putConfig, statsOf, until, tempDir, TOKEN } from "./harness.mjs";
+import { EM500, history, tts } from "./em500.mjs";
+
+const PREVIOUS = "602b445d40085852e5b7f71798f9c33e0bad9d17";
+const root = new URL("../../", import.meta.url).pathname;
+// Two levels below the repository, as src/worker/ is: its `../../pkg/` imports find pkg/.
+const previousDir = path.join(root, "target", `previous-${PREVIOUS.slice(0, 12)}`);
+fs.mkdirSync(previousDir, { recursive: true });
+for (const file of execFileSync("git", ["-C", root, "ls-tree", "--name-only", PREVIOUS, "src/worker/"], { encoding: "utf8" }).split("\n").filter(Boolean)) {
+  fs.writeFileSync(path.join(previousDir, path.basename(file)), execFileSync("git", ["-C", root, "show", `${PREVIOUS}:${file}`]));
+}
+
+/**
+ * Starts a worker whose stateless tier (`worker`), device objects (`devices`) and roll-up
+ * shards (`shards`) each run "previous" or "current" code.
+ */
+function mixed({ worker, devices, shards }, options = {}) {
+  const from = (version) => (version === "previous" ? "./index.js" : "../../src/worker/index.js");
+  const name = `mixed-${worker}-${devices}-${shards}.js`;
+  fs.writeFileSync(
+    path.join(previousDir, name),
+    `export { default } from "${from(worker)}";\nexport { DeviceObject } from "${from(devices)}";\nexport { FleetObject } from "${from(shards)}";\n`,
+  );
+  return start({ ...options, vars: { STATS_FLUSH_MS: "50", ...options.vars }, script: path.relative(root, path.join(previousDir, name)) });
+}
+
+const reading = (device_id, seq, fill_pct) => ({ device_id, seq, ts: "2026-07-16T09:00:00Z", fill_pct });
+const noDevice = { seq: 1, ts: "2026-07-16T09:00:00Z", fill_pct: 1 };
+
+/** POSTs a burst that must answer 200: its reply. */
+async function ingest(call, burst) {
+  const res = await post(call, "/v1/readings", burst);
+  const body = await res.json();
+  assert.equal(res.status, 200, JSON.stringify(body));
+  return body;
+}
+
+/** /v1/stats once `ready(stats)` holds (it answered 200 with the flushes awaited). */
+async function statsWhen(call, ready, what) {
+  let last;
+  await until(async () => {
+    const res = await call("/v1/stats", { headers: { authorization: `Bearer ${TOKEN}` } });
+    last = { status: res.status, body: await res.json() };
+    return last.status === 200 && ready(last.body);
+  }, what).catch(() => assert.fail(`${what}: ${JSON.stringify(last)}`));
+  return last.body;
+}
+
+/** GET /v1/metrics: the text, and each family's samples as `{labels text: value}`. */
+async function scrape(call) {
+  const res = await call("/v1/metrics", { headers: { authorization: `Bearer ${TOKEN}` } });
+  const text = await res.text();
+  assert.equal(res.status, 200, text);
+  const families = {};
+  for (const f of parsePrometheusTextFormat(text)) {
+    families[f.name.replace(/^reconnect_dedupe_/, "")] = Object.fromEntries(f.metrics.map((m) => [Object.entries(m.labels ?? {}).map(([k, v]) => `${k}=${v}`).join(","), m.value]));
+  }
+  return { text, families };
+}
+
+test("device objects of the previous release called by this worker: rejected readings, an unreadable payload and a parked uplink are stored and counted", async () => {
+  const w = await mixed({ worker: "current", devices: "previous", shards: "current" });
+  try {
+    const burst = await ingest(w.call, [reading("mx-A", 1, 10), reading("mx-A", 2, 101)]);
+    assert.deepEqual([burst.unique, burst.rejected.map((r) => r.code)], [1, ["invalid_fill_pct"]]);
+    assert.equal((await putConfig(w.call, "A84041000000F001", EM500)).status, 200);
+    const unreadable = await tts(w, "A84041000000F001", "bin-mx-1", Buffer.from([0xff, 0x00]));
+    assert.deepEqual(unreadable.rejected.map((r) => r.code), ["invalid_payload"]);
+    const parked = await tts(w, "A84041000000F002", "bin-mx-2", history([0, 1, 2]));
+    assert.deepEqual(parked.parked.map((p) => p.code), ["device_not_configured"]);
+    // The previous release counts no codes: its rejections are not_recorded.
+    const s = await statsWhen(w.call, (s) => s.received === 4, "the three devices' flushes");
+    assert.deepEqual(
+      [s.received, s.unique, s.duplicates_suppressed, s.rejected, s.parked, s.rejected_by_code],
+      [4, 1, 0, 2, 1, { not_recorded: 2 }],
+    );
+  } finally {
+    await w.mf.dispose();
+  }
+});
+
+test("roll-up shards of the previous release read and written by this worker: /v1/stats and /v1/metrics answer, a reading without a device counts", async () => {
+  const w = await mixed({ worker: "current", devices: "current", shards: "previous" });
+  try {
+    const burst = await ingest(w.call, [reading("mx-B", 1, 10), reading("mx-B", 2, 101), noDevice]);
+    assert.deepEqual([burst.received, burst.unique, burst.rejected.length], [3, 1, 2]);
+    // The previous shards keep no codes and no flush time.
+    const s = await statsWhen(w.call, (s) => s.unique === 1, "the device's flush");
+    assert.deepEqual(
+      [s.received, s.unique, s.rejected, s.rejected_by_code, s.last_flush_at],
+      [3, 1, 2, { not_recorded: 2 }, null],
+    );
+    const { text, families } = await scrape(w.call);
+    assert.doesNotMatch(text, /NaN/);
+    assert.deepEqual(
+      [families.readings_received_total, families.readings_unique_total, families.rejected_total, families.stats_last_flush_timestamp_seconds],
+      [{ "": "3" }, { "": "1" }, { "code=not_recorded": "2" }, {}],
+    );
+  } finally {
+    await w.mf.dispose();
+  }
+});
+
+test("this release's roll-up shards called by a worker of the previous release: a reading without a device counts as received and rejected", async () => {
+  const w = await mixed({ worker: "previous", devices: "current", shards: "current" });
+  try {
+    await ingest(w.call, [reading("mx-C", 1, 10), reading("mx-C", 2, 101), noDevice]);
+    const s = await statsWhen(w.call, (s) => s.unique === 1, "the device's flush");
+    assert.deepEqual([s.received, s.unique, s.rejected], [3, 1, 2]);
+  } finally {
+    await w.mf.dispose();
+  }
+});
+
+test("a rollback: device objects back on the previous release flush to this release's shards, and no rejected_total series goes down", async () => {
+  const dir = tempDir();
+  try {
+    const first = await mixed({ worker: "current", devices: "current", shards: "current" }, { persist: dir });
+    try {
+      await ingest(first.call, [reading("mx-D", 1, 10), reading("mx-D", 2, 101)]);
+      await statsWhen(first.call, (s) => s.unique === 1, "the first flush");
+      assert.deepEqual((await scrape(first.call)).families.rejected_total, { "code=invalid_fill_pct": "1" });
+    } finally {
+      await first.mf.dispose();
+    }
+    // Rolled back, but for the shards: the device flushes its figures without codes.
+    const back = await mixed({ worker: "previous", devices: "previous", shards: "current" }, { persist: dir });
+    try {
+      await ingest(back.call, [reading("mx-D", 3, 30)]);
+      await statsWhen(back.call, (s) => s.unique === 2, "the previous device's flush");
+    } finally {
+      await back.mf.dispose();
+    }
+    // Forward again: scraped before and after the device's next flush.
+    const again = await mixed({ worker: "current", devices: "current", shards: "current" }, { persist: dir });
+    try {
+      assert.deepEqual((await scrape(again.call)).families.rejected_total, { "code=invalid_fill_pct": "1" }, "as before the rollback");
+      await ingest(again.call, [reading("mx-D", 4, 40)]);
+      const s = await statsWhen(again.call, (s) => s.unique === 3, "the current device's flush");
+      assert.deepEqual([s.received, s.rejected, s.rejected_by_code], [4, 1, { invalid_fill_pct: 1 }]);
+      assert.deepEqual((await scrape(again.call)).families.rejected_total, { "code=invalid_fill_pct": "1" }, "counted once");
+    } finally {
+      await again.mf.dispose();
+    }
+  } finally {
+    fs.rmSync(dir, { recursive: true, force: true });
+  }
+});
