@@ -200,7 +200,7 @@ async function ingest(request, env, cfg, format, routeName) {
         try {
           const stub = env.DEVICES.get(env.DEVICES.idFromName(device_id));
           const raw = rawOf(plan, device_id);
-          return await stub.ingest({ device_id, readings, refused: byCode(refused), raw, downlink: raw ? downlink : null, attempt, ...context });
+          return await stub.ingest({ device_id, readings, refused: refused.length, refused_codes: byCode(refused), raw, downlink: raw ? downlink : null, attempt, ...context });
         } catch (e) {
           error = e;
           console.log(JSON.stringify({ level: "WARN", event: "device_call_failed", device_id, burst_id, attempt, error: String(e?.message ?? e) }));
