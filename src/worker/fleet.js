@@ -259,7 +259,7 @@ function figures(sql) {
  */
 export async function countUnroutable(env, key, codes) {
   try {
-    await shard(env, key).unroutable(codes);
+    await shard(env, key).unroutable(sumOf(codes), codes);
   } catch (e) {
     console.log(JSON.stringify({ level: "ERROR", event: "unroutable_not_counted", readings: sumOf(codes), error: String(e?.message ?? e) }));
   }
@@ -536,14 +536,17 @@ export class FleetObject extends DurableObject {
     return { device_id, figures: row?.figures ?? null, flushed_at: row?.flushed_at ?? null };
   }
 
-  /** Readings rejected before reaching any device (`codes`: `{code: n}`): received, rejected and by code. */
-  unroutable(codes) {
+  /**
+   * `n` readings rejected before reaching any device: received and rejected; `codes`
+   * (`{code: n}`, adding up to `n`) by code. The count comes first and the codes apart,
+   * as for a device's `ingest`: a shard of an earlier version reads only `n`, and a
+   * worker of an earlier version sends no codes (they show as not_recorded).
+   */
+  unroutable(n, codes = {}) {
     this.ctx.storage.transactionSync(() => {
-      for (const [code, n] of Object.entries(codes)) {
-        this.sql.exec(COUNT, "received", n);
-        this.sql.exec(COUNT, "rejected", n);
-        this.sql.exec(COUNT, REJECTED + String(code), n);
-      }
+      this.sql.exec(COUNT, "received", n);
+      this.sql.exec(COUNT, "rejected", n);
+      for (const [code, k] of Object.entries(codes)) this.sql.exec(COUNT, REJECTED + String(code), k);
     });
   }
 
