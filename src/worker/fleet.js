@@ -307,7 +307,8 @@ export async function fleetFigures(env) {
       if (name.startsWith(REJECTED)) add(rejected, name.slice(REJECTED.length), n);
     }
     if (p.oldest_undelivered_at !== null) oldest = Math.min(oldest ?? Infinity, p.oldest_undelivered_at);
-    if (p.last_flush_at !== null) last = Math.max(last ?? -Infinity, p.last_flush_at);
+    // A shard of an earlier version tells no flush time (undefined, not null).
+    if ((p.last_flush_at ?? null) !== null) last = Math.max(last ?? -Infinity, p.last_flush_at);
   }
   const coded = sumOf(rejected);
   if (total.rejected > coded) add(rejected, NOT_RECORDED, total.rejected - coded);
