@@ -17,8 +17,8 @@ import fs from "node:fs";
 import path from "node:path";
 import { execFileSync } from "node:child_process";
 import parsePrometheusTextFormat from "parse-prometheus-text-format";
-import { start, post, putConfig, statsOf, until, tempDir, TOKEN } from "./harness.mjs";
-import { EM500, history, tts } from "./em500.mjs";
+import { start, post, putConfig, until, tempDir, origin, TOKEN } from "./harness.mjs";
+import { EM500, history, live, tts } from "./em500.mjs";
 
 const PREVIOUS = "602b445d40085852e5b7f71798f9c33e0bad9d17";
 const root = new URL("../../", import.meta.url).pathname;
@@ -131,37 +131,53 @@ test("this release's roll-up shards called by a worker of the previous release: 
   }
 });
 
-test("a rollback: device objects back on the previous release flush to this release's shards, and no rejected_total series goes down", async () => {
+test("a rollback: device objects back on the previous release flush to this release's shards, and no counter goes down", async () => {
   const dir = tempDir();
+  // The Things Stack's downlink API, accepting every history request.
+  const ns = await origin({ answer: () => ({ status: 200 }) });
+  const base = `http://127.0.0.1:${ns.port}`;
+  const vars = { BACKFILL: "on", BACKFILL_AFTER_MS: "0", BACKFILL_INTERVAL_MS: "0", BACKFILL_HOSTS: base };
+  const eui = "A84041000000F003";
+  const counted = async (call) => {
+    const { families } = await scrape(call);
+    return [families.rejected_total, families.backfill_requests_total, families.backfill_requests_sent_total];
+  };
+  const before = [{ "code=invalid_fill_pct": "1" }, { "": "1" }, { "": "1" }];
   try {
-    const first = await mixed({ worker: "current", devices: "current", shards: "current" }, { persist: dir });
+    const first = await mixed({ worker: "current", devices: "current", shards: "current" }, { persist: dir, vars });
     try {
       await ingest(first.call, [reading("mx-D", 1, 10), reading("mx-D", 2, 101)]);
-      await statsWhen(first.call, (s) => s.unique === 1, "the first flush");
-      assert.deepEqual((await scrape(first.call)).families.rejected_total, { "code=invalid_fill_pct": "1" });
+      // A replay that leaves slots 3 and 4 missing, then a live reading: the device asks for them.
+      assert.equal((await putConfig(first.call, eui, EM500)).status, 200);
+      const push = { "x-downlink-push": `${base}/api/v3/as/applications/bins/webhooks/dedupe/devices/bin-mx-3/down/push`, "x-downlink-apikey": "NNSXS.KEY" };
+      await tts(first, eui, "bin-mx-3", history([0, 1, 2, 5]), push);
+      await tts(first, eui, "bin-mx-3", live(700), push);
+      await statsWhen(first.call, (s) => s.unique === 6 && s.backfill_requests.sent === 1, "the first flushes");
+      assert.deepEqual(await counted(first.call), before);
     } finally {
       await first.mf.dispose();
     }
-    // Rolled back, but for the shards: the device flushes its figures without codes.
-    const back = await mixed({ worker: "previous", devices: "previous", shards: "current" }, { persist: dir });
+    // Rolled back, but for the shards: each device flushes figures without codes or history requests.
+    const back = await mixed({ worker: "previous", devices: "previous", shards: "current" }, { persist: dir, vars });
     try {
-      await ingest(back.call, [reading("mx-D", 3, 30)]);
-      await statsWhen(back.call, (s) => s.unique === 2, "the previous device's flush");
+      await ingest(back.call, [reading("mx-D", 3, 30), reading(eui, 1, 30)]);
+      await statsWhen(back.call, (s) => s.unique === 8, "the previous devices' flushes");
     } finally {
       await back.mf.dispose();
     }
-    // Forward again: scraped before and after the device's next flush.
-    const again = await mixed({ worker: "current", devices: "current", shards: "current" }, { persist: dir });
+    // Forward again: scraped before and after the devices' next flushes.
+    const again = await mixed({ worker: "current", devices: "current", shards: "current" }, { persist: dir, vars });
     try {
-      assert.deepEqual((await scrape(again.call)).families.rejected_total, { "code=invalid_fill_pct": "1" }, "as before the rollback");
-      await ingest(again.call, [reading("mx-D", 4, 40)]);
-      const s = await statsWhen(again.call, (s) => s.unique === 3, "the current device's flush");
-      assert.deepEqual([s.received, s.rejected, s.rejected_by_code], [4, 1, { invalid_fill_pct: 1 }]);
-      assert.deepEqual((await scrape(again.call)).families.rejected_total, { "code=invalid_fill_pct": "1" }, "counted once");
+      assert.deepEqual(await counted(again.call), before, "as before the rollback");
+      await ingest(again.call, [reading("mx-D", 4, 40), reading(eui, 2, 40)]);
+      const s = await statsWhen(again.call, (s) => s.unique === 10, "the current devices' flushes");
+      assert.deepEqual([s.rejected, s.rejected_by_code, s.backfill_requests.requested, s.backfill_requests.sent], [1, { invalid_fill_pct: 1 }, 1, 1]);
+      assert.deepEqual(await counted(again.call), before, "counted once");
     } finally {
       await again.mf.dispose();
     }
   } finally {
+    await ns.close();
     fs.rmSync(dir, { recursive: true, force: true });
   }
 });
