@@ -477,28 +477,33 @@ export class FleetObject extends DurableObject {
    * Applies a device's flush if it is newer than the last one applied; returns
    * whether it was. A flush of a new incarnation (the device object's storage was
    * reset or restored) starts its versions anew: its cumulative counters add to
-   * what the earlier incarnations counted, its backlog figures replace theirs.
+   * what the earlier incarnations counted, its backlog figures replace theirs. A
+   * counter the flush does not name (a device of an earlier version, after a rollback,
+   * has no `backfill_*`, no `labelled`) keeps its value: a counter never goes back.
    */
-  apply({ device_id, incarnation, version, oldest_undelivered_at, labelled = {}, ...figures }) {
+  apply({ device_id, incarnation, version, oldest_undelivered_at, labelled, ...figures }) {
     return this.ctx.storage.transactionSync(() => {
       const row = this.sql.exec("SELECT incarnation, version, figures FROM device_figures WHERE device_id = ?", device_id).toArray()[0];
       const same = row?.incarnation === incarnation;
       if (same && row.version >= version) return false;
       const before = row ? JSON.parse(row.figures) : {};
+      const kept = {};
       for (const name of SUMMED) {
         // Counters of an earlier incarnation stay counted; its gauges are replaced.
-        const was = same || BACKLOG.includes(name) ? (before[name] ?? 0) : 0;
-        const delta = (figures[name] ?? 0) - was;
+        const gauge = BACKLOG.includes(name);
+        const was = same || gauge ? (before[name] ?? 0) : 0;
+        kept[name] = figures[name] ?? (gauge ? 0 : was);
+        const delta = kept[name] - was;
         if (delta) this.sql.exec(COUNT, name, delta);
       }
       // Labelled counters, likewise (a row from before they existed has none).
       const wasLabelled = same ? (before.labelled ?? {}) : {};
-      for (const name of new Set([...Object.keys(labelled), ...Object.keys(wasLabelled)])) {
-        const delta = (labelled[name] ?? 0) - (wasLabelled[name] ?? 0);
+      kept.labelled = labelled ?? wasLabelled;
+      for (const name of new Set([...Object.keys(kept.labelled), ...Object.keys(wasLabelled)])) {
+        const delta = (kept.labelled[name] ?? 0) - (wasLabelled[name] ?? 0);
         if (delta) this.sql.exec(COUNT, name, delta);
       }
       if (!row) this.sql.exec(COUNT, "devices", 1);
-      const kept = JSON.stringify({ ...Object.fromEntries(SUMMED.map((name) => [name, figures[name] ?? 0])), labelled });
       this.sql.exec(
         `INSERT INTO device_figures (device_id, incarnation, version, figures, oldest_undelivered_at, flushed_at) VALUES (?, ?, ?, ?, ?, ?)
          ON CONFLICT (device_id) DO UPDATE SET incarnation = excluded.incarnation, version = excluded.version,
@@ -506,7 +511,7 @@ export class FleetObject extends DurableObject {
         device_id,
         incarnation,
         version,
-        kept,
+        JSON.stringify(kept),
         oldest_undelivered_at,
         Date.now(),
       );
