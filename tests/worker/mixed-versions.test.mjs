@@ -181,3 +181,35 @@ test("a rollback: device objects back on the previous release flush to this rele
     fs.rmSync(dir, { recursive: true, force: true });
   }
 });
+
+test("shards upgraded after the devices: rejections a previous shard counted without codes stay not_recorded, and no rejected_total series goes down", async () => {
+  const dir = tempDir();
+  try {
+    // This release's devices flush their codes to shards of the previous release, which keep none.
+    const first = await mixed({ worker: "current", devices: "current", shards: "previous" }, { persist: dir });
+    try {
+      await ingest(first.call, [reading("mx-E", 1, 10), reading("mx-E", 2, 101)]);
+      await statsWhen(first.call, (s) => s.unique === 1, "the first flush");
+    } finally {
+      await first.mf.dispose();
+    }
+    const again = await mixed({ worker: "current", devices: "current", shards: "current" }, { persist: dir });
+    try {
+      const rejected = async () => (await scrape(again.call)).families.rejected_total;
+      assert.deepEqual(await rejected(), { "code=not_recorded": "1" }, "counted by a shard that kept no code");
+      // The device's next flush names the code of that rejection: counted already.
+      await ingest(again.call, [reading("mx-E", 3, 30)]);
+      await statsWhen(again.call, (s) => s.unique === 2, "the next flush");
+      assert.deepEqual(await rejected(), { "code=not_recorded": "1" });
+      // A new rejection has its code.
+      await ingest(again.call, [reading("mx-E", 4, 104)]);
+      const s = await statsWhen(again.call, (s) => s.rejected === 2, "the new rejection's flush");
+      assert.deepEqual([s.received, s.rejected_by_code], [4, { invalid_fill_pct: 1, not_recorded: 1 }]);
+      assert.deepEqual(await rejected(), { "code=invalid_fill_pct": "1", "code=not_recorded": "1" });
+    } finally {
+      await again.mf.dispose();
+    }
+  } finally {
+    fs.rmSync(dir, { recursive: true, force: true });
+  }
+});
