@@ -496,8 +496,13 @@ export class FleetObject extends DurableObject {
         const delta = kept[name] - was;
         if (delta) this.sql.exec(COUNT, name, delta);
       }
-      // Labelled counters, likewise (a row from before they existed has none).
-      const wasLabelled = same ? (before.labelled ?? {}) : {};
+      // Labelled counters, likewise. A row that a shard of an earlier version wrote has
+      // none: that shard counted its device's rejections without codes (not_recorded).
+      // The device's codes are added when they can all be rejections this flush adds;
+      // else some were counted already, and the codes become the row's starting point
+      // (adding them would take those rejections back out of not_recorded).
+      let wasLabelled = same ? (before.labelled ?? {}) : {};
+      if (same && !before.labelled && labelled && sumOf(labelled) > kept.rejected - (before.rejected ?? 0)) wasLabelled = labelled;
       kept.labelled = labelled ?? wasLabelled;
       for (const name of new Set([...Object.keys(kept.labelled), ...Object.keys(wasLabelled)])) {
         const delta = (kept.labelled[name] ?? 0) - (wasLabelled[name] ?? 0);
