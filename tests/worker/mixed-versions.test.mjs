@@ -8,9 +8,10 @@
 // alone does, and no counter of /v1/metrics may go down.
 //
 // The previous release is read from git (PREVIOUS: the last merge before rejections
-// were counted by code; its Wasm core is the one in pkg/, the Rust being unchanged
-// since) into target/, and run beside src/worker/ in workerd (Miniflare), each class
-// from the version a test names.
+// were counted by code) into target/, and run beside src/worker/ in workerd
+// (Miniflare), each class from the version a test names. Both load the Wasm core in
+// pkg/: the Rust is unchanged since PREVIOUS. Move PREVIOUS to the release in
+// production when the next change of an object's calls lands.
 import { test } from "node:test";
 import assert from "node:assert/strict";
 import fs from "node:fs";
