@@ -198,10 +198,13 @@ export class DeviceObject extends DurableObject {
 
   /**
    * Admits one device's keyed readings (validated and keyed once, in the worker's
-   * stateless tier) and stores the admitted ones before answering. `refused` are
-   * this device's readings rejected while routing, by code (`{code: n}`; a number
-   * from a worker of an earlier version: counted as `not_recorded`); they count in
-   * this burst's audit line. Returns `{ok: true, verdicts, keys}` (`admit`), or `{ok: false,
+   * stateless tier) and stores the admitted ones before answering. `refused`: how
+   * many of this device's readings were rejected while routing, `refused_codes` the
+   * same by code (`{code: n}`, adding up to `refused`); they count in this burst's
+   * audit line. `refused` stays a count and the codes come apart because a deployment
+   * runs two versions at once: a device object of an earlier version reads only the
+   * count, and a worker of an earlier version sends no codes (counted as
+   * `not_recorded`). Returns `{ok: true, verdicts, keys}` (`admit`), or `{ok: false,
    * status, code, message}` when nothing was stored. `attempt` > 0: the worker's
    * retry of a call that threw, which may have stored the burst (`recognise`).
    *
@@ -217,9 +220,8 @@ export class DeviceObject extends DurableObject {
    * `downlink`: where a history request for this device would go (backfill.js
    * `downlinkTarget`), or null; after a decoded burst is stored, `askForMissing`.
    */
-  async ingest({ device_id, readings: planned, refused: codes = {}, raw = null, downlink = null, route, burst_id, attempt = 0 }) {
-    if (typeof codes === "number") codes = codes ? { [NOT_RECORDED]: codes } : {};
-    const refused = sumOf(codes);
+  async ingest({ device_id, readings: planned, refused = 0, refused_codes = null, raw = null, downlink = null, route, burst_id, attempt = 0 }) {
+    const codes = refused_codes ?? (refused ? { [NOT_RECORDED]: refused } : {});
     this.prepare();
     const unregistered = await this.register(device_id);
     if (unregistered) {

@@ -259,7 +259,7 @@ function figures(sql) {
  */
 export async function countUnroutable(env, key, codes) {
   try {
-    await shard(env, key).unroutable(codes);
+    await shard(env, key).unroutable(sumOf(codes), codes);
   } catch (e) {
     console.log(JSON.stringify({ level: "ERROR", event: "unroutable_not_counted", readings: sumOf(codes), error: String(e?.message ?? e) }));
   }
@@ -307,7 +307,8 @@ export async function fleetFigures(env) {
       if (name.startsWith(REJECTED)) add(rejected, name.slice(REJECTED.length), n);
     }
     if (p.oldest_undelivered_at !== null) oldest = Math.min(oldest ?? Infinity, p.oldest_undelivered_at);
-    if (p.last_flush_at !== null) last = Math.max(last ?? -Infinity, p.last_flush_at);
+    // A shard of an earlier version tells no flush time (undefined, not null).
+    if ((p.last_flush_at ?? null) !== null) last = Math.max(last ?? -Infinity, p.last_flush_at);
   }
   const coded = sumOf(rejected);
   if (total.rejected > coded) add(rejected, NOT_RECORDED, total.rejected - coded);
@@ -476,28 +477,38 @@ export class FleetObject extends DurableObject {
    * Applies a device's flush if it is newer than the last one applied; returns
    * whether it was. A flush of a new incarnation (the device object's storage was
    * reset or restored) starts its versions anew: its cumulative counters add to
-   * what the earlier incarnations counted, its backlog figures replace theirs.
+   * what the earlier incarnations counted, its backlog figures replace theirs. A
+   * counter the flush does not name (a device of an earlier version, after a rollback,
+   * has no `backfill_*`, no `labelled`) keeps its value: a counter never goes back.
    */
-  apply({ device_id, incarnation, version, oldest_undelivered_at, labelled = {}, ...figures }) {
+  apply({ device_id, incarnation, version, oldest_undelivered_at, labelled, ...figures }) {
     return this.ctx.storage.transactionSync(() => {
       const row = this.sql.exec("SELECT incarnation, version, figures FROM device_figures WHERE device_id = ?", device_id).toArray()[0];
       const same = row?.incarnation === incarnation;
       if (same && row.version >= version) return false;
       const before = row ? JSON.parse(row.figures) : {};
+      const kept = {};
       for (const name of SUMMED) {
         // Counters of an earlier incarnation stay counted; its gauges are replaced.
-        const was = same || BACKLOG.includes(name) ? (before[name] ?? 0) : 0;
-        const delta = (figures[name] ?? 0) - was;
+        const gauge = BACKLOG.includes(name);
+        const was = same || gauge ? (before[name] ?? 0) : 0;
+        kept[name] = figures[name] ?? (gauge ? 0 : was);
+        const delta = kept[name] - was;
         if (delta) this.sql.exec(COUNT, name, delta);
       }
-      // Labelled counters, likewise (a row from before they existed has none).
-      const wasLabelled = same ? (before.labelled ?? {}) : {};
-      for (const name of new Set([...Object.keys(labelled), ...Object.keys(wasLabelled)])) {
-        const delta = (labelled[name] ?? 0) - (wasLabelled[name] ?? 0);
+      // Labelled counters, likewise. A row that a shard of an earlier version wrote has
+      // none: that shard counted its device's rejections without codes (not_recorded).
+      // The device's codes are added when they can all be rejections this flush adds;
+      // else some were counted already, and the codes become the row's starting point
+      // (adding them would take those rejections back out of not_recorded).
+      let wasLabelled = same ? (before.labelled ?? {}) : {};
+      if (same && !before.labelled && labelled && sumOf(labelled) > kept.rejected - (before.rejected ?? 0)) wasLabelled = labelled;
+      kept.labelled = labelled ?? wasLabelled;
+      for (const name of new Set([...Object.keys(kept.labelled), ...Object.keys(wasLabelled)])) {
+        const delta = (kept.labelled[name] ?? 0) - (wasLabelled[name] ?? 0);
         if (delta) this.sql.exec(COUNT, name, delta);
       }
       if (!row) this.sql.exec(COUNT, "devices", 1);
-      const kept = JSON.stringify({ ...Object.fromEntries(SUMMED.map((name) => [name, figures[name] ?? 0])), labelled });
       this.sql.exec(
         `INSERT INTO device_figures (device_id, incarnation, version, figures, oldest_undelivered_at, flushed_at) VALUES (?, ?, ?, ?, ?, ?)
          ON CONFLICT (device_id) DO UPDATE SET incarnation = excluded.incarnation, version = excluded.version,
@@ -505,7 +516,7 @@ export class FleetObject extends DurableObject {
         device_id,
         incarnation,
         version,
-        kept,
+        JSON.stringify(kept),
         oldest_undelivered_at,
         Date.now(),
       );
@@ -536,14 +547,17 @@ export class FleetObject extends DurableObject {
     return { device_id, figures: row?.figures ?? null, flushed_at: row?.flushed_at ?? null };
   }
 
-  /** Readings rejected before reaching any device (`codes`: `{code: n}`): received, rejected and by code. */
-  unroutable(codes) {
+  /**
+   * `n` readings rejected before reaching any device: received and rejected; `codes`
+   * (`{code: n}`, adding up to `n`) by code. The count comes first and the codes apart,
+   * as for a device's `ingest`: a shard of an earlier version reads only `n`, and a
+   * worker of an earlier version sends no codes (they show as not_recorded).
+   */
+  unroutable(n, codes = {}) {
     this.ctx.storage.transactionSync(() => {
-      for (const [code, n] of Object.entries(codes)) {
-        this.sql.exec(COUNT, "received", n);
-        this.sql.exec(COUNT, "rejected", n);
-        this.sql.exec(COUNT, REJECTED + String(code), n);
-      }
+      this.sql.exec(COUNT, "received", n);
+      this.sql.exec(COUNT, "rejected", n);
+      for (const [code, k] of Object.entries(codes)) this.sql.exec(COUNT, REJECTED + String(code), k);
     });
   }
 

@@ -209,7 +209,7 @@ async function ingest(request, env, cfg, format, routeName) {
         try {
           const stub = env.DEVICES.get(env.DEVICES.idFromName(device_id));
           const raw = rawOf(plan, device_id);
-          return await stub.ingest({ device_id, readings, refused: byCode(refused), raw, downlink: raw ? downlink : null, attempt, ...context });
+          return await stub.ingest({ device_id, readings, refused: refused.length, refused_codes: byCode(refused), raw, downlink: raw ? downlink : null, attempt, ...context });
         } catch (e) {
           error = e;
           console.log(JSON.stringify({ level: "WARN", event: "device_call_failed", device_id, burst_id, attempt, error: String(e?.message ?? e) }));
@@ -439,15 +439,22 @@ function tooLarge(limit) {
 
 // --- reads ----------------------------------------------------------------------
 
+/**
+ * The header of the fleet's figures: they hold for this moment and this token's holder
+ * only. A shared cache keeps answers to requests with Authorization apart (RFC 9111,
+ * section 3.5), not those with the token in AUTH_HEADER.
+ */
+const FIGURES_NOW = { "cache-control": "no-store" };
+
 /** Fleet-wide figures from the roll-up shards (src/worker/fleet.js), never from devices. */
 async function stats(env) {
-  return json(200, await fromRollup(() => fleetStats(env, config(env))));
+  return json(200, await fromRollup(() => fleetStats(env, config(env))), FIGURES_NOW);
 }
 
 /** The same figures for Prometheus (src/worker/metrics.js): the text exposition format 0.0.4. */
 async function metrics(env) {
   const figures = await fromRollup(() => fleetFigures(env));
-  return new Response(exposition(figures, config(env)), { status: 200, headers: { "content-type": METRICS_CONTENT_TYPE } });
+  return new Response(exposition(figures, config(env)), { status: 200, headers: { "content-type": METRICS_CONTENT_TYPE, ...FIGURES_NOW } });
 }
 
 async function ledger(env, path, params) {

@@ -25,6 +25,7 @@ async function scrape(call, headers = { authorization: `Bearer ${TOKEN}` }) {
   const text = await res.text();
   assert.equal(res.status, 200, text);
   assert.equal(res.headers.get("content-type"), CONTENT_TYPE);
+  assert.equal(res.headers.get("cache-control"), "no-store", "figures of this moment, for this token's holder only");
   return { text, families: Object.fromEntries(parsePrometheusTextFormat(text).map((f) => [f.name, f])) };
 }
 
@@ -186,7 +187,7 @@ test("a fleet that never reported: every family, zeros, no age, no flush time", 
   }
 });
 
-test("the route: the token as everywhere (Bearer, Basic, AUTH_HEADER), HEAD, 405 for POST", async () => {
+test("the route: the token as everywhere (Bearer, Basic, AUTH_HEADER), HEAD, 405 for POST, never stored by a cache", async () => {
   const w = await start({ vars: { AUTH_HEADER: "X-Ingest-Token" } });
   try {
     const none = await w.call("/v1/metrics");
@@ -202,7 +203,16 @@ test("the route: the token as everywhere (Bearer, Basic, AUTH_HEADER), HEAD, 405
     const head = await w.call("/v1/metrics", { method: "HEAD", headers: { authorization: `Bearer ${TOKEN}` } });
     assert.equal(head.status, 200);
     assert.equal(head.headers.get("content-type"), CONTENT_TYPE);
+    assert.equal(head.headers.get("cache-control"), "no-store");
     assert.equal(await head.text(), "");
+    // A cache between Prometheus and the worker (a reverse proxy in front of a
+    // self-hosted workerd) must neither answer a later scrape with these figures nor
+    // give them to a request without the token: with AUTH_HEADER the token is not in
+    // Authorization, the one header a shared cache knows to keep apart (RFC 9111,
+    // section 3.5). /v1/stats, the same figures, alike.
+    const stats = await w.call("/v1/stats", { headers: { "x-ingest-token": TOKEN } });
+    assert.equal(stats.status, 200);
+    assert.equal(stats.headers.get("cache-control"), "no-store");
     const postRes = await post(w.call, "/v1/metrics", "{}");
     assert.equal(postRes.status, 405);
     assert.equal(postRes.headers.get("allow"), "GET, HEAD");

@@ -191,7 +191,7 @@ test("a retried call (attempt > 0) answers readings its burst already stored as 
     const { readings } = plan.devices[0];
     assert.deepEqual(readings.map((r) => r.key), [...first.admitted.map((a) => a.key), first.admitted[0].key], "the plan the worker made");
     const ns = await w.mf.getDurableObjectNamespace("DEVICES");
-    const call = (burst_id, attempt) => ns.get(ns.idFromName(DEV)).ingest({ device_id: DEV, readings, refused: { invalid_fill_pct: 1 }, route: "readings", burst_id, attempt });
+    const call = (burst_id, attempt) => ns.get(ns.idFromName(DEV)).ingest({ device_id: DEV, readings, refused: 1, refused_codes: { invalid_fill_pct: 1 }, route: "readings", burst_id, attempt });
     const retried = await call(first.burst_id, 1);
     assert.deepEqual([retried.ok, [...retried.verdicts]], [true, [0, 0, 2]], "stored by the earlier attempt: admitted, as it answered");
     assert.deepEqual([...(await call(first.burst_id, 0)).verdicts], [2, 2, 2], "a first call of the same burst id is a replay");
@@ -276,7 +276,7 @@ test("a retried call (attempt > 0) of a burst whose first call admitted nothing 
     assert.deepEqual([first.unique, first.duplicates, first.rejected.length], [0, [0], 1]);
     const plan = JSON.parse(pkg.parseUplink("readings", new TextEncoder().encode(text), { maxReadings: 10_000 }));
     const ns = await w.mf.getDurableObjectNamespace("DEVICES");
-    const retried = await ns.get(ns.idFromName(DEV)).ingest({ device_id: DEV, readings: plan.devices[0].readings, refused: { invalid_fill_pct: 1 }, route: "readings", burst_id: first.burst_id, attempt: 1 });
+    const retried = await ns.get(ns.idFromName(DEV)).ingest({ device_id: DEV, readings: plan.devices[0].readings, refused: 1, refused_codes: { invalid_fill_pct: 1 }, route: "readings", burst_id: first.burst_id, attempt: 1 });
     assert.deepEqual([retried.ok, [...retried.verdicts]], [true, [2]]);
   } finally {
     await w.mf.dispose();
