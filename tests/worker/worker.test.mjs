@@ -404,3 +404,29 @@ test("one audit line per device and burst, in the core's format, and every line 
     await w.mf.dispose();
   }
 });
+
+test("no /v1 reply may be kept by a shared cache but the OpenAPI document: Cache-Control no-store", async () => {
+  // A cache in front (a CDN rule, Varnish before a self-hosted workerd) keys on the URL;
+  // with the token in AUTH_HEADER rather than Authorization it would keep an authorised
+  // reply and give it to the next request, token or not.
+  const auth = { authorization: `Bearer ${TOKEN}` };
+  await post(call, "/v1/readings", [reading("bin-cache", 1, 10)]);
+  const replies = {
+    "POST /v1/readings": await post(call, "/v1/readings", [reading("bin-cache", 1, 10)]),
+    "GET /v1/devices/bin-cache/readings": await call("/v1/devices/bin-cache/readings", { headers: auth }),
+    "GET /v1/devices/bin-cache/gaps": await call("/v1/devices/bin-cache/gaps", { headers: auth }),
+    "GET /v1/devices/bin-cache/config": await call("/v1/devices/bin-cache/config", { headers: auth }),
+    "GET /v1/devices/bin-cache/history": await call("/v1/devices/bin-cache/history", { headers: auth }),
+    "GET /v1/devices/health": await call("/v1/devices/health", { headers: auth }),
+    "GET /v1/health": await call("/v1/health"),
+    "GET /v1/stats without a token": await call("/v1/stats"),
+    "HEAD /v1/devices/bin-cache/readings": await call("/v1/devices/bin-cache/readings", { method: "HEAD", headers: auth }),
+  };
+  for (const [what, res] of Object.entries(replies)) {
+    await res.arrayBuffer();
+    assert.equal(res.headers.get("cache-control"), "no-store", `${what} → ${res.status}`);
+  }
+  const doc = await call("/v1/openapi.json");
+  await doc.arrayBuffer();
+  assert.equal(doc.headers.get("cache-control"), "public, max-age=300");
+});
