@@ -40,6 +40,14 @@ export default {
     // start) otherwise reads it to the end before answering, so a Content-Length
     // larger than what the client sends held the connection.
     if (request.body && !request.bodyUsed) request.body.cancel().catch(() => {});
+    // Every /v1 reply is about this moment and, but for health and the OpenAPI document,
+    // for one token's holder: no shared cache may keep it. A cache keeps answers to
+    // requests with Authorization apart (RFC 9111, section 3.5), not those with the
+    // token in AUTH_HEADER. A route that may be cached says so itself.
+    if (/^\/v1(\/|$)/.test(new URL(request.url).pathname) && !response.headers.has("cache-control")) {
+      response = new Response(response.body, response);
+      response.headers.set("cache-control", "no-store");
+    }
     if (request.method === "HEAD") return new Response(null, { status: response.status, headers: response.headers });
     return response;
   },
@@ -439,22 +447,15 @@ function tooLarge(limit) {
 
 // --- reads ----------------------------------------------------------------------
 
-/**
- * The header of the fleet's figures: they hold for this moment and this token's holder
- * only. A shared cache keeps answers to requests with Authorization apart (RFC 9111,
- * section 3.5), not those with the token in AUTH_HEADER.
- */
-const FIGURES_NOW = { "cache-control": "no-store" };
-
 /** Fleet-wide figures from the roll-up shards (src/worker/fleet.js), never from devices. */
 async function stats(env) {
-  return json(200, await fromRollup(() => fleetStats(env, config(env))), FIGURES_NOW);
+  return json(200, await fromRollup(() => fleetStats(env, config(env))));
 }
 
 /** The same figures for Prometheus (src/worker/metrics.js): the text exposition format 0.0.4. */
 async function metrics(env) {
   const figures = await fromRollup(() => fleetFigures(env));
-  return new Response(exposition(figures, config(env)), { status: 200, headers: { "content-type": METRICS_CONTENT_TYPE, ...FIGURES_NOW } });
+  return new Response(exposition(figures, config(env)), { status: 200, headers: { "content-type": METRICS_CONTENT_TYPE } });
 }
 
 async function ledger(env, path, params) {
