@@ -7,9 +7,10 @@ import { test, before, after } from "node:test";
 import assert from "node:assert/strict";
 import crypto from "node:crypto";
 import fs from "node:fs";
+import path from "node:path";
 import { budget, overBudget, report, sizes } from "../../scripts/bundle.mjs";
 import { CONFIG, configProblems, prepare, readWrangler, startWorkerd, workerdEnv } from "../../scripts/serve-workerd.mjs";
-import { get, origin, post, tempDir, TOKEN, until } from "./harness.mjs";
+import { get, origin, post, sqlite, tempDir, TOKEN, until } from "./harness.mjs";
 
 const pkg = await import(new URL("../../pkg/reconnect_dedupe.js", import.meta.url));
 const wasm = fs.readFileSync(new URL("../../pkg/reconnect_dedupe_bg.wasm", import.meta.url));
@@ -24,6 +25,30 @@ const cleanup = [() => fs.rmSync(bundleDir, { recursive: true, force: true })];
 after(async () => {
   for (const f of cleanup.reverse()) await f();
 });
+
+/** Retries every 100 ms at first and at least every second: an alarm armed before a stop is soon due after it. */
+const QUICK_RETRIES = { RETRY_BASE_MS: "100", RETRY_MAX_MS: "1000" };
+
+/** workerd on the dry run's bundle and `data`, the test token and `vars` in its environment, stopped after the file's tests: `{...startWorkerd(), call}`. */
+async function serve(data, vars) {
+  const { env } = workerdEnv(bundled.vars, { INGEST_TOKEN: TOKEN, ...vars });
+  const w = startWorkerd({ bundleDir, dataDir: data, listen: "127.0.0.1:0", env, stdio: "ignore" });
+  cleanup.push(() => w.stop());
+  const base = `http://127.0.0.1:${await w.port}`;
+  return { ...w, call: (p, init) => fetch(new URL(p, base), init) };
+}
+
+/** An origin that answers 503 until its `healthy` is set, and an empty data directory; both go after the file's tests. */
+async function outage() {
+  const o = await origin({ answer: () => ({ status: o.healthy ? 200 : 503 }) });
+  cleanup.push(() => o.close());
+  const data = tempDir();
+  cleanup.push(() => fs.rmSync(data, { recursive: true, force: true }));
+  return { o, data };
+}
+
+/** One native reading of `device` per seq, nine minutes apart at most. */
+const readings = (device, seqs) => seqs.map((seq) => ({ device_id: device, seq, ts: `2026-07-16T09:0${seq}:00Z`, fill_pct: 10 * seq }));
 
 test("the dry run uploads index.js and pkg/'s Wasm unchanged, under wrangler's content-hash name", () => {
   const sha1 = crypto.createHash("sha1").update(wasm).digest("hex");
@@ -78,22 +103,11 @@ test("workerd's environment: wrangler.toml's vars as text, the environment's ove
 });
 
 test("self-hosted: after a restart replays are still suppressed and the alarm armed before it delivers the outbox", async () => {
-  let healthy = false;
-  const o = await origin({ answer: () => ({ status: healthy ? 200 : 503 }) });
-  cleanup.push(() => o.close());
-  const data = tempDir();
-  cleanup.push(() => fs.rmSync(data, { recursive: true, force: true }));
-  // Retries every 100 ms at first and at least every second: the restart finds the alarm soon due.
-  const { env } = workerdEnv(bundled.vars, { INGEST_TOKEN: TOKEN, ORIGIN_URL: o.url, RETRY_BASE_MS: "100", RETRY_MAX_MS: "1000" });
-  const run = async () => {
-    const w = startWorkerd({ bundleDir, dataDir: data, listen: "127.0.0.1:0", env, stdio: "ignore" });
-    cleanup.push(() => w.stop());
-    const base = `http://127.0.0.1:${await w.port}`;
-    return { ...w, call: (p, init) => fetch(new URL(p, base), init) };
-  };
+  const { o, data } = await outage();
+  const run = () => serve(data, { ORIGIN_URL: o.url, ...QUICK_RETRIES });
 
   const device = "bin-selfhost";
-  const burst = [1, 2, 3].map((seq) => ({ device_id: device, seq, ts: `2026-07-16T09:0${seq}:00Z`, fill_pct: 10 * seq }));
+  const burst = readings(device, [1, 2, 3]);
   const keys = burst.map((r) => pkg.idempotencyKey(r));
   let w = await run();
   const res = await post(w.call, "/v1/readings", burst);
@@ -116,7 +130,7 @@ test("self-hosted: after a restart replays are still suppressed and the alarm ar
   assert.deepEqual(await w.stop(), { code: 0, signal: null }, "workerd stops on SIGTERM with status 0");
   assert.deepEqual(fs.readdirSync(data).sort(), ["reconnect-dedupe-DeviceObject", "reconnect-dedupe-FleetObject"]);
 
-  healthy = true;
+  o.healthy = true;
   const attemptsBefore = o.requests.length;
   w = await run();
   // No request reaches the worker until the origin has the batch: workerd reloads the
@@ -143,4 +157,33 @@ test("self-hosted: after a restart replays are still suppressed and the alarm ar
   });
   assert.notEqual(replay.burst_id, first.burst_id);
   assert.deepEqual(o.accepted(), keys, "each reading delivered exactly once");
+});
+
+test("self-hosted: restored without metadata.sqlite, a device's waiting batch goes out at its next uplink", async () => {
+  const { o, data } = await outage();
+  const device = "bin-restored";
+  const [burst, later] = [readings(device, [1, 2, 3]), readings(device, [4])];
+  let w = await serve(data, { ORIGIN_URL: o.url, ...QUICK_RETRIES });
+  assert.equal((await post(w.call, "/v1/readings", burst)).status, 200);
+  await until(() => o.requests.length >= 1, "the first delivery attempt");
+  await w.stop();
+
+  // A backup restored without the pending-alarm index (metadata.sqlite), an hour after
+  // it was taken: the object's own file (workerd's _cf_METADATA, key 1: the alarm in ns
+  // since the epoch) still holds the alarm, now an hour overdue, which workerd no
+  // longer knows to run.
+  const objects = path.join(data, "reconnect-dedupe-DeviceObject");
+  for (const f of fs.readdirSync(objects)) if (f.startsWith("metadata.sqlite")) fs.rmSync(path.join(objects, f));
+  const files = fs.readdirSync(objects).filter((f) => f.endsWith(".sqlite")).map((f) => path.join(objects, f));
+  assert.equal(files.length, 1);
+  sqlite(files, "UPDATE _cf_METADATA SET value = value - 3600000000000 WHERE key = 1;");
+
+  o.healthy = true;
+  w = await serve(data, { ORIGIN_URL: o.url, ...QUICK_RETRIES });
+  assert.equal((await post(w.call, "/v1/readings", later)).status, 200);
+  const keys = [...burst, ...later].map((r) => pkg.idempotencyKey(r));
+  await until(() => o.accepted().length === 4, "the waiting batch and the new reading delivered");
+  assert.deepEqual(o.accepted(), keys, "the waiting batch first, then the new reading, each once");
+  const ledger = (await get(w.call, `/v1/devices/${device}/readings`)).body.readings;
+  assert.deepEqual(ledger.map((r) => [r.key, r.delivery]), keys.map((k) => [k, "delivered"]));
 });
