@@ -170,8 +170,9 @@ test("self-hosted: restored without metadata.sqlite, a device's waiting batch go
 
   // A backup restored without the pending-alarm index (metadata.sqlite), an hour after
   // it was taken: the object's own file (workerd's _cf_METADATA, key 1: the alarm in ns
-  // since the epoch) still holds the alarm, now an hour overdue, which workerd no
-  // longer knows to run.
+  // since the epoch) still holds the alarm, now an hour overdue (more than the five
+  // minutes after which device.js takes an alarm as lost), which workerd no longer
+  // knows to run. Nothing runs it until a request reaches the object.
   const objects = path.join(data, "reconnect-dedupe-DeviceObject");
   for (const f of fs.readdirSync(objects)) if (f.startsWith("metadata.sqlite")) fs.rmSync(path.join(objects, f));
   const files = fs.readdirSync(objects).filter((f) => f.endsWith(".sqlite")).map((f) => path.join(objects, f));
