@@ -32,7 +32,7 @@ const QUICK_RETRIES = { RETRY_BASE_MS: "100", RETRY_MAX_MS: "1000" };
 /** workerd on the dry run's bundle and `data`, the test token and `vars` in its environment, stopped after the file's tests: `{...startWorkerd(), call}`. */
 async function serve(data, vars) {
   const { env } = workerdEnv(bundled.vars, { INGEST_TOKEN: TOKEN, ...vars });
-  const w = startWorkerd({ bundleDir, dataDir: data, listen: "127.0.0.1:0", env, stdio: "ignore" });
+  const w = await startWorkerd({ bundleDir, dataDir: data, listen: "127.0.0.1:0", env, stdio: "ignore" });
   cleanup.push(() => w.stop());
   const base = `http://127.0.0.1:${await w.port}`;
   return { ...w, call: (p, init) => fetch(new URL(p, base), init) };
@@ -187,4 +187,17 @@ test("self-hosted: restored without metadata.sqlite, a device's waiting batch go
   assert.deepEqual(o.accepted(), keys, "the waiting batch first, then the new reading, each once");
   const ledger = (await get(w.call, `/v1/devices/${device}/readings`)).body.readings;
   assert.deepEqual(ledger.map((r) => [r.key, r.delivery]), keys.map((k) => [k, "delivered"]));
+});
+
+test("self-hosted: a second workerd on a data directory in use is refused, naming both, and the first goes on", async () => {
+  const data = tempDir();
+  cleanup.push(() => fs.rmSync(data, { recursive: true, force: true }));
+  const first = await serve(data, {});
+  const device = "bin-one-instance";
+  assert.equal((await post(first.call, "/v1/readings", readings(device, [1]))).status, 200);
+  await assert.rejects(serve(data, {}), {
+    message: `${data} is in use: another workerd serves it (it listens on ${path.join(data, "workerd.sock")}). Stop that one first: two on one data directory each keep their own seen-set, and admit the same replay twice.`,
+  });
+  const replay = await (await post(first.call, "/v1/readings", readings(device, [1]))).json();
+  assert.deepEqual([replay.unique, replay.duplicates_suppressed], [0, 1]);
 });
