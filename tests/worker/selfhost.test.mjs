@@ -5,6 +5,7 @@
 // (scripts/serve-workerd.mjs), stopped and started again on its data directory.
 import { test, before, after } from "node:test";
 import assert from "node:assert/strict";
+import { execFileSync } from "node:child_process";
 import crypto from "node:crypto";
 import fs from "node:fs";
 import path from "node:path";
@@ -37,6 +38,9 @@ async function serve(data, vars) {
   const base = `http://127.0.0.1:${await w.port}`;
   return { ...w, call: (p, init) => fetch(new URL(p, base), init) };
 }
+
+/** Python: the rows of the ledger of the SQLite file argv[1], or "no ledger". */
+const LEDGER_ROWS = "import sqlite3,sys; c=sqlite3.connect(sys.argv[1]); t=c.execute(\"SELECT 1 FROM sqlite_master WHERE name='readings'\").fetchall(); print(c.execute('SELECT COUNT(*) FROM readings').fetchone()[0] if t else 'no ledger')";
 
 /** An origin that answers 503 until its `healthy` is set, and an empty data directory; both go after the file's tests. */
 async function outage() {
@@ -130,6 +134,20 @@ test("self-hosted: after a restart replays are still suppressed and the alarm ar
   assert.deepEqual(await w.stop(), { code: 0, signal: null }, "workerd stops on SIGTERM with status 0");
   // The lock socket stays after a stop; the next start removes it (nothing answers there).
   assert.deepEqual(fs.readdirSync(data).sort(), ["reconnect-dedupe-DeviceObject", "reconnect-dedupe-FleetObject", "workerd.sock"]);
+  // The objects' -wal files outlive the stop and hold the latest writes: a copy of the
+  // device's file without its -wal has no ledger yet (README "Self-hosting", Data).
+  const objects = path.join(data, "reconnect-dedupe-DeviceObject");
+  const file = fs.readdirSync(objects).find((f) => f.endsWith(".sqlite") && f !== "metadata.sqlite");
+  assert.deepEqual(fs.readdirSync(objects).filter((f) => f.startsWith(file)).sort(), [file, `${file}-shm`, `${file}-wal`]);
+  const copy = (parts) => {
+    const dir = tempDir();
+    cleanup.push(() => fs.rmSync(dir, { recursive: true, force: true }));
+    for (const part of parts) fs.copyFileSync(path.join(objects, file + part), path.join(dir, `copy.sqlite${part}`));
+    return path.join(dir, "copy.sqlite");
+  };
+  const ledgerRows = (db) => execFileSync("python3", ["-c", LEDGER_ROWS, db]).toString().trim();
+  assert.equal(ledgerRows(copy([""])), "no ledger");
+  assert.equal(ledgerRows(copy(["", "-wal"])), "3");
 
   o.healthy = true;
   const attemptsBefore = o.requests.length;
