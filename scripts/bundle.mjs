@@ -15,9 +15,10 @@ const WRANGLER = path.join(ROOT, 'node_modules/wrangler/bin/wrangler.js');
 const BENCHMARKS = path.join(ROOT, 'BENCHMARKS.md');
 
 /**
- * Runs the dry run into `outDir` (emptied first) and returns `{dir, modules}`: the
- * modules wrangler would upload, main module first, each `{name, type, bytes}` (type
- * `esModule` or `wasm`). Not uploaded, so left out: README.md and the source map.
+ * Runs the dry run of `config` (default: the repository's wrangler.toml) into `outDir`
+ * (emptied first) and returns `{dir, modules}`: the modules wrangler would upload, main
+ * module first, each `{name, type, bytes}` (type `esModule` or `wasm`). Not uploaded,
+ * so left out: README.md and the source map.
  *
  * wrangler runs with no Cloudflare credentials in its environment, a fresh HOME (no
  * `wrangler login`), no banner (its update check) and no metrics, and every proxy
@@ -25,7 +26,7 @@ const BENCHMARKS = path.join(ROOT, 'BENCHMARKS.md');
  * tried to reach Cloudflare's API would fail and be seen. Throws with wrangler's output
  * when it fails.
  */
-export async function bundle(outDir) {
+export async function bundle(outDir, { config = path.join(ROOT, 'wrangler.toml') } = {}) {
   fs.rmSync(outDir, { recursive: true, force: true });
   const home = fs.mkdtempSync(path.join(os.tmpdir(), 'rd-wrangler-home-'));
   let connections = 0;
@@ -48,7 +49,7 @@ export async function bundle(outDir) {
   };
   try {
     // Asynchronous, so that this process's trap can accept while wrangler runs.
-    const { code, output } = await run(process.execPath, [WRANGLER, 'deploy', '--dry-run', '--outdir', outDir], { cwd: ROOT, env });
+    const { code, output } = await run(process.execPath, [WRANGLER, 'deploy', '--dry-run', '--outdir', outDir, '--config', config], { cwd: ROOT, env });
     if (code !== 0) throw new Error(`wrangler deploy --dry-run failed (exit ${code}):\n${output}`);
     if (connections) throw new Error(`wrangler deploy --dry-run opened ${connections} connection(s) through the proxy: it must need no account and no network`);
   } finally {
