@@ -9,7 +9,7 @@ import { execFileSync } from "node:child_process";
 import crypto from "node:crypto";
 import fs from "node:fs";
 import path from "node:path";
-import { budget, overBudget, report, sizes } from "../../scripts/bundle.mjs";
+import { budget, bundle, overBudget, report, sizes } from "../../scripts/bundle.mjs";
 import { CONFIG, configProblems, prepare, readWrangler, startWorkerd, workerdEnv } from "../../scripts/serve-workerd.mjs";
 import { get, origin, post, sqlite, tempDir, TOKEN, until } from "./harness.mjs";
 
@@ -78,6 +78,21 @@ test("the budget is read from its table, and a size over it is named", () => {
   assert.deepEqual(overBudget(measured, limit), ["Wasm raw 400 001 bytes > budget 400 000 (+0.0 %)", "JS gzip 56 100 bytes > budget 51 000 (+10.0 %)"]);
   assert.throws(() => budget("# B\n\n## Bundle sizes?\n"), /^Error: BENCHMARKS.md: no "## Bundle size" section;/);
   assert.throws(() => budget(doc.replace("| JS |", "| Javascript |")), /^Error: BENCHMARKS.md: no row "JS";/);
+});
+
+test("the dry run fails, showing wrangler's output, when wrangler reaches for the network: its update check after a config warning", async () => {
+  // wrangler 4.86 checks for a newer version of itself (the npm registry, over node's
+  // https, which ignores proxy variables) when wrangler.toml has a field it does not
+  // know, as a typo or a field of a newer wrangler.
+  const dir = tempDir();
+  cleanup.push(() => fs.rmSync(dir, { recursive: true, force: true }));
+  fs.writeFileSync(path.join(dir, "index.js"), "export default { fetch: () => new Response('ok') };\n");
+  fs.writeFileSync(path.join(dir, "wrangler.toml"), 'name = "typo"\nmain = "index.js"\ncompatibility_date = "2026-04-01"\nsend_metrics = false\ncompatibilty_flags = []\n');
+  await assert.rejects(bundle(path.join(dir, "out"), { config: path.join(dir, "wrangler.toml") }), (e) => {
+    assert.match(e.message, /^wrangler deploy --dry-run opened 1 connection\(s\) through the proxy: it must need no account and no network\. Its output:\n/);
+    assert.match(e.message, /Unexpected fields found in top-level field: "compatibilty_flags"/);
+    return true;
+  });
 });
 
 test("selfhost/workerd.capnp agrees with wrangler.toml, and each disagreement is named", async () => {
