@@ -5,10 +5,11 @@
 // (scripts/serve-workerd.mjs), stopped and started again on its data directory.
 import { test, before, after } from "node:test";
 import assert from "node:assert/strict";
-import { execFileSync } from "node:child_process";
+import { execFileSync, spawnSync } from "node:child_process";
 import crypto from "node:crypto";
 import fs from "node:fs";
 import path from "node:path";
+import { fileURLToPath } from "node:url";
 import { budget, bundle, overBudget, report, sizes } from "../../scripts/bundle.mjs";
 import { CONFIG, configProblems, prepare, readWrangler, startWorkerd, workerdEnv } from "../../scripts/serve-workerd.mjs";
 import { get, origin, post, sqlite, tempDir, TOKEN, until } from "./harness.mjs";
@@ -234,4 +235,15 @@ test("self-hosted: a second workerd on a data directory in use is refused, namin
   });
   const replay = await (await post(first.call, "/v1/readings", readings(device, [1]))).json();
   assert.deepEqual([replay.unique, replay.duplicates_suppressed], [0, 1]);
+});
+
+test("npm run serve:workerd -- --listen with a port alone stops at once, saying what it takes", () => {
+  // workerd reads "8799" as the IPv4 address 0.0.34.95 (port 80) and dies with "Cannot
+  // assign requested address", after the whole dry run.
+  const data = tempDir();
+  cleanup.push(() => fs.rmSync(data, { recursive: true, force: true }));
+  const script = fileURLToPath(new URL("../../scripts/serve-workerd.mjs", import.meta.url));
+  const run = spawnSync(process.execPath, [script, "--listen", "8799", "--data", data], { env: { PATH: process.env.PATH, INGEST_TOKEN: TOKEN }, encoding: "utf8" });
+  assert.deepEqual([run.status, run.stdout, run.stderr], [1, "", "serve:workerd: --listen 8799: give an address and a port, as 127.0.0.1:8788 (this machine only) or 0.0.0.0:8788 (every interface)\n"]);
+  assert.deepEqual(fs.readdirSync(data), [], "nothing started");
 });
