@@ -185,6 +185,10 @@ async function main() {
   let w;
   try {
     ({ values } = parseArgs({ options: { listen: { type: 'string', default: '127.0.0.1:8788' }, data: { type: 'string', default: path.join(ROOT, '.selfhost/data') } } }));
+    // workerd reads a bare number as an IPv4 address ("8799" is 0.0.34.95, port 80).
+    if (!/^.+:[0-9]+$/.test(values.listen)) {
+      throw new Error(`--listen ${values.listen}: give an address and a port, as 127.0.0.1:8788 (this machine only) or 0.0.0.0:8788 (every interface)`);
+    }
     // This process's INGEST_TOKEN, checked before anything is built: the commonest mistake.
     workerdEnv({});
     if (needsBuild()) {
