@@ -118,8 +118,9 @@ const SOCKET_PATH_BYTES = 103;
  * Throws when something answers there (a workerd serving the directory, also one
  * whose parent was killed), or when the path is too long for a socket. Removes the
  * socket file a stopped workerd left (it refuses connections). Two starting at once
- * cannot both pass: workerd does not replace a socket file, and the second one's
- * listen fails.
+ * both pass only if one stalls between its probe and that removal for as long as the
+ * other takes to start workerd: workerd does not replace a socket file, so otherwise
+ * the second one's listen fails.
  */
 async function claimData(dataDir) {
   const lock = path.resolve(dataDir, LOCK);
