@@ -15,17 +15,22 @@ const WRANGLER = path.join(ROOT, 'node_modules/wrangler/bin/wrangler.js');
 const BENCHMARKS = path.join(ROOT, 'BENCHMARKS.md');
 
 /**
- * Runs the dry run into `outDir` (emptied first) and returns `{dir, modules}`: the
- * modules wrangler would upload, main module first, each `{name, type, bytes}` (type
- * `esModule` or `wasm`). Not uploaded, so left out: README.md and the source map.
+ * Runs the dry run of `config` (default: the repository's wrangler.toml) into `outDir`
+ * (emptied first) and returns `{dir, modules}`: the modules wrangler would upload, main
+ * module first, each `{name, type, bytes}` (type `esModule` or `wasm`). Not uploaded,
+ * so left out: README.md and the source map.
  *
  * wrangler runs with no Cloudflare credentials in its environment, a fresh HOME (no
- * `wrangler login`), no banner (its update check) and no metrics, and every proxy
- * variable set to a local port that counts connections and closes them: a dry run that
- * tried to reach Cloudflare's API would fail and be seen. Throws with wrangler's output
- * when it fails.
+ * `wrangler login`) and TMPDIR, no banner and no metrics, and every proxy variable set
+ * to a local port that counts connections and closes them: a dry run that tried to
+ * reach Cloudflare's API would fail and be seen. So is wrangler's check for a newer
+ * version of itself, which a config warning sets off (a field it does not know): it
+ * asks the npm registry over node's https, which ignores the proxy variables, so the
+ * registry is that port too (`npm_registry`, read by its registry-url), and its
+ * day-long cache in TMPDIR starts empty. Throws with wrangler's output when it fails
+ * or connects.
  */
-export async function bundle(outDir) {
+export async function bundle(outDir, { config = path.join(ROOT, 'wrangler.toml') } = {}) {
   fs.rmSync(outDir, { recursive: true, force: true });
   const home = fs.mkdtempSync(path.join(os.tmpdir(), 'rd-wrangler-home-'));
   let connections = 0;
@@ -35,9 +40,11 @@ export async function bundle(outDir) {
   });
   await new Promise((resolve) => trap.listen(0, '127.0.0.1', resolve));
   const proxy = `http://127.0.0.1:${trap.address().port}`;
+  fs.mkdirSync(path.join(home, 'tmp'));
   const env = {
     PATH: process.env.PATH,
     HOME: home,
+    TMPDIR: path.join(home, 'tmp'),
     XDG_CONFIG_HOME: path.join(home, '.config'),
     HTTP_PROXY: proxy,
     HTTPS_PROXY: proxy,
@@ -45,12 +52,13 @@ export async function bundle(outDir) {
     https_proxy: proxy,
     WRANGLER_HIDE_BANNER: 'true',
     WRANGLER_SEND_METRICS: 'false',
+    npm_registry: `${proxy}/`,
   };
   try {
     // Asynchronous, so that this process's trap can accept while wrangler runs.
-    const { code, output } = await run(process.execPath, [WRANGLER, 'deploy', '--dry-run', '--outdir', outDir], { cwd: ROOT, env });
+    const { code, output } = await run(process.execPath, [WRANGLER, 'deploy', '--dry-run', '--outdir', outDir, '--config', config], { cwd: ROOT, env });
     if (code !== 0) throw new Error(`wrangler deploy --dry-run failed (exit ${code}):\n${output}`);
-    if (connections) throw new Error(`wrangler deploy --dry-run opened ${connections} connection(s) through the proxy: it must need no account and no network`);
+    if (connections) throw new Error(`wrangler deploy --dry-run opened ${connections} connection(s) through the proxy: it must need no account and no network. Its output:\n${output}`);
   } finally {
     trap.close();
     fs.rmSync(home, { recursive: true, force: true });

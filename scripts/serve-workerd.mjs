@@ -10,6 +10,7 @@
 // starts it through `prepare` and `startWorkerd`, as here.
 import { spawn, spawnSync } from 'node:child_process';
 import fs from 'node:fs';
+import net from 'node:net';
 import path from 'node:path';
 import readline from 'node:readline';
 import { fileURLToPath } from 'node:url';
@@ -107,17 +108,53 @@ export function workerdEnv(vars, from = process.env) {
   return { env, overridden };
 }
 
+/** The data directory's lock: the Unix socket workerd listens on there (selfhost/workerd.capnp, socket "lock"). */
+const LOCK = 'workerd.sock';
+/** The longest Unix socket path: sun_path holds 104 bytes on macOS and the BSDs, 108 on Linux, its closing NUL included. */
+const SOCKET_PATH_BYTES = 103;
+
+/**
+ * The absolute path of `dataDir`'s lock socket, free for a new workerd to listen on.
+ * Throws when something answers there (a workerd serving the directory, also one
+ * whose parent was killed), or when the path is too long for a socket. Removes the
+ * socket file a stopped workerd left (it refuses connections). Two starting at once
+ * both pass only if one stalls between its probe and that removal for as long as the
+ * other takes to start workerd: workerd does not replace a socket file, so otherwise
+ * the second one's listen fails.
+ */
+async function claimData(dataDir) {
+  const lock = path.resolve(dataDir, LOCK);
+  if (Buffer.byteLength(lock) > SOCKET_PATH_BYTES) {
+    throw new Error(`${dataDir}: its lock socket ${lock} is ${Buffer.byteLength(lock)} bytes long, a Unix socket path at most ${SOCKET_PATH_BYTES}: use a data directory with a shorter path`);
+  }
+  const answered = await new Promise((resolve, reject) => {
+    const probe = net.connect(lock);
+    probe.on('connect', () => {
+      probe.destroy();
+      resolve(true);
+    });
+    probe.on('error', (e) => (e.code === 'ENOENT' || e.code === 'ECONNREFUSED' ? resolve(false) : reject(e)));
+  });
+  if (answered) {
+    throw new Error(`${dataDir} is in use: another workerd serves it (it listens on ${path.join(dataDir, LOCK)}). Stop that one first: two on one data directory each keep their own seen-set, and admit the same replay twice.`);
+  }
+  fs.rmSync(lock, { force: true });
+  return lock;
+}
+
 /**
  * Starts workerd with selfhost/workerd.capnp on the bundle in `bundleDir`, its objects
- * in `dataDir` (created), listening on `listen` (port 0: any free one), with exactly
- * `env` as its environment. Returns `{child, port, exited, stop}`: `port` resolves once
- * workerd listens (from its --control-fd messages), `exited` to `{code, signal}`;
- * `stop()` sends SIGTERM and waits for the exit. `stdio`: workerd's stdout and stderr
- * ("inherit", or "pipe" to read them from `child`).
+ * in `dataDir` (created; refused when another workerd serves it, see claimData),
+ * listening on `listen` (port 0: any free one), with exactly `env` as its environment.
+ * Resolves to `{child, port, exited, stop}`: `port` resolves once workerd listens (from
+ * its --control-fd messages), `exited` to `{code, signal}`; `stop()` sends SIGTERM and
+ * waits for the exit. `stdio`: workerd's stdout and stderr ("inherit", or "pipe" to
+ * read them from `child`).
  */
-export function startWorkerd({ bundleDir, dataDir, listen, env, stdio = 'inherit' }) {
+export async function startWorkerd({ bundleDir, dataDir, listen, env, stdio = 'inherit' }) {
   fs.mkdirSync(dataDir, { recursive: true });
-  const args = ['serve', '-I', bundleDir, CONFIG, `--socket-addr=http=${listen}`, `--directory-path=data=${path.resolve(dataDir)}`, '--control-fd=3'];
+  const lock = await claimData(dataDir);
+  const args = ['serve', '-I', bundleDir, CONFIG, `--socket-addr=http=${listen}`, `--socket-addr=lock=unix:${lock}`, `--directory-path=data=${path.resolve(dataDir)}`, '--control-fd=3'];
   const child = spawn(workerd.default, args, { env, stdio: ['ignore', stdio, stdio, 'pipe'] });
   const exited = new Promise((resolve) => child.on('exit', (code, signal) => resolve({ code, signal })));
   const port = new Promise((resolve, reject) => {
@@ -149,6 +186,10 @@ async function main() {
   let w;
   try {
     ({ values } = parseArgs({ options: { listen: { type: 'string', default: '127.0.0.1:8788' }, data: { type: 'string', default: path.join(ROOT, '.selfhost/data') } } }));
+    // workerd reads a bare number as an IPv4 address ("8799" is 0.0.34.95, port 80).
+    if (!/^.+:[0-9]+$/.test(values.listen)) {
+      throw new Error(`--listen ${values.listen}: give an address and a port, as 127.0.0.1:8788 (this machine only) or 0.0.0.0:8788 (every interface)`);
+    }
     // This process's INGEST_TOKEN, checked before anything is built: the commonest mistake.
     workerdEnv({});
     if (needsBuild()) {
@@ -161,14 +202,18 @@ async function main() {
     say(`bundle: ${modules.map((m) => m.name).join(', ')} (wrangler deploy --dry-run, in ${path.relative(ROOT, bundleDir)}/)`);
     say(`data: ${path.resolve(values.data)}`);
     say(`vars: wrangler.toml [vars]${made.overridden.length ? `; from the environment: ${made.overridden.join(', ')}` : ''}`);
-    w = startWorkerd({ bundleDir, dataDir: values.data, listen: values.listen, env: made.env });
+    w = await startWorkerd({ bundleDir, dataDir: values.data, listen: values.listen, env: made.env });
   } catch (e) {
     console.error(`serve:workerd: ${e.message}`);
     process.exit(1);
   }
   for (const signal of ['SIGINT', 'SIGTERM']) process.on(signal, () => w.child.kill(signal));
-  w.port.then((port) => say(`listening on http://${values.listen.replace(/:[0-9]+$/, '')}:${port} (Ctrl-C stops)`), () => {});
+  w.port.then(
+    (port) => say(`listening on http://${values.listen.replace(/:[0-9]+$/, '')}:${port} (Ctrl-C stops)`),
+    (e) => console.error(`serve:workerd: ${e.message}; why is in its message above`),
+  );
   const { code, signal } = await w.exited;
+  await w.port.catch(() => {}); // its line above is printed first
   process.exit(code ?? (signal === 'SIGINT' || signal === 'SIGTERM' ? 0 : 1));
 }
 

@@ -37,6 +37,13 @@ const config :Workerd.Config = (
     # Plain HTTP: put TLS (a reverse proxy) in front. Overridden by
     # --socket-addr http=<addr> (`npm run serve:workerd -- --listen <addr>`).
     (name = "http", address = "127.0.0.1:8788", http = (), service = "main"),
+    # The data directory's lock: while this workerd runs it listens on
+    # <data dir>/workerd.sock, so a second workerd given the same directory cannot
+    # (workerd does not replace a socket file) and stops. serve-workerd.mjs refuses to
+    # start when something answers there, and removes the file a stopped workerd left.
+    # It serves the same worker (the token applies), to users who may write the file.
+    # Overridden by --socket-addr lock=unix:<data dir>/workerd.sock.
+    (name = "lock", address = "unix:.selfhost/data/workerd.sock", http = (), service = "main"),
   ],
 );
 

@@ -103,6 +103,19 @@ export const UNPARK_PER_CALL = 1_000;
 /** Operator events one device's history keeps (`record`): the oldest go first. */
 export const HISTORY_EVENTS = 1_000;
 /**
+ * How long past its time an alarm the object still reports as set is taken as lost,
+ * and set again (`schedule`). Lost: the object's own file says an alarm is set, the
+ * runtime will never run it, and no uplink would re-arm it; so it is when a
+ * self-hosted data directory is restored without workerd's index of pending alarms
+ * (metadata.sqlite; README "Self-hosting on workerd"). Not lost: an alarm the runtime
+ * is retrying, which it reports at its first time: Cloudflare retries a throwing
+ * alarm() up to 6 times, from 2 s doubling, 126 s in all (Durable Objects, "Alarms");
+ * workerd the same, with up to 25 % jitter (src/workerd/server/alarm-scheduler.h).
+ * Well past those; and alarm() is idempotent, so re-arming one the runtime still
+ * held costs one more pass of it.
+ */
+const LOST_ALARM_MS = 5 * 60_000;
+/**
  * The rows whose keys the seen-set holds, newest first (parameters: the TTL's start,
  * MAX_KEYS_PER_DEVICE): admitted within the TTL, not forgotten by an operator
  * (`forget`, `reset`), the newest MAX_KEYS_PER_DEVICE of them. What `seen` rebuilds from.
@@ -1049,7 +1062,9 @@ export class DeviceObject extends DurableObject {
   /**
    * Arms the alarm for the earliest of: the next delivery (the open batch's retry,
    * or at once for rows waiting for a batch), the next retention expiry, the next
-   * flush of changed figures to the fleet roll-up.
+   * flush of changed figures to the fleet roll-up. An alarm set earlier is kept,
+   * unless it is overdue by more than LOST_ALARM_MS: then it is set again, for now
+   * at the earliest (the same time again would not reach workerd's scheduler).
    */
   async schedule(cfg) {
     const now = Date.now();
@@ -1063,6 +1078,7 @@ export class DeviceObject extends DurableObject {
     const next = Math.min(...candidates);
     const current = await this.ctx.storage.getAlarm();
     if (current === null || current > next) await this.ctx.storage.setAlarm(next);
+    else if (current < now - LOST_ALARM_MS) await this.ctx.storage.setAlarm(Math.max(next, now));
   }
 }
 

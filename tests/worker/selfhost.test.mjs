@@ -5,11 +5,14 @@
 // (scripts/serve-workerd.mjs), stopped and started again on its data directory.
 import { test, before, after } from "node:test";
 import assert from "node:assert/strict";
+import { execFileSync, spawnSync } from "node:child_process";
 import crypto from "node:crypto";
 import fs from "node:fs";
-import { budget, overBudget, report, sizes } from "../../scripts/bundle.mjs";
+import path from "node:path";
+import { fileURLToPath } from "node:url";
+import { budget, bundle, overBudget, report, sizes } from "../../scripts/bundle.mjs";
 import { CONFIG, configProblems, prepare, readWrangler, startWorkerd, workerdEnv } from "../../scripts/serve-workerd.mjs";
-import { get, origin, post, tempDir, TOKEN, until } from "./harness.mjs";
+import { get, origin, post, sqlite, tempDir, TOKEN, until } from "./harness.mjs";
 
 const pkg = await import(new URL("../../pkg/reconnect_dedupe.js", import.meta.url));
 const wasm = fs.readFileSync(new URL("../../pkg/reconnect_dedupe_bg.wasm", import.meta.url));
@@ -24,6 +27,33 @@ const cleanup = [() => fs.rmSync(bundleDir, { recursive: true, force: true })];
 after(async () => {
   for (const f of cleanup.reverse()) await f();
 });
+
+/** Retries every 100 ms at first and at least every second: an alarm armed before a stop is soon due after it. */
+const QUICK_RETRIES = { RETRY_BASE_MS: "100", RETRY_MAX_MS: "1000" };
+
+/** workerd on the dry run's bundle and `data`, the test token and `vars` in its environment, stopped after the file's tests: `{...startWorkerd(), call}`. */
+async function serve(data, vars) {
+  const { env } = workerdEnv(bundled.vars, { INGEST_TOKEN: TOKEN, ...vars });
+  const w = await startWorkerd({ bundleDir, dataDir: data, listen: "127.0.0.1:0", env, stdio: "ignore" });
+  cleanup.push(() => w.stop());
+  const base = `http://127.0.0.1:${await w.port}`;
+  return { ...w, call: (p, init) => fetch(new URL(p, base), init) };
+}
+
+/** Python: the rows of the ledger of the SQLite file argv[1], or "no ledger". */
+const LEDGER_ROWS = "import sqlite3,sys; c=sqlite3.connect(sys.argv[1]); t=c.execute(\"SELECT 1 FROM sqlite_master WHERE name='readings'\").fetchall(); print(c.execute('SELECT COUNT(*) FROM readings').fetchone()[0] if t else 'no ledger')";
+
+/** An origin that answers 503 until its `healthy` is set, and an empty data directory; both go after the file's tests. */
+async function outage() {
+  const o = await origin({ answer: () => ({ status: o.healthy ? 200 : 503 }) });
+  cleanup.push(() => o.close());
+  const data = tempDir();
+  cleanup.push(() => fs.rmSync(data, { recursive: true, force: true }));
+  return { o, data };
+}
+
+/** One native reading of `device` per seq, nine minutes apart at most. */
+const readings = (device, seqs) => seqs.map((seq) => ({ device_id: device, seq, ts: `2026-07-16T09:0${seq}:00Z`, fill_pct: 10 * seq }));
 
 test("the dry run uploads index.js and pkg/'s Wasm unchanged, under wrangler's content-hash name", () => {
   const sha1 = crypto.createHash("sha1").update(wasm).digest("hex");
@@ -49,6 +79,21 @@ test("the budget is read from its table, and a size over it is named", () => {
   assert.deepEqual(overBudget(measured, limit), ["Wasm raw 400 001 bytes > budget 400 000 (+0.0 %)", "JS gzip 56 100 bytes > budget 51 000 (+10.0 %)"]);
   assert.throws(() => budget("# B\n\n## Bundle sizes?\n"), /^Error: BENCHMARKS.md: no "## Bundle size" section;/);
   assert.throws(() => budget(doc.replace("| JS |", "| Javascript |")), /^Error: BENCHMARKS.md: no row "JS";/);
+});
+
+test("the dry run fails, showing wrangler's output, when wrangler reaches for the network: its update check after a config warning", async () => {
+  // wrangler 4.86 checks for a newer version of itself (the npm registry, over node's
+  // https, which ignores proxy variables) when wrangler.toml has a field it does not
+  // know, as a typo or a field of a newer wrangler.
+  const dir = tempDir();
+  cleanup.push(() => fs.rmSync(dir, { recursive: true, force: true }));
+  fs.writeFileSync(path.join(dir, "index.js"), "export default { fetch: () => new Response('ok') };\n");
+  fs.writeFileSync(path.join(dir, "wrangler.toml"), 'name = "typo"\nmain = "index.js"\ncompatibility_date = "2026-04-01"\nsend_metrics = false\ncompatibilty_flags = []\n');
+  await assert.rejects(bundle(path.join(dir, "out"), { config: path.join(dir, "wrangler.toml") }), (e) => {
+    assert.match(e.message, /^wrangler deploy --dry-run opened 1 connection\(s\) through the proxy: it must need no account and no network\. Its output:\n/);
+    assert.match(e.message, /Unexpected fields found in top-level field: "compatibilty_flags"/);
+    return true;
+  });
 });
 
 test("selfhost/workerd.capnp agrees with wrangler.toml, and each disagreement is named", async () => {
@@ -78,22 +123,11 @@ test("workerd's environment: wrangler.toml's vars as text, the environment's ove
 });
 
 test("self-hosted: after a restart replays are still suppressed and the alarm armed before it delivers the outbox", async () => {
-  let healthy = false;
-  const o = await origin({ answer: () => ({ status: healthy ? 200 : 503 }) });
-  cleanup.push(() => o.close());
-  const data = tempDir();
-  cleanup.push(() => fs.rmSync(data, { recursive: true, force: true }));
-  // Retries every 100 ms at first and at least every second: the restart finds the alarm soon due.
-  const { env } = workerdEnv(bundled.vars, { INGEST_TOKEN: TOKEN, ORIGIN_URL: o.url, RETRY_BASE_MS: "100", RETRY_MAX_MS: "1000" });
-  const run = async () => {
-    const w = startWorkerd({ bundleDir, dataDir: data, listen: "127.0.0.1:0", env, stdio: "ignore" });
-    cleanup.push(() => w.stop());
-    const base = `http://127.0.0.1:${await w.port}`;
-    return { ...w, call: (p, init) => fetch(new URL(p, base), init) };
-  };
+  const { o, data } = await outage();
+  const run = () => serve(data, { ORIGIN_URL: o.url, ...QUICK_RETRIES });
 
   const device = "bin-selfhost";
-  const burst = [1, 2, 3].map((seq) => ({ device_id: device, seq, ts: `2026-07-16T09:0${seq}:00Z`, fill_pct: 10 * seq }));
+  const burst = readings(device, [1, 2, 3]);
   const keys = burst.map((r) => pkg.idempotencyKey(r));
   let w = await run();
   const res = await post(w.call, "/v1/readings", burst);
@@ -114,9 +148,24 @@ test("self-hosted: after a restart replays are still suppressed and the alarm ar
   await until(() => o.requests.length >= 1, "the first delivery attempt");
   assert.deepEqual(o.accepted(), []);
   assert.deepEqual(await w.stop(), { code: 0, signal: null }, "workerd stops on SIGTERM with status 0");
-  assert.deepEqual(fs.readdirSync(data).sort(), ["reconnect-dedupe-DeviceObject", "reconnect-dedupe-FleetObject"]);
+  // The lock socket stays after a stop; the next start removes it (nothing answers there).
+  assert.deepEqual(fs.readdirSync(data).sort(), ["reconnect-dedupe-DeviceObject", "reconnect-dedupe-FleetObject", "workerd.sock"]);
+  // The objects' -wal files outlive the stop and hold the latest writes: a copy of the
+  // device's file without its -wal has no ledger yet (README "Self-hosting", Data).
+  const objects = path.join(data, "reconnect-dedupe-DeviceObject");
+  const file = fs.readdirSync(objects).find((f) => f.endsWith(".sqlite") && f !== "metadata.sqlite");
+  assert.deepEqual(fs.readdirSync(objects).filter((f) => f.startsWith(file)).sort(), [file, `${file}-shm`, `${file}-wal`]);
+  const copy = (parts) => {
+    const dir = tempDir();
+    cleanup.push(() => fs.rmSync(dir, { recursive: true, force: true }));
+    for (const part of parts) fs.copyFileSync(path.join(objects, file + part), path.join(dir, `copy.sqlite${part}`));
+    return path.join(dir, "copy.sqlite");
+  };
+  const ledgerRows = (db) => execFileSync("python3", ["-c", LEDGER_ROWS, db]).toString().trim();
+  assert.equal(ledgerRows(copy([""])), "no ledger");
+  assert.equal(ledgerRows(copy(["", "-wal"])), "3");
 
-  healthy = true;
+  o.healthy = true;
   const attemptsBefore = o.requests.length;
   w = await run();
   // No request reaches the worker until the origin has the batch: workerd reloads the
@@ -143,4 +192,58 @@ test("self-hosted: after a restart replays are still suppressed and the alarm ar
   });
   assert.notEqual(replay.burst_id, first.burst_id);
   assert.deepEqual(o.accepted(), keys, "each reading delivered exactly once");
+});
+
+test("self-hosted: restored without metadata.sqlite, a device's waiting batch goes out at its next uplink", async () => {
+  const { o, data } = await outage();
+  const device = "bin-restored";
+  const [burst, later] = [readings(device, [1, 2, 3]), readings(device, [4])];
+  let w = await serve(data, { ORIGIN_URL: o.url, ...QUICK_RETRIES });
+  assert.equal((await post(w.call, "/v1/readings", burst)).status, 200);
+  await until(() => o.requests.length >= 1, "the first delivery attempt");
+  await w.stop();
+
+  // A backup restored without the pending-alarm index (metadata.sqlite), an hour after
+  // it was taken: the object's own file (workerd's _cf_METADATA, key 1: the alarm in ns
+  // since the epoch) still holds the alarm, now an hour overdue (more than the five
+  // minutes after which device.js takes an alarm as lost), which workerd no longer
+  // knows to run. Nothing runs it until a request reaches the object.
+  const objects = path.join(data, "reconnect-dedupe-DeviceObject");
+  for (const f of fs.readdirSync(objects)) if (f.startsWith("metadata.sqlite")) fs.rmSync(path.join(objects, f));
+  const files = fs.readdirSync(objects).filter((f) => f.endsWith(".sqlite")).map((f) => path.join(objects, f));
+  assert.equal(files.length, 1);
+  sqlite(files, "UPDATE _cf_METADATA SET value = value - 3600000000000 WHERE key = 1;");
+
+  o.healthy = true;
+  w = await serve(data, { ORIGIN_URL: o.url, ...QUICK_RETRIES });
+  assert.equal((await post(w.call, "/v1/readings", later)).status, 200);
+  const keys = [...burst, ...later].map((r) => pkg.idempotencyKey(r));
+  await until(() => o.accepted().length === 4, "the waiting batch and the new reading delivered");
+  assert.deepEqual(o.accepted(), keys, "the waiting batch first, then the new reading, each once");
+  const ledger = (await get(w.call, `/v1/devices/${device}/readings`)).body.readings;
+  assert.deepEqual(ledger.map((r) => [r.key, r.delivery]), keys.map((k) => [k, "delivered"]));
+});
+
+test("self-hosted: a second workerd on a data directory in use is refused, naming both, and the first goes on", async () => {
+  const data = tempDir();
+  cleanup.push(() => fs.rmSync(data, { recursive: true, force: true }));
+  const first = await serve(data, {});
+  const device = "bin-one-instance";
+  assert.equal((await post(first.call, "/v1/readings", readings(device, [1]))).status, 200);
+  await assert.rejects(serve(data, {}), {
+    message: `${data} is in use: another workerd serves it (it listens on ${path.join(data, "workerd.sock")}). Stop that one first: two on one data directory each keep their own seen-set, and admit the same replay twice.`,
+  });
+  const replay = await (await post(first.call, "/v1/readings", readings(device, [1]))).json();
+  assert.deepEqual([replay.unique, replay.duplicates_suppressed], [0, 1]);
+});
+
+test("npm run serve:workerd -- --listen with a port alone stops at once, saying what it takes", () => {
+  // workerd reads "8799" as the IPv4 address 0.0.34.95 (port 80) and dies with "Cannot
+  // assign requested address", after the whole dry run.
+  const data = tempDir();
+  cleanup.push(() => fs.rmSync(data, { recursive: true, force: true }));
+  const script = fileURLToPath(new URL("../../scripts/serve-workerd.mjs", import.meta.url));
+  const run = spawnSync(process.execPath, [script, "--listen", "8799", "--data", data], { env: { PATH: process.env.PATH, INGEST_TOKEN: TOKEN }, encoding: "utf8" });
+  assert.deepEqual([run.status, run.stdout, run.stderr], [1, "", "serve:workerd: --listen 8799: give an address and a port, as 127.0.0.1:8788 (this machine only) or 0.0.0.0:8788 (every interface)\n"]);
+  assert.deepEqual(fs.readdirSync(data), [], "nothing started");
 });
