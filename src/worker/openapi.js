@@ -191,7 +191,7 @@ export const OPENAPI = {
         summary: "This document",
         description: "No token needed: it holds no secret. Cacheable for 5 minutes.",
         open: true,
-        ok: { [JSON_TYPE]: { type: "object", required: ["openapi", "info", "paths"], properties: { openapi: { const: "3.1.0" }, info: { type: "object" }, paths: { type: "object" } } } },
+        ok: { [JSON_TYPE]: { type: "object", required: ["openapi", "info", "paths"], properties: { openapi: { const: "3.1.0" }, info: { type: "object", additionalProperties: true }, paths: { type: "object", additionalProperties: true } } } },
         okHeaders: { "Cache-Control": { required: true, schema: { const: "public, max-age=300" } } },
       },
     }),
@@ -497,10 +497,14 @@ export const OPENAPI = {
           { type: "object", required: ["readings"], properties: { readings: { type: "array", items: schema("Reading") } } },
         ],
       },
-      TtsMessage: { type: "object", description: "The Things Stack v3 webhook message (JSON format): `end_device_ids` and one message member (`uplink_message`, `join_accept`, ...)." },
-      ChirpStackEvent: { type: "object", description: "A ChirpStack v4 HTTP integration event, JSON payload encoding." },
-      HeliumMessage: { type: "object", description: "A Helium console HTTP integration message (`type`: `uplink`, `join`)." },
-      LoriotMessage: { type: "object", description: "A LORIOT HTTPS push message (`cmd`: `rx`, `gw`, ...)." },
+      // A network server's message, described by its vendor: any members. Said
+      // (`additionalProperties: true`) rather than left implicit, because generators type
+      // an object schema without members as an empty object (openapi-typescript:
+      // `Record<string, never>`), which no real message is.
+      TtsMessage: { type: "object", additionalProperties: true, description: "The Things Stack v3 webhook message (JSON format): `end_device_ids` and one message member (`uplink_message`, `join_accept`, ...)." },
+      ChirpStackEvent: { type: "object", additionalProperties: true, description: "A ChirpStack v4 HTTP integration event, JSON payload encoding." },
+      HeliumMessage: { type: "object", additionalProperties: true, description: "A Helium console HTTP integration message (`type`: `uplink`, `join`)." },
+      LoriotMessage: { type: "object", additionalProperties: true, description: "A LORIOT HTTPS push message (`cmd`: `rx`, `gw`, ...)." },
 
       Outcome: {
         type: "object",
