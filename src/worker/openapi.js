@@ -151,6 +151,8 @@ function webhook({ id, summary, description, body, parameters, codes = {}, ok = 
 }
 
 const CODEC = { type: "string", enum: ["milesight-iot/em310-udl", "milesight-iot/em500-udl", "dingtek/df703", "decentlab/dl-mbx", "tekelek/tek766", "dragino/ldds75", "dragino/dds75-lb"] };
+// The codecs whose configuration needs `reporting_period_s` (index.js `NEEDS_PERIOD`).
+const NEEDS_PERIOD = ["tekelek/tek766"];
 const HEALTH_COLUMNS = ["device_id", "received", "unique", "duplicates_suppressed", "conflicts", "rejected", "parked", "missing_seqs", "recovered_seqs", "seq_resets", "duplicate_ratio", "conflict_ratio", "gap_ratio", "flushed_at"];
 
 export const OPENAPI = {
@@ -769,6 +771,9 @@ export const OPENAPI = {
           reporting_period_s: nullable({ type: "integer", minimum: 1, maximum: 604800, description: "Required with `tekelek/tek766`." }),
           backfill: nullable({ type: "boolean", description: "This device's switch for history requests; null: BACKFILL decides." }),
         },
+        // A codec that times its readings by the reporting period needs one (else 400 `missing_reporting_period`).
+        if: { required: ["codec"], properties: { codec: { enum: NEEDS_PERIOD } } },
+        then: { required: ["reporting_period_s"], properties: { reporting_period_s: { type: "integer" } } },
       },
       DeviceConfigMembers: {
         type: "object",

@@ -86,7 +86,7 @@ test("a client can be generated: unique operationIds, every $ref resolves, every
   }
 });
 
-test("the facts the document restates are those of their owners: the core's codecs and configuration ranges, the version", () => {
+test("the facts the document restates are those of their owners: the core's codecs and configuration ranges, the codecs that need a period, the version", () => {
   const s = OPENAPI.components.schemas;
   assert.deepEqual(s.Codec.enum, LIMITS.codecs);
   for (const [name, { min, max }] of Object.entries(LIMITS.deviceConfig)) {
@@ -95,6 +95,9 @@ test("the facts the document restates are those of their owners: the core's code
       assert.deepEqual([range.minimum, range.maximum], [min, max], name);
     }
   }
+  // The codecs that need a reporting period: index.js's NEEDS_PERIOD.
+  const needsPeriod = fs.readFileSync(new URL("src/worker/index.js", root), "utf8").match(/const NEEDS_PERIOD = new Set\((\[[^\]]*\])\)/)[1];
+  assert.deepEqual(s.DeviceConfigRequest.if.properties.codec.enum, JSON.parse(needsPeriod));
   const formats = LIMITS.formats.filter((f) => f !== "readings");
   assert.deepEqual(s.IgnoredReply.properties.route.enum, formats);
   assert.equal(OPENAPI.info.version, JSON.parse(fs.readFileSync(new URL("package.json", root), "utf8")).version);
