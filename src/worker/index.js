@@ -532,7 +532,9 @@ async function redrive(env, path, params) {
  */
 async function forget(request, env, cfg, path) {
   const { body } = jsonObjectOf(await readJson(request, cfg), ["key"], "invalid_forget_body");
-  if (typeof body.key !== "string" || body.key === "" || body.key.length > 1024) {
+  // Characters are code points, as the document's maxLength counts them (JSON Schema),
+  // not UTF-16 units (`length`: an emoji is 2).
+  if (typeof body.key !== "string" || body.key === "" || [...body.key].length > 1024) {
     throw new HttpError(400, "invalid_forget_body", "key must be a ledger row's key: a non-empty string of at most 1024 characters");
   }
   const { device_id, device } = await existingDevice(env, path);
