@@ -411,7 +411,8 @@ export const OPENAPI = {
         schema: { type: "string" },
       },
       Limit: { name: "limit", in: "query", description: "Rows per page, decimal digits, given at most once.", schema: { type: "integer", minimum: 1, maximum: 1000, default: 100 } },
-      After: { name: "after", in: "query", description: "The `next` of the previous page, decimal digits, given at most once.", schema: { type: "integer", minimum: 0, default: 0 } },
+      // At most 2^53 - 1, as the worker reads it (a safe integer); a client would write a larger number as `1e+21`.
+      After: { name: "after", in: "query", description: "The `next` of the previous page, decimal digits, given at most once.", schema: { type: "integer", minimum: 0, maximum: Number.MAX_SAFE_INTEGER, default: 0 } },
       Format: {
         name: "format",
         in: "query",
