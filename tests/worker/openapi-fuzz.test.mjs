@@ -267,3 +267,29 @@ test("a query parameter is taken exactly when the document's schema accepts it, 
     }
   }
 });
+
+test("a native reading is admitted exactly when the document's Reading schema accepts it", async () => {
+  // Readings of the shapes clients write, good and bad. The schema cannot say two of
+  // the core's rules, so none here breaks only them: a device id over 128 UTF-8 bytes
+  // in at most 128 characters, and one with an invisible (format) character.
+  const valid = validatorAt("/components/schemas/Reading");
+  const variants = [
+    {}, { seq: "5" }, { seq: 5.0 }, { seq: 1e3 }, { seq: -0 }, { seq: 2 ** 53 - 1 }, { seq: 2 ** 53 }, { seq: 1.5 }, { seq: true }, { seq: null },
+    { fill_pct: "40" }, { fill_pct: 40.125 }, { fill_pct: 0 }, { fill_pct: 100 }, { fill_pct: 100.5 }, { fill_pct: -1 }, { fill_pct: null },
+    { device_id: 123 }, { device_id: "" }, { device_id: "a b" }, { device_id: "bin €" }, { device_id: "." }, { device_id: ".." }, { device_id: "..." }, { device_id: "x".repeat(128) }, { device_id: "x".repeat(129) }, { device_id: "a\nb" }, { device_id: "a\u0000b" }, { device_id: "a\u0085b" }, { device_id: "a\u007fb" },
+    { ts: "2026-07-16T09:00:00Z" }, { ts: "2026-07-16 09:00:00Z" }, { ts: "2026-07-16t09:00:00z" }, { ts: "2026-07-16T09:00:00.123456789Z" }, { ts: "2026-07-16T09:00:00.1234567891Z" },
+    { ts: "2026-07-16T11:00:00+02:00" }, { ts: "2026-07-16T09:00:00+0000" }, { ts: "2026-07-16T09:00:00+00" }, { ts: "2026-07-16T09:00:00" }, { ts: "2026-07-16T09:00Z" },
+    { ts: "2026-07-16T23:59:60Z" }, { ts: "2016-12-31T23:59:60Z" }, { ts: "0000-01-01T00:00:00Z" }, { ts: "0001-01-01T00:00:00Z" }, { ts: "2026-02-29T00:00:00Z" }, { ts: "2026-07-16T09:00:00+24:00" }, { ts: 1784192400 },
+  ];
+  let seq = 100;
+  for (const variant of variants) {
+    const reading = { device_id: "fz-reading", seq: seq++, ts: "2026-07-16T09:00:00Z", fill_pct: 40, ...variant };
+    const res = await worker.call("/v1/readings", { method: "POST", headers: { ...AUTH, "content-type": "application/json" }, body: JSON.stringify([reading]) });
+    const reply = await res.json();
+    assert.equal(res.status, 200);
+    const admitted = reply.unique === 1;
+    assert.equal(admitted, valid(reading), `${JSON.stringify(variant)}: ${admitted ? "admitted" : `rejected ${reply.rejected[0]?.code}`}; the schema says ${valid(reading) ? "valid" : ajvText(valid.errors)}`);
+  }
+});
+
+const ajvText = (errors) => errors.map((e) => `${e.instancePath} ${e.message}`).join("; ");
