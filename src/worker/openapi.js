@@ -488,9 +488,24 @@ export const OPENAPI = {
         description: "A reading; other members are ignored. A reading that breaks a rule is rejected (listed in the reply), not the request.",
         required: ["device_id", "seq", "ts", "fill_pct"],
         properties: {
-          device_id: { type: "string", minLength: 1, description: "1-128 UTF-8 bytes; not `.` or `..`." },
+          // The core's rules (src/dedupe/reading.rs `check_device_id`, timestamp.rs
+          // `parse_rfc3339`) as far as a schema can say them: not the 128 bytes (128
+          // characters is the most they can be), nor the invisible characters.
+          device_id: {
+            type: "string",
+            minLength: 1,
+            maxLength: 128,
+            pattern: "^[^\\u0000-\\u001f\\u007f-\\u009f]*$",
+            not: { enum: [".", ".."] },
+            description: "1-128 UTF-8 bytes without control or invisible (format, U+2028, U+2029) characters; not `.` or `..`.",
+          },
           seq: { type: "integer", minimum: -9007199254740991, maximum: 9007199254740991 },
-          ts: { type: "string", format: "date-time", description: "RFC 3339 with `Z` or an offset." },
+          ts: {
+            type: "string",
+            format: "date-time",
+            pattern: "^(?!0000)[0-9]{4}-[0-9]{2}-[0-9]{2}[Tt ][0-9]{2}:[0-9]{2}:[0-5][0-9](\\.[0-9]{1,9})?([Zz]|[+-][0-9]{2}:[0-9]{2})$",
+            description: "RFC 3339 with `Z` or `±hh:mm` (not `±hhmm`), at most 9 fraction digits, no leap second; within years 0001-9999 in UTC.",
+          },
           fill_pct: { type: "number", minimum: 0, maximum: 100 },
         },
       },
