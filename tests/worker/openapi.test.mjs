@@ -13,7 +13,7 @@ import fs from "node:fs";
 import { Validator } from "@seriousme/openapi-schema-validator";
 import { OPENAPI, OPENAPI_JSON } from "../../src/worker/openapi.js";
 import { start, TOKEN } from "./harness.mjs";
-import { templateOf, validatorAt } from "./openapi-replies.mjs";
+import { checkReply, templateOf, validatorAt } from "./openapi-replies.mjs";
 
 const root = new URL("../../", import.meta.url);
 const pkg = await import("../../pkg/reconnect_dedupe.js");
@@ -201,4 +201,19 @@ test("a reply that does not match the document fails the test that received it",
   } finally {
     await w.mf.dispose();
   }
+});
+
+test("a request body the worker took that the document refuses fails the test that sent it", () => {
+  const stored = { device_id: "bin-1", codec: null, bin_depth_mm: 1200, offset_mm: 0, reporting_period_s: null, backfill: null, updated_at: "2026-07-16T09:00:00+00:00" };
+  const unparked = { uplinks: 0, received: 0, unique: 0, duplicates_suppressed: 0, rejected: 0, still_parked: 0 };
+  const reply = {
+    method: "PUT",
+    url: new URL("http://127.0.0.1/v1/devices/bin-1/config"),
+    status: 200,
+    headers: new Headers({ "content-type": "application/json; charset=utf-8" }),
+    body: JSON.stringify({ ...stored, unparked }),
+  };
+  checkReply({ ...reply, requestBody: '{"bin_depth_mm": 1200}' });
+  const refused = /PUT \/v1\/devices\/bin-1\/config \(\/v1\/devices\/\{device_id\}\/config\) → 200: the request body was taken, but the document's request schema refuses it: request must NOT have additional properties/;
+  assert.throws(() => checkReply({ ...reply, requestBody: '{"bin_depth_mm": 1200, "colour": "red"}' }), refused);
 });
