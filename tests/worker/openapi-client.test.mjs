@@ -50,12 +50,19 @@ export async function run(baseUrl: string, token: string) {
   if (!joined.data || !("ignored" in joined.data)) throw new Error(JSON.stringify(joined.error ?? joined.data));
   const status = await api.POST("/v1/uplinks/chirpstack", { params: { query: { event: "status" } }, body: { deviceInfo: { devEui: "0101010101010101" }, batteryLevel: 87.5 } });
   if (!status.data || !("ignored" in status.data)) throw new Error(JSON.stringify(status.error ?? status.data));
+  // A text reply (CSV, Prometheus) is read as text: openapi-fetch parses JSON unless
+  // told. A route that answers JSON or CSV types its data as either.
+  const csv = await api.GET("/v1/devices/{device_id}/health", { params: { path: { device_id: "bin-client" }, query: { format: "csv" } }, parseAs: "text" });
+  const csvHeader = (csv.data ?? "").split("\\r\\n")[0];
+  const health = await api.GET("/v1/devices/{device_id}/health", { params: { path: { device_id: "bin-client" } } });
+  if (!health.data || typeof health.data === "string") throw new Error(JSON.stringify(health.error ?? health.data));
+  const healthOf: string = health.data.device_id;
   // @ts-expect-error: the API has no such route
   await api.GET("/v1/nowhere");
   // @ts-expect-error: fill_pct is a number
   await api.POST("/v1/readings", { body: [{ ...reading, fill_pct: "40" }] });
   const ignored: string[] = [joined.data.event, status.data.event];
-  return { unique, duplicates: first.data.duplicates_suppressed, keys, status: refused.response.status, code, admitted: extra.data.unique, ignored };
+  return { unique, duplicates: first.data.duplicates_suppressed, keys, status: refused.response.status, code, admitted: extra.data.unique, ignored, csvHeader, healthOf };
 }
 `;
 
@@ -98,6 +105,8 @@ test("a TypeScript client generated from /v1/openapi.json type-checks and talks 
     code: "not_configured",
     admitted: 1,
     ignored: ["join_accept", "status"],
+    csvHeader: "device_id,received,unique,duplicates_suppressed,conflicts,rejected,parked,missing_seqs,recovered_seqs,seq_resets,duplicate_ratio,conflict_ratio,gap_ratio,flushed_at",
+    healthOf: "bin-client",
   });
 });
 
