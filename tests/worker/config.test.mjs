@@ -100,6 +100,7 @@ const BAD = [
   ['\uFEFF{"bin_depth_mm": 1000}', "invalid_json", /byte order mark/],
   ['{"bin_depth_mm": 1000, "codec": "\\udc00"}', "invalid_json", /lone surrogate/],
   [`{"bin_depth_mm": 1000, "backfill": ${"[".repeat(128)}${"]".repeat(128)}}`, "invalid_json", /nested deeper than 128/],
+  [`{"bin_depth_mm": 1000, "backfill": ${"[".repeat(127)}${"]".repeat(127)}}`, "invalid_backfill", /backfill must be true, false or null/],
 ];
 
 test("every bad body is refused with its code, naming the member and rule; no device object contacted", async () => {
