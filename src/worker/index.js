@@ -532,7 +532,9 @@ async function redrive(env, path, params) {
  */
 async function forget(request, env, cfg, path) {
   const { body } = jsonObjectOf(await readJson(request, cfg), ["key"], "invalid_forget_body");
-  if (typeof body.key !== "string" || body.key === "" || body.key.length > 1024) {
+  // Characters are code points, as the document's maxLength counts them (JSON Schema),
+  // not UTF-16 units (`length`: an emoji is 2).
+  if (typeof body.key !== "string" || body.key === "" || [...body.key].length > 1024) {
     throw new HttpError(400, "invalid_forget_body", "key must be a ledger row's key: a non-empty string of at most 1024 characters");
   }
   const { device_id, device } = await existingDevice(env, path);
@@ -772,15 +774,20 @@ function deviceConfigOf(bytes) {
 
 /**
  * A body that must be a JSON object with only `members`, none twice: `{body, given}`
- * (`given`: member → its value's text, as written). Not JSON is 400 `invalid_json`;
- * another shape, an unknown member or one given twice is 400 `code`.
+ * (`given`: member → its value's text, as written). Not JSON is 400 `invalid_json`, by
+ * the rules of every other body (README "Readings and rejections"); another shape, an
+ * unknown member or one given twice is 400 `code`.
  */
 function jsonObjectOf(bytes, members, code) {
   let text;
   let body;
   try {
-    text = new TextDecoder("utf-8", { fatal: true }).decode(bytes);
+    // ignoreBOM: a byte order mark is kept, to be refused, not silently dropped.
+    text = new TextDecoder("utf-8", { fatal: true, ignoreBOM: true }).decode(bytes);
+    if (text.startsWith("\uFEFF")) throw new Error("the body starts with a UTF-8 byte order mark (EF BB BF); send JSON without it");
     body = JSON.parse(text);
+    const fault = notReadable(body);
+    if (fault) throw new Error(fault);
   } catch (e) {
     throw new HttpError(400, "invalid_json", `the body is not JSON: ${e.message}`);
   }
@@ -795,6 +802,22 @@ function jsonObjectOf(bytes, members, code) {
     given.set(name, value);
   }
   return { body, given };
+}
+
+/**
+ * What JSON.parse reads but the core's reader (src/uplink/json.rs, every other body)
+ * refuses, in a parsed value: a lone surrogate (an escape such as "\ud800") in a string
+ * or member name, or nesting over 128 levels. Null when there is none.
+ */
+function notReadable(value, depth = 1) {
+  if (typeof value === "string") return value.isWellFormed() ? null : "a string holds a lone surrogate";
+  if (value === null || typeof value !== "object") return null;
+  if (depth > 128) return "arrays and objects are nested deeper than 128 levels";
+  for (const [name, member] of Object.entries(value)) {
+    const fault = name.isWellFormed() ? notReadable(member, depth + 1) : "a member name holds a lone surrogate";
+    if (fault) return fault;
+  }
+  return null;
 }
 
 /** A numeric member: a whole number within its range, or its default when absent or null. */

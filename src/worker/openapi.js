@@ -151,6 +151,8 @@ function webhook({ id, summary, description, body, parameters, codes = {}, ok = 
 }
 
 const CODEC = { type: "string", enum: ["milesight-iot/em310-udl", "milesight-iot/em500-udl", "dingtek/df703", "decentlab/dl-mbx", "tekelek/tek766", "dragino/ldds75", "dragino/dds75-lb"] };
+// The codecs whose configuration needs `reporting_period_s` (index.js `NEEDS_PERIOD`).
+const NEEDS_PERIOD = ["tekelek/tek766"];
 const HEALTH_COLUMNS = ["device_id", "received", "unique", "duplicates_suppressed", "conflicts", "rejected", "parked", "missing_seqs", "recovered_seqs", "seq_resets", "duplicate_ratio", "conflict_ratio", "gap_ratio", "flushed_at"];
 
 export const OPENAPI = {
@@ -191,7 +193,7 @@ export const OPENAPI = {
         summary: "This document",
         description: "No token needed: it holds no secret. Cacheable for 5 minutes.",
         open: true,
-        ok: { [JSON_TYPE]: { type: "object", required: ["openapi", "info", "paths"], properties: { openapi: { const: "3.1.0" }, info: { type: "object" }, paths: { type: "object" } } } },
+        ok: { [JSON_TYPE]: { type: "object", required: ["openapi", "info", "paths"], properties: { openapi: { const: "3.1.0" }, info: { type: "object", additionalProperties: true }, paths: { type: "object", additionalProperties: true } } } },
         okHeaders: { "Cache-Control": { required: true, schema: { const: "public, max-age=300" } } },
       },
     }),
@@ -409,7 +411,8 @@ export const OPENAPI = {
         schema: { type: "string" },
       },
       Limit: { name: "limit", in: "query", description: "Rows per page, decimal digits, given at most once.", schema: { type: "integer", minimum: 1, maximum: 1000, default: 100 } },
-      After: { name: "after", in: "query", description: "The `next` of the previous page, decimal digits, given at most once.", schema: { type: "integer", minimum: 0, default: 0 } },
+      // At most 2^53 - 1, as the worker reads it (a safe integer); a client would write a larger number as `1e+21`.
+      After: { name: "after", in: "query", description: "The `next` of the previous page, decimal digits, given at most once.", schema: { type: "integer", minimum: 0, maximum: Number.MAX_SAFE_INTEGER, default: 0 } },
       Format: {
         name: "format",
         in: "query",
@@ -485,9 +488,24 @@ export const OPENAPI = {
         description: "A reading; other members are ignored. A reading that breaks a rule is rejected (listed in the reply), not the request.",
         required: ["device_id", "seq", "ts", "fill_pct"],
         properties: {
-          device_id: { type: "string", minLength: 1, description: "1-128 UTF-8 bytes; not `.` or `..`." },
+          // The core's rules (src/dedupe/reading.rs `check_device_id`, timestamp.rs
+          // `parse_rfc3339`) as far as a schema can say them: not the 128 bytes (128
+          // characters is the most they can be), nor the invisible characters.
+          device_id: {
+            type: "string",
+            minLength: 1,
+            maxLength: 128,
+            pattern: "^[^\\u0000-\\u001f\\u007f-\\u009f]*$",
+            not: { enum: [".", ".."] },
+            description: "1-128 UTF-8 bytes without control or invisible (format, U+2028, U+2029) characters; not `.` or `..`.",
+          },
           seq: { type: "integer", minimum: -9007199254740991, maximum: 9007199254740991 },
-          ts: { type: "string", format: "date-time", description: "RFC 3339 with `Z` or an offset." },
+          ts: {
+            type: "string",
+            format: "date-time",
+            pattern: "^(?!0000)[0-9]{4}-[0-9]{2}-[0-9]{2}[Tt ][0-9]{2}:[0-9]{2}:[0-5][0-9](\\.[0-9]{1,9})?([Zz]|[+-][0-9]{2}:[0-9]{2})$",
+            description: "RFC 3339 with `Z` or `±hh:mm` (not `±hhmm`), at most 9 fraction digits, no leap second; within years 0001-9999 in UTC.",
+          },
           fill_pct: { type: "number", minimum: 0, maximum: 100 },
         },
       },
@@ -497,10 +515,14 @@ export const OPENAPI = {
           { type: "object", required: ["readings"], properties: { readings: { type: "array", items: schema("Reading") } } },
         ],
       },
-      TtsMessage: { type: "object", description: "The Things Stack v3 webhook message (JSON format): `end_device_ids` and one message member (`uplink_message`, `join_accept`, ...)." },
-      ChirpStackEvent: { type: "object", description: "A ChirpStack v4 HTTP integration event, JSON payload encoding." },
-      HeliumMessage: { type: "object", description: "A Helium console HTTP integration message (`type`: `uplink`, `join`)." },
-      LoriotMessage: { type: "object", description: "A LORIOT HTTPS push message (`cmd`: `rx`, `gw`, ...)." },
+      // A network server's message, described by its vendor: any members. Said
+      // (`additionalProperties: true`) rather than left implicit, because generators type
+      // an object schema without members as an empty object (openapi-typescript:
+      // `Record<string, never>`), which no real message is.
+      TtsMessage: { type: "object", additionalProperties: true, description: "The Things Stack v3 webhook message (JSON format): `end_device_ids` and one message member (`uplink_message`, `join_accept`, ...)." },
+      ChirpStackEvent: { type: "object", additionalProperties: true, description: "A ChirpStack v4 HTTP integration event, JSON payload encoding." },
+      HeliumMessage: { type: "object", additionalProperties: true, description: "A Helium console HTTP integration message (`type`: `uplink`, `join`)." },
+      LoriotMessage: { type: "object", additionalProperties: true, description: "A LORIOT HTTPS push message (`cmd`: `rx`, `gw`, ...)." },
 
       Outcome: {
         type: "object",
@@ -765,6 +787,9 @@ export const OPENAPI = {
           reporting_period_s: nullable({ type: "integer", minimum: 1, maximum: 604800, description: "Required with `tekelek/tek766`." }),
           backfill: nullable({ type: "boolean", description: "This device's switch for history requests; null: BACKFILL decides." }),
         },
+        // A codec that times its readings by the reporting period needs one (else 400 `missing_reporting_period`).
+        if: { required: ["codec"], properties: { codec: { enum: NEEDS_PERIOD } } },
+        then: { required: ["reporting_period_s"], properties: { reporting_period_s: { type: "integer" } } },
       },
       DeviceConfigMembers: {
         type: "object",

@@ -70,15 +70,15 @@ export async function start({ vars = {}, persist, log = false, script = WORKER, 
   const call = async (p, init = {}) => {
     const target = new URL(p, url);
     const res = await mf.dispatchFetch(target, init);
-    if (validate) await assertDocumented(init.method ?? "GET", target, res.clone());
+    if (validate) await assertDocumented(init.method ?? "GET", target, typeof init.body === "string" ? init.body : undefined, res.clone());
     return res;
   };
   return { mf, call, lines };
 }
 
-/** Asserts that `res`, the reply to `method` `url`, is as the OpenAPI document says (openapi-replies.mjs). */
-async function assertDocumented(method, url, res) {
-  checkReply({ method, url, status: res.status, headers: res.headers, body: await res.text() });
+/** Asserts that `res`, the reply to `method` `url` with `requestBody` (text or undefined), is as the OpenAPI document says (openapi-replies.mjs). */
+async function assertDocumented(method, url, requestBody, res) {
+  checkReply({ method, url, requestBody, status: res.status, headers: res.headers, body: await res.text() });
 }
 
 function assertBuilt() {

@@ -9,7 +9,7 @@ import path from "node:path";
 import { execFileSync } from "node:child_process";
 import openapiTS, { astToString } from "openapi-typescript";
 import { transform } from "esbuild";
-import { start, TOKEN } from "./harness.mjs";
+import { fixture, start, TOKEN } from "./harness.mjs";
 
 const root = new URL("../../", import.meta.url).pathname;
 let w;
@@ -42,11 +42,27 @@ export async function run(baseUrl: string, token: string) {
   const keys: string[] = stored.data.readings.map((r) => r.key);
   const refused = await api.GET("/v1/devices/{device_id}/config", { params: { path: { device_id: "bin-client" } } });
   const code: string | undefined = refused.error?.error.code;
+  // Readings and network-server messages as the user's code has them: with members
+  // the API does not read (README: other members are ignored).
+  const extra = await api.POST("/v1/readings", { body: { readings: [{ ...reading, seq: 8, battery_mv: 3600 }], source: "gateway-7" } });
+  if (!extra.data) throw new Error(JSON.stringify(extra.error));
+  const joined = await api.POST("/v1/uplinks/ttn", { body: ${fixture("tts/join_accept.json").trim()} });
+  if (!joined.data || !("ignored" in joined.data)) throw new Error(JSON.stringify(joined.error ?? joined.data));
+  const status = await api.POST("/v1/uplinks/chirpstack", { params: { query: { event: "status" } }, body: { deviceInfo: { devEui: "0101010101010101" }, batteryLevel: 87.5 } });
+  if (!status.data || !("ignored" in status.data)) throw new Error(JSON.stringify(status.error ?? status.data));
+  // A text reply (CSV, Prometheus) is read as text: openapi-fetch parses JSON unless
+  // told. A route that answers JSON or CSV types its data as either.
+  const csv = await api.GET("/v1/devices/{device_id}/health", { params: { path: { device_id: "bin-client" }, query: { format: "csv" } }, parseAs: "text" });
+  const csvHeader = (csv.data ?? "").split("\\r\\n")[0];
+  const health = await api.GET("/v1/devices/{device_id}/health", { params: { path: { device_id: "bin-client" } } });
+  if (!health.data || typeof health.data === "string") throw new Error(JSON.stringify(health.error ?? health.data));
+  const healthOf: string = health.data.device_id;
   // @ts-expect-error: the API has no such route
   await api.GET("/v1/nowhere");
   // @ts-expect-error: fill_pct is a number
   await api.POST("/v1/readings", { body: [{ ...reading, fill_pct: "40" }] });
-  return { unique, duplicates: first.data.duplicates_suppressed, keys, status: refused.response.status, code };
+  const ignored: string[] = [joined.data.event, status.data.event];
+  return { unique, duplicates: first.data.duplicates_suppressed, keys, status: refused.response.status, code, admitted: extra.data.unique, ignored, csvHeader, healthOf };
 }
 `;
 
@@ -87,6 +103,10 @@ test("a TypeScript client generated from /v1/openapi.json type-checks and talks 
     keys: [await keyOf({ device_id: "bin-client", seq: 7, ts: "2026-07-16T09:00:00Z", fill_pct: 40 })],
     status: 404,
     code: "not_configured",
+    admitted: 1,
+    ignored: ["join_accept", "status"],
+    csvHeader: "device_id,received,unique,duplicates_suppressed,conflicts,rejected,parked,missing_seqs,recovered_seqs,seq_resets,duplicate_ratio,conflict_ratio,gap_ratio,flushed_at",
+    healthOf: "bin-client",
   });
 });
 

@@ -1,9 +1,11 @@
 // Checks a reply of the worker against the OpenAPI document (src/worker/openapi.js):
 // the operation it answered (path template and method, HEAD as GET's headers), the
 // status, each documented header, the media type and the body against its schema, with
-// ajv (JSON Schema 2020-12, OpenAPI 3.1's dialect). tests/worker/harness.mjs runs it on
-// every reply a worker test receives, so a reply that drifts from the document fails
-// the test that received it. Validators are compiled once per schema and process.
+// ajv (JSON Schema 2020-12, OpenAPI 3.1's dialect); and a request body the worker took
+// against the operation's request schema. tests/worker/harness.mjs runs it on every
+// reply a worker test receives, so a reply that drifts from the document, or a body the
+// worker takes that the document refuses, fails the test that received it. Validators
+// are compiled once per schema and process.
 import assert from "node:assert/strict";
 import Ajv2020 from "ajv/dist/2020.js";
 import addFormats from "ajv-formats";
@@ -20,6 +22,7 @@ addFormats(ajv);
 ajv.addVocabulary(["openapi", "info", "jsonSchemaDialect", "servers", "paths", "webhooks", "components", "security", "tags", "externalDocs"]);
 ajv.addSchema(OPENAPI, DOC_ID);
 
+const JSON_TYPE = "application/json";
 const METHODS = ["get", "put", "post", "delete", "options", "head", "patch", "trace"];
 /** Path templates as the worker matches them: a parameter is any segment, empty included (index.js `([^/]*)`). */
 const ROUTES = Object.keys(OPENAPI.paths)
@@ -77,11 +80,12 @@ function sameType(key, contentType) {
 }
 
 /**
- * Asserts that a reply matches the document. `method`, `url` (a URL) are the request's;
- * `status`, `headers` (a Headers) and `body` (text) the reply's. Throws an
- * AssertionError naming the route, the status and what does not match.
+ * Asserts that a reply matches the document. `method`, `url` (a URL) and `requestBody`
+ * (text, when the request had one as text) are the request's; `status`, `headers` (a
+ * Headers) and `body` (text) the reply's. Throws an AssertionError naming the route, the
+ * status and what does not match.
  */
-export function checkReply({ method, url, status, headers, body }) {
+export function checkReply({ method, url, requestBody, status, headers, body }) {
   method = method.toUpperCase();
   const template = templateOf(url.pathname);
   const pathItem = template === null ? null : OPENAPI.paths[template];
@@ -103,6 +107,7 @@ export function checkReply({ method, url, status, headers, body }) {
   const response = operation.responses[status];
   if (!response) fail(`status ${status} is not documented (documented: ${Object.keys(operation.responses).join(", ")})`);
   checkResponse(fail, [template, method.toLowerCase()], response, status, headers, body, method);
+  if (requestBody !== undefined && operation.requestBody) checkTaken(fail, pointerOf("paths", template, method.toLowerCase(), "requestBody"), requestBody, status, body);
   if (method === "HEAD") {
     // HEAD answers GET's headers: its Content-Type is one GET documents for that status.
     const { value: get } = deref("", pathItem.get.responses[status]);
@@ -131,6 +136,23 @@ function checkResponse(fail, [template, method], response, status, headers, body
   const key = Object.keys(value.content).find((k) => sameType(k, type));
   if (key === undefined) fail(`Content-Type ${JSON.stringify(type)} is not documented (${Object.keys(value.content).join(", ")})`);
   checkBody(fail, `${at}/content/${escape(key)}/schema`, headers, body, requestMethod, key);
+}
+
+/**
+ * A request body the worker took (a 2xx reply) is one the operation's request schema
+ * accepts: the document tells clients what to send, and must not refuse what works.
+ * Not a message acknowledged unread (`ignored`: ChirpStack's events other than `up`),
+ * nor a burst with rejected readings (those broke a reading's rule, and the reply
+ * says which).
+ */
+function checkTaken(fail, pointer, requestBody, status, replyText) {
+  if (status < 200 || status > 299) return;
+  const reply = safeJson(replyText);
+  if (reply?.ignored === true || reply?.rejected?.length) return;
+  const data = safeJson(requestBody);
+  if (data === undefined) fail("a request body that is not JSON was taken");
+  const v = validatorAt(`${pointer}/content/${escape(JSON_TYPE)}/schema`);
+  if (!v(data)) fail(`the request body was taken, but the document's request schema refuses it: ${ajv.errorsText(v.errors, { dataVar: "request", separator: "\n    " })}\n  request: ${requestBody.slice(0, 600)}`);
 }
 
 function checkBody(fail, pointer, headers, body, method, key) {

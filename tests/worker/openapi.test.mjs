@@ -13,7 +13,7 @@ import fs from "node:fs";
 import { Validator } from "@seriousme/openapi-schema-validator";
 import { OPENAPI, OPENAPI_JSON } from "../../src/worker/openapi.js";
 import { start, TOKEN } from "./harness.mjs";
-import { templateOf, validatorAt } from "./openapi-replies.mjs";
+import { checkReply, templateOf, validatorAt } from "./openapi-replies.mjs";
 
 const root = new URL("../../", import.meta.url);
 const pkg = await import("../../pkg/reconnect_dedupe.js");
@@ -86,7 +86,7 @@ test("a client can be generated: unique operationIds, every $ref resolves, every
   }
 });
 
-test("the facts the document restates are those of their owners: the core's codecs and configuration ranges, the version", () => {
+test("the facts the document restates are those of their owners: the core's codecs and configuration ranges, the codecs that need a period, the version", () => {
   const s = OPENAPI.components.schemas;
   assert.deepEqual(s.Codec.enum, LIMITS.codecs);
   for (const [name, { min, max }] of Object.entries(LIMITS.deviceConfig)) {
@@ -95,6 +95,9 @@ test("the facts the document restates are those of their owners: the core's code
       assert.deepEqual([range.minimum, range.maximum], [min, max], name);
     }
   }
+  // The codecs that need a reporting period: index.js's NEEDS_PERIOD.
+  const needsPeriod = fs.readFileSync(new URL("src/worker/index.js", root), "utf8").match(/const NEEDS_PERIOD = new Set\((\[[^\]]*\])\)/)[1];
+  assert.deepEqual(s.DeviceConfigRequest.if.properties.codec.enum, JSON.parse(needsPeriod));
   const formats = LIMITS.formats.filter((f) => f !== "readings");
   assert.deepEqual(s.IgnoredReply.properties.route.enum, formats);
   assert.equal(OPENAPI.info.version, JSON.parse(fs.readFileSync(new URL("package.json", root), "utf8")).version);
@@ -198,4 +201,19 @@ test("a reply that does not match the document fails the test that received it",
   } finally {
     await w.mf.dispose();
   }
+});
+
+test("a request body the worker took that the document refuses fails the test that sent it", () => {
+  const stored = { device_id: "bin-1", codec: null, bin_depth_mm: 1200, offset_mm: 0, reporting_period_s: null, backfill: null, updated_at: "2026-07-16T09:00:00+00:00" };
+  const unparked = { uplinks: 0, received: 0, unique: 0, duplicates_suppressed: 0, rejected: 0, still_parked: 0 };
+  const reply = {
+    method: "PUT",
+    url: new URL("http://127.0.0.1/v1/devices/bin-1/config"),
+    status: 200,
+    headers: new Headers({ "content-type": "application/json; charset=utf-8" }),
+    body: JSON.stringify({ ...stored, unparked }),
+  };
+  checkReply({ ...reply, requestBody: '{"bin_depth_mm": 1200}' });
+  const refused = /PUT \/v1\/devices\/bin-1\/config \(\/v1\/devices\/\{device_id\}\/config\) → 200: the request body was taken, but the document's request schema refuses it: request must NOT have additional properties/;
+  assert.throws(() => checkReply({ ...reply, requestBody: '{"bin_depth_mm": 1200, "colour": "red"}' }), refused);
 });
