@@ -137,6 +137,18 @@ test("GET /v1/openapi.json serves the document, without a token, cacheable; HEAD
   assert.deepEqual([post.status, post.headers.get("allow"), (await post.json()).error.code], [405, "GET, HEAD", "method_not_allowed"]);
 });
 
+test("a viewer on another origin may read the document (CORS), and no other route", async () => {
+  // Swagger Editor, Redocly and the like fetch the document from the browser, on their
+  // own origin; it is public, so any origin may read it. No credentials are involved.
+  const origin = { origin: "https://editor.swagger.io" };
+  const doc = await worker.call("/v1/openapi.json", { headers: origin });
+  await doc.arrayBuffer();
+  assert.equal(doc.headers.get("access-control-allow-origin"), "*");
+  const stats = await worker.call("/v1/stats", { headers: { ...origin, ...AUTH } });
+  await stats.arrayBuffer();
+  assert.equal(stats.headers.get("access-control-allow-origin"), null);
+});
+
 test("without a token configured /v1/openapi.json fails closed like every /v1 route", async () => {
   const w = await start({ vars: { INGEST_TOKEN: "" } });
   try {
