@@ -887,7 +887,9 @@ function shown(text) {
 // that would register application/openapi+json (draft-ietf-httpapi-rest-api-mediatypes,
 // -09) says application/vnd.oai.openapi+json "is used, but not registered". So plain
 // JSON, which every client and generator reads. Cacheable: it changes with a deployment.
-const OPENAPI_HEADERS = { "content-type": "application/json; charset=utf-8", "cache-control": "public, max-age=300" };
+// Readable from any origin: viewers such as Swagger Editor fetch it from the browser on
+// their own origin, and it is public (no credentials are involved).
+const OPENAPI_HEADERS = { "content-type": "application/json; charset=utf-8", "cache-control": "public, max-age=300", "access-control-allow-origin": "*" };
 
 function json(status, body, headers = {}) {
   return new Response(JSON.stringify(body), { status, headers: { "content-type": "application/json; charset=utf-8", ...headers } });

@@ -194,7 +194,10 @@ export const OPENAPI = {
         description: "No token needed: it holds no secret. Cacheable for 5 minutes.",
         open: true,
         ok: { [JSON_TYPE]: { type: "object", required: ["openapi", "info", "paths"], properties: { openapi: { const: "3.1.0" }, info: { type: "object", additionalProperties: true }, paths: { type: "object", additionalProperties: true } } } },
-        okHeaders: { "Cache-Control": { required: true, schema: { const: "public, max-age=300" } } },
+        okHeaders: {
+          "Cache-Control": { required: true, schema: { const: "public, max-age=300" } },
+          "Access-Control-Allow-Origin": { description: "Any origin may read the document (a viewer in a browser).", required: true, schema: { const: "*" } },
+        },
       },
     }),
     "/v1/readings": item({
