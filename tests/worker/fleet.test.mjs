@@ -4,10 +4,11 @@
 // objects' database files between two runs (no mocks).
 import { test } from "node:test";
 import assert from "node:assert/strict";
+import { isDeepStrictEqual } from "node:util";
 import fs from "node:fs";
 import path from "node:path";
 import { execFileSync } from "node:child_process";
-import { start, post, get, origin, until, tempDir, databases, sqlite } from "./harness.mjs";
+import { acrossRestart, start, post, get, origin, until, tempDir, databases, sqlite } from "./harness.mjs";
 
 const reading = (device_id, seq, fill_pct, ts = "2026-07-16T09:00:00Z") => ({ device_id, seq, ts, fill_pct });
 const unroutable = (seq) => ({ seq, ts: "2026-07-16T09:00:00Z", fill_pct: 1 });
@@ -29,21 +30,12 @@ async function quiet(call, expected) {
   try {
     await until(async () => {
       last = await figures(call);
-      return isDeepEqual(last, expected);
+      return isDeepStrictEqual(last, expected);
     }, "/v1/stats to show the expected figures", QUIET_MS);
   } catch (e) {
     assert.deepEqual(last, expected, e.message);
   }
   assert.deepEqual(await figures(call), expected, "and it stays so");
-}
-
-function isDeepEqual(a, b) {
-  try {
-    assert.deepEqual(a, b);
-    return true;
-  } catch {
-    return false;
-  }
 }
 
 /** Figures of a fleet with nothing waiting for delivery. */
@@ -340,28 +332,24 @@ test("a device whose shard cannot register it stores nothing and is answered 503
 });
 
 test("a device known to the roll-up only (it ingested before the registry existed) has a readable ledger", async () => {
-  const dir = tempDir();
-  const vars = { STATS_FLUSH_MS: "50" };
-  const first = await start({ persist: dir, vars });
-  try {
-    await ingest(first.call, [reading("bin-PRE", 1, 10), reading("bin-PRE", 2, 20)]);
-    await quiet(first.call, settled(50, { devices: 1, received: 2, unique: 2 }, { ledger_rows: 2 }));
-  } finally {
-    await first.mf.dispose();
-  }
-  // As the version before the registry left it: the shard holds the device's
-  // figures (its flush), no registration, and the device no registration mark.
-  sqlite(databases(dir, "FleetObject"), "DELETE FROM registered");
-  sqlite(databases(dir, "DeviceObject"), "DROP TABLE registered");
-  const second = await start({ persist: dir, vars });
-  try {
-    assert.deepEqual((await get(second.call, "/v1/devices/bin-PRE/readings")).body.readings.map((r) => r.seq), [1, 2]);
-    // Its next burst registers it (once) and is read back at once.
-    assert.equal((await ingest(second.call, [reading("bin-PRE", 3, 30)])).unique, 1);
-    assert.deepEqual((await get(second.call, "/v1/devices/bin-PRE/readings")).body.readings.map((r) => r.seq), [1, 2, 3]);
-  } finally {
-    await second.mf.dispose();
-  }
-  assert.equal(countRows(databases(dir, "FleetObject"), "registered"), 1);
-  fs.rmSync(dir, { recursive: true, force: true });
+  await acrossRestart({
+    vars: { STATS_FLUSH_MS: "50" },
+    before: async (first) => {
+      await ingest(first.call, [reading("bin-PRE", 1, 10), reading("bin-PRE", 2, 20)]);
+      await quiet(first.call, settled(50, { devices: 1, received: 2, unique: 2 }, { ledger_rows: 2 }));
+    },
+    // As the version before the registry left it: the shard holds the device's
+    // figures (its flush), no registration, and the device no registration mark.
+    between: (dir) => {
+      sqlite(databases(dir, "FleetObject"), "DELETE FROM registered");
+      sqlite(databases(dir, "DeviceObject"), "DROP TABLE registered");
+    },
+    after: async (second) => {
+      assert.deepEqual((await get(second.call, "/v1/devices/bin-PRE/readings")).body.readings.map((r) => r.seq), [1, 2]);
+      // Its next burst registers it (once) and is read back at once.
+      assert.equal((await ingest(second.call, [reading("bin-PRE", 3, 30)])).unique, 1);
+      assert.deepEqual((await get(second.call, "/v1/devices/bin-PRE/readings")).body.readings.map((r) => r.seq), [1, 2, 3]);
+    },
+    stopped: (dir) => assert.equal(countRows(databases(dir, "FleetObject"), "registered"), 1),
+  });
 });

@@ -207,6 +207,36 @@ export async function logSettled(w) {
   await until(() => logged(w, "burst_deduplicated", burst_id).length, "the fence's audit line");
 }
 
+/**
+ * A worker stopped and started again on the same storage: `before(w)` on the first,
+ * `between(dir)` while none runs (old state or faults written with `sqlite()`),
+ * `after(w, dir)` on the second, `stopped(dir)` once it too has stopped. The storage
+ * is removed at the end. Returns what `after` returns.
+ */
+export async function acrossRestart({ vars, before, between = () => {}, after, stopped = () => {} }) {
+  const dir = tempDir();
+  try {
+    const first = await start({ persist: dir, vars });
+    try {
+      await before(first);
+    } finally {
+      await first.mf.dispose();
+    }
+    await between(dir);
+    const second = await start({ persist: dir, vars });
+    let result;
+    try {
+      result = await after(second, dir);
+    } finally {
+      await second.mf.dispose();
+    }
+    await stopped(dir);
+    return result;
+  } finally {
+    fs.rmSync(dir, { recursive: true, force: true });
+  }
+}
+
 /** The objects' SQLite files of one class in a persistence directory. */
 export function databases(dir, className) {
   const at = path.join(dir, `-${className}`);

@@ -4,9 +4,9 @@
 // local origin that refuses every delivery, so that a backlog waits.
 import { test } from "node:test";
 import assert from "node:assert/strict";
-import fs from "node:fs";
+import { isDeepStrictEqual } from "node:util";
 import parsePrometheusTextFormat from "parse-prometheus-text-format";
-import { start, post, origin, until, fixture, gapsOf, putConfig, statsOf, readingsOf, tempDir, databases, sqlite, TOKEN } from "./harness.mjs";
+import { acrossRestart, start, post, origin, until, fixture, gapsOf, putConfig, statsOf, readingsOf, databases, sqlite, TOKEN } from "./harness.mjs";
 import { EM500, history, live, PERIOD, tts } from "./em500.mjs";
 import { family } from "../../src/worker/metrics.js";
 
@@ -123,7 +123,7 @@ test("a known workload: every family has the exact value /v1/stats has, parsed b
     let last;
     await until(async () => {
       last = await statsOf(w.call);
-      return isDeepEqual(pick(last), expected);
+      return isDeepStrictEqual(pick(last), expected);
     }, "/v1/stats to show the workload", QUIET_MS).catch(() => assert.deepEqual(pick(last), expected));
     const before = await statsOf(w.call);
     const t1 = Date.now();
@@ -153,15 +153,6 @@ test("a known workload: every family has the exact value /v1/stats has, parsed b
     await o.close();
   }
 });
-
-function isDeepEqual(a, b) {
-  try {
-    assert.deepEqual(a, b);
-    return true;
-  } catch {
-    return false;
-  }
-}
 
 test("a fleet that never reported: every family, zeros, no age, no flush time", async () => {
   const w = await start({ vars: { STATS_FLUSH_MS: "50" } });
@@ -264,45 +255,41 @@ test("label values and HELP text are escaped as the format says: a hostile value
 });
 
 test("rejections counted without their codes (an earlier version's shards, devices and worker) show as not_recorded, adding up to rejected", async () => {
-  const dir = tempDir();
-  const vars = { STATS_FLUSH_MS: "50" };
   const settle = async (call, check, what) => {
     let s;
     await until(async () => check((s = await statsOf(call))), what, QUIET_MS).catch(() => assert.fail(`${what}: ${JSON.stringify(s)}`));
     return s;
   };
-  const first = await start({ persist: dir, vars });
-  try {
-    const r = await post(first.call, "/v1/readings", [reading("m-OLD", 1, 101), reading("m-OLD", 2, 102), { seq: 1, ts: "2026-07-16T09:00:00Z", fill_pct: 1 }]);
-    assert.equal(r.status, 200);
-    await settle(first.call, (s) => s.rejected === 3, "the first rejections");
-  } finally {
-    await first.mf.dispose();
-  }
-  // As the version before the codes left its storage: no `rejected:<code>` counters, no
-  // `labelled` figures in the shards' rows, no index on the flush time.
-  sqlite(databases(dir, "FleetObject"), "DELETE FROM counters WHERE name LIKE 'rejected:%'; UPDATE device_figures SET figures = json_remove(figures, '$.labelled'); DROP INDEX IF EXISTS device_figures_flushed;");
-  sqlite(databases(dir, "DeviceObject"), "DELETE FROM counters WHERE name LIKE 'rejected:%';");
-  const second = await start({ persist: dir, vars });
-  try {
-    const old = await statsOf(second.call);
-    assert.deepEqual([old.rejected, old.rejected_by_code], [3, { not_recorded: 3 }]);
-    const r = await post(second.call, "/v1/readings", [reading("m-OLD", 3, 103), reading("m-OLD", 4, 40)]);
-    assert.equal(r.status, 200);
-    // A worker of the earlier version, still running during a deployment, calls the
-    // device with the count of its refused readings, not their codes.
-    const ns = await second.mf.getDurableObjectNamespace("DEVICES");
-    const earlier = await ns.get(ns.idFromName("m-OLD")).ingest({ device_id: "m-OLD", readings: [], refused: 2, route: "readings", burst_id: crypto.randomUUID() });
-    assert.equal(earlier.ok, true);
-    const s = await settle(second.call, (s) => s.rejected === 6 && s.unique === 1, "the new rejections");
-    assert.deepEqual(s.rejected_by_code, { invalid_fill_pct: 1, not_recorded: 5 });
-    const { families } = await scrape(second.call);
-    assert.deepEqual(samples(families, "rejected_total"), { "code=invalid_fill_pct": 1, "code=not_recorded": 5 });
-    assert.equal(one(families, "readings_received_total"), 7);
-  } finally {
-    await second.mf.dispose();
-    fs.rmSync(dir, { recursive: true, force: true });
-  }
+  await acrossRestart({
+    vars: { STATS_FLUSH_MS: "50" },
+    before: async (first) => {
+      const r = await post(first.call, "/v1/readings", [reading("m-OLD", 1, 101), reading("m-OLD", 2, 102), { seq: 1, ts: "2026-07-16T09:00:00Z", fill_pct: 1 }]);
+      assert.equal(r.status, 200);
+      await settle(first.call, (s) => s.rejected === 3, "the first rejections");
+    },
+    // As the version before the codes left its storage: no `rejected:<code>` counters, no
+    // `labelled` figures in the shards' rows, no index on the flush time.
+    between: (dir) => {
+      sqlite(databases(dir, "FleetObject"), "DELETE FROM counters WHERE name LIKE 'rejected:%'; UPDATE device_figures SET figures = json_remove(figures, '$.labelled'); DROP INDEX IF EXISTS device_figures_flushed;");
+      sqlite(databases(dir, "DeviceObject"), "DELETE FROM counters WHERE name LIKE 'rejected:%';");
+    },
+    after: async (second) => {
+      const old = await statsOf(second.call);
+      assert.deepEqual([old.rejected, old.rejected_by_code], [3, { not_recorded: 3 }]);
+      const r = await post(second.call, "/v1/readings", [reading("m-OLD", 3, 103), reading("m-OLD", 4, 40)]);
+      assert.equal(r.status, 200);
+      // A worker of the earlier version, still running during a deployment, calls the
+      // device with the count of its refused readings, not their codes.
+      const ns = await second.mf.getDurableObjectNamespace("DEVICES");
+      const earlier = await ns.get(ns.idFromName("m-OLD")).ingest({ device_id: "m-OLD", readings: [], refused: 2, route: "readings", burst_id: crypto.randomUUID() });
+      assert.equal(earlier.ok, true);
+      const s = await settle(second.call, (s) => s.rejected === 6 && s.unique === 1, "the new rejections");
+      assert.deepEqual(s.rejected_by_code, { invalid_fill_pct: 1, not_recorded: 5 });
+      const { families } = await scrape(second.call);
+      assert.deepEqual(samples(families, "rejected_total"), { "code=invalid_fill_pct": 1, "code=not_recorded": 5 });
+      assert.equal(one(families, "readings_received_total"), 7);
+    },
+  });
 });
 
 test("a change of reporting_period_s that drops a device's open gaps reaches the roll-up without a further uplink", async () => {
@@ -354,7 +341,7 @@ test("history requests by outcome: requested, sent, then answered, expired, fail
     }
     const expected = { requested: 4, sent: 3, answered: 1, expired: 1, failed: 1, cancelled: 1 };
     let s;
-    await until(async () => isDeepEqual((s = await statsOf(w.call)).backfill_requests, expected), "the outcomes in the roll-up", QUIET_MS).catch(() =>
+    await until(async () => isDeepStrictEqual((s = await statsOf(w.call)).backfill_requests, expected), "the outcomes in the roll-up", QUIET_MS).catch(() =>
       assert.deepEqual(s.backfill_requests, expected),
     );
     const { families } = await scrape(w.call);

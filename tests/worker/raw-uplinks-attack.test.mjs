@@ -8,7 +8,7 @@
 import { test } from "node:test";
 import assert from "node:assert/strict";
 import fs from "node:fs";
-import { assertReconciles, databases, fixture, logged, logSettled, putConfig, readingsOf, sendUplink, sqlite, start, statsOf, tempDir, until } from "./harness.mjs";
+import { acrossRestart, assertReconciles, databases, fixture, logged, logSettled, putConfig, readingsOf, sendUplink, sqlite, start, statsOf, tempDir, until } from "./harness.mjs";
 
 const pkgUrl = new URL("../../pkg/", import.meta.url);
 const pkg = await import(new URL("reconnect_dedupe.js", pkgUrl));
@@ -34,24 +34,12 @@ const reconciles = assertReconciles;
  * device object's database, and runs `during(w)` on the same state.
  */
 async function withFault(setup, fault, during) {
-  const dir = tempDir();
-  try {
-    const first = await start({ persist: dir, vars: { STATS_FLUSH_MS: "10" } });
-    try {
-      await setup(first);
-    } finally {
-      await first.mf.dispose();
-    }
-    sqlite(databases(dir, "DeviceObject"), fault);
-    const w = await start({ persist: dir, vars: { STATS_FLUSH_MS: "10" } });
-    try {
-      await during(w, dir);
-    } finally {
-      await w.mf.dispose();
-    }
-  } finally {
-    fs.rmSync(dir, { recursive: true, force: true });
-  }
+  await acrossRestart({
+    vars: { STATS_FLUSH_MS: "10" },
+    before: setup,
+    between: (dir) => sqlite(databases(dir, "DeviceObject"), fault),
+    after: during,
+  });
 }
 
 /** withFault on a device `id` that is known (its bin configured, no codec) and not yet sent anything. */

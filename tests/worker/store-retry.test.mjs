@@ -9,7 +9,7 @@ import { test } from "node:test";
 import assert from "node:assert/strict";
 import fs from "node:fs";
 import { execFileSync } from "node:child_process";
-import { start, post, get, tempDir, databases, sqlite, logged, logSettled, TOKEN } from "./harness.mjs";
+import { acrossRestart, start, post, get, tempDir, databases, sqlite, logged, logSettled, TOKEN } from "./harness.mjs";
 
 const pkgUrl = new URL("../../pkg/", import.meta.url);
 const pkg = await import(new URL("reconnect_dedupe.js", pkgUrl));
@@ -23,25 +23,12 @@ const reading = (seq, fill_pct = seq) => ({ device_id: DEV, seq, ts: "2026-07-16
  * then `after(dir)`, once that worker is stopped, on the same state.
  */
 async function withFault(fault, during, after = () => {}) {
-  const dir = tempDir();
-  try {
-    const first = await start({ persist: dir });
-    try {
-      assert.equal((await post(first.call, "/v1/readings", [reading(1)])).status, 200);
-    } finally {
-      await first.mf.dispose();
-    }
-    sqlite(databases(dir, "DeviceObject"), fault);
-    const w = await start({ persist: dir });
-    try {
-      await during(w);
-    } finally {
-      await w.mf.dispose();
-    }
-    await after(dir);
-  } finally {
-    fs.rmSync(dir, { recursive: true, force: true });
-  }
+  await acrossRestart({
+    before: async (w) => assert.equal((await post(w.call, "/v1/readings", [reading(1)])).status, 200),
+    between: (dir) => sqlite(databases(dir, "DeviceObject"), fault),
+    after: during,
+    stopped: after,
+  });
 }
 
 const seqs = async (w) => (await get(w.call, `/v1/devices/${DEV}/readings`)).body.readings.map((r) => r.seq);
