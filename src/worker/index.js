@@ -282,12 +282,7 @@ async function simulate(env, plan, context) {
     const raw = rawOf(plan, device_id);
     const { device } = await knownDevice(env, { id: device_id, given: device_id });
     if (device) {
-      let reply;
-      try {
-        reply = await device.preview({ device_id, readings, raw });
-      } catch (e) {
-        throw unavailable(e);
-      }
+      const reply = await fromDevice(() => device.preview({ device_id, readings, raw }));
       if (!reply.ok) throw new HttpError(503, "device_unavailable", `device ${JSON.stringify(device_id)} could not preview the readings (${reply.code}: ${reply.message}); a real uplink would not be stored either`, { "retry-after": "1" });
       return reply;
     }
@@ -462,11 +457,7 @@ async function ledger(env, path, params) {
   const page = pageOf(params);
   const { device_id, device } = await knownDevice(env, path);
   if (!device) return json(200, { device_id, readings: [], next: null });
-  try {
-    return json(200, { device_id, ...(await device.list(page)) });
-  } catch (e) {
-    throw unavailable(e);
-  }
+  return json(200, { device_id, ...(await fromDevice(() => device.list(page))) });
 }
 
 /** `{limit, after}` of a paged read: `limit` 1 … 1000 (default 100), `after` a cursor from `next`; else 400 `invalid_query`. */
@@ -485,12 +476,7 @@ function pageOf(params) {
  */
 async function gaps(env, path) {
   const { device_id, device } = await knownDevice(env, path);
-  let health;
-  try {
-    health = device ? await device.gaps() : null;
-  } catch (e) {
-    throw unavailable(e);
-  }
+  let health = device ? await fromDevice(() => device.gaps()) : null;
   if (!health) {
     const empty = new SeqWindow();
     try {
@@ -512,12 +498,7 @@ async function redrive(env, path, params) {
     throw new HttpError(400, "invalid_query", "give at most 1000 non-empty `key` parameters, or none to re-drive every refused reading");
   }
   const { device_id, device } = await knownDevice(env, path);
-  let redriven = 0;
-  try {
-    if (device) ({ redriven } = await device.redrive({ keys: keys.length ? keys : undefined }));
-  } catch (e) {
-    throw unavailable(e);
-  }
+  const { redriven } = device ? await fromDevice(() => device.redrive({ keys: keys.length ? keys : undefined })) : { redriven: 0 };
   console.log(JSON.stringify({ level: "INFO", event: "redrive", device_id, keys: keys.length || "all", redriven }));
   return json(200, { device_id, redriven });
 }
@@ -553,13 +534,7 @@ async function reset(env, path) {
 
 /** The reply to an operator call made by `call` (a device object's `{ok, ...}`). */
 async function operatorReply(device_id, call) {
-  let reply;
-  try {
-    reply = await call();
-  } catch (e) {
-    throw unavailable(e);
-  }
-  const { ok, status, code, message, ...done } = reply;
+  const { ok, status, code, message, ...done } = await fromDevice(call);
   if (!ok) throw new HttpError(status, code, message, status === 503 ? { "retry-after": "1" } : {});
   return json(200, { device_id, ...done });
 }
@@ -569,11 +544,7 @@ async function history(env, path, params) {
   const page = pageOf(params);
   const { device_id, device } = await knownDevice(env, path);
   if (!device) return json(200, { device_id, events: [], next: null });
-  try {
-    return json(200, { device_id, ...(await device.history(page)) });
-  } catch (e) {
-    throw unavailable(e);
-  }
+  return json(200, { device_id, ...(await fromDevice(() => device.history(page))) });
 }
 
 /** knownDevice, but a device that never ingested is 404 `unknown_device` (its object is not started). */
@@ -721,12 +692,7 @@ const CONFIG_MEMBERS = ["codec", ...Object.keys(CONFIG_NUMBERS), "backfill"];
  */
 async function configure(request, env, cfg, path) {
   const wanted = deviceConfigOf(await readJson(request, cfg));
-  let reply;
-  try {
-    reply = await env.DEVICES.get(env.DEVICES.idFromName(path.id)).configure({ device_id: path.id, ...wanted });
-  } catch (e) {
-    throw unavailable(e);
-  }
+  const reply = await fromDevice(() => env.DEVICES.get(env.DEVICES.idFromName(path.id)).configure({ device_id: path.id, ...wanted }));
   if (!reply.ok) throw new HttpError(reply.status, reply.code, reply.message, { "retry-after": "1" });
   return json(200, { ...reply.config, unparked: reply.unparked });
 }
@@ -734,18 +700,18 @@ async function configure(request, env, cfg, path) {
 /** GET /v1/devices/{device_id}/config; 404 `not_configured` without starting an unknown device's object. */
 async function configuration(env, path) {
   const { device_id, device } = await knownDevice(env, path);
-  let stored = null;
-  try {
-    if (device) stored = await device.configuration();
-  } catch (e) {
-    throw unavailable(e);
-  }
+  const stored = device ? await fromDevice(() => device.configuration()) : null;
   if (!stored) throw new HttpError(404, "not_configured", `device ${JSON.stringify(device_id)} has no configuration; PUT one to this path`);
   return json(200, stored);
 }
 
-function unavailable(e) {
-  return new HttpError(503, "device_unavailable", `could not reach the device object: ${e?.message ?? e}; retry`, { "retry-after": "1" });
+/** What `call()` (a call of a device object) answers; when it throws, 503 `device_unavailable`. */
+async function fromDevice(call) {
+  try {
+    return await call();
+  } catch (e) {
+    throw new HttpError(503, "device_unavailable", `could not reach the device object: ${e?.message ?? e}; retry`, { "retry-after": "1" });
+  }
 }
 
 /**
