@@ -53,6 +53,7 @@ const worker :Workerd.Worker = (
   compatibilityDate = "2026-04-01",
   bindings = [
     # wrangler.toml [durable_objects].
+    (name = "GROUPS", durableObjectNamespace = "GroupObject"),
     (name = "DEVICES", durableObjectNamespace = "DeviceObject"),
     (name = "FLEET", durableObjectNamespace = "FleetObject"),
     # Secrets (README "Configuration"): from the environment of workerd.
@@ -95,6 +96,7 @@ const worker :Workerd.Worker = (
   # its class's directory and seeds its object ids (idFromName): changing one loses the
   # objects stored under it.
   durableObjectNamespaces = [
+    (className = "GroupObject", uniqueKey = "reconnect-dedupe-GroupObject", enableSql = true),
     (className = "DeviceObject", uniqueKey = "reconnect-dedupe-DeviceObject", enableSql = true),
     (className = "FleetObject", uniqueKey = "reconnect-dedupe-FleetObject", enableSql = true),
   ],

@@ -35,6 +35,7 @@ const KEPT = 100;
 const SCHEMA = `
 CREATE TABLE IF NOT EXISTS backfill (
   id INTEGER PRIMARY KEY AUTOINCREMENT,
+  device_id TEXT NOT NULL,
   from_seq INTEGER NOT NULL,       -- the window's slots asked for, inclusive
   to_seq INTEGER NOT NULL,
   start_s INTEGER NOT NULL,        -- the device-time range asked for, Unix seconds, inclusive
@@ -51,10 +52,11 @@ CREATE TABLE IF NOT EXISTS backfill (
   recovered INTEGER NOT NULL DEFAULT 0, -- slots of the range that arrived after it was sent
   last_error TEXT
 );
-CREATE UNIQUE INDEX IF NOT EXISTS backfill_one_open ON backfill ((0)) WHERE state IN ('queued', 'sent');
+CREATE UNIQUE INDEX IF NOT EXISTS backfill_one_open ON backfill (device_id) WHERE state IN ('queued', 'sent');
+CREATE INDEX IF NOT EXISTS backfill_by_device ON backfill (device_id, id);
 `;
 
-/** Creates the device's table of history requests. Idempotent. */
+/** Creates the group's table of its devices' history requests. Idempotent. */
 export function prepareBackfill(sql) {
   sql.exec(SCHEMA);
 }
@@ -116,7 +118,8 @@ function ttsTargetProblem(push, key, hosts) {
  */
 export function backfillStep(storage, cfg, now, { device, health, target, context }) {
   const sql = storage.sql;
-  let open = openRequest(sql);
+  const { device_id } = context;
+  let open = openRequest(sql, device_id);
   if (open) open = settle(sql, cfg, now, open, health, context);
   const history = HISTORY[device.codec];
   const enabled = cfg.BACKFILL && device.enabled !== false && history && device.period && target;
@@ -125,9 +128,9 @@ export function backfillStep(storage, cfg, now, { device, health, target, contex
     if (open.state !== "queued" || open.next_attempt_at > now) return null;
     return send(storage, cfg, now, open, target, context);
   }
-  const last = sql.exec("SELECT MAX(created_at) AS at FROM backfill").one().at;
+  const last = sql.exec("SELECT MAX(created_at) AS at FROM backfill WHERE device_id = ?", device_id).one().at;
   if (last !== null && now - last < cfg.BACKFILL_INTERVAL_MS) return null;
-  const range = wanted(sql, cfg, now, health);
+  const range = wanted(sql, device_id, cfg, now, health);
   if (!range) return null;
   const start_s = range.from * device.period;
   const end_s = (range.to + 1) * device.period - 1;
@@ -135,19 +138,24 @@ export function backfillStep(storage, cfg, now, { device, health, target, contex
   const payload = history.command(start_s, end_s);
   const row = sql
     .exec(
-      `INSERT INTO backfill (from_seq, to_seq, start_s, end_s, via, payload, f_port, state, created_at, next_attempt_at)
-       VALUES (?, ?, ?, ?, ?, ?, ?, 'queued', ?, ?) RETURNING *`,
-      range.from, range.to, start_s, end_s, target.via, payload, history.f_port, now, now,
+      `INSERT INTO backfill (device_id, from_seq, to_seq, start_s, end_s, via, payload, f_port, state, created_at, next_attempt_at)
+       VALUES (?, ?, ?, ?, ?, ?, ?, ?, 'queued', ?, ?) RETURNING *`,
+      device_id, range.from, range.to, start_s, end_s, target.via, payload, history.f_port, now, now,
     )
     .one();
-  countBackfill(sql, "requested");
-  sql.exec("DELETE FROM backfill WHERE id <= (SELECT MAX(id) FROM backfill) - ? AND state NOT IN ('queued', 'sent')", KEPT);
+  countBackfill(sql, device_id, "requested");
+  // The device's closed requests but the newest KEPT.
+  sql.exec(
+    "DELETE FROM backfill WHERE device_id = ?1 AND state NOT IN ('queued', 'sent') AND id <= (SELECT id FROM backfill WHERE device_id = ?1 ORDER BY id DESC LIMIT 1 OFFSET ?2)",
+    device_id,
+    KEPT,
+  );
   return send(storage, cfg, now, row, target, context);
 }
 
-/** The open request (`queued` or `sent`), or null. */
-function openRequest(sql) {
-  return sql.exec("SELECT * FROM backfill WHERE state IN ('queued', 'sent')").toArray()[0] ?? null;
+/** The device's open request (`queued` or `sent`), or null. */
+function openRequest(sql, device_id) {
+  return sql.exec("SELECT * FROM backfill WHERE device_id = ? AND state IN ('queued', 'sent')", device_id).toArray()[0] ?? null;
 }
 
 /**
@@ -165,7 +173,7 @@ function settle(sql, cfg, now, open, health, context) {
   const state = !missing ? (back > 0 ? "answered" : "cancelled") : sent && now - open.sent_at >= cfg.BACKFILL_WAIT_MS ? "expired" : null;
   sql.exec("UPDATE backfill SET recovered = recovered + ?, state = COALESCE(?, state), closed_at = CASE WHEN ? IS NULL THEN closed_at ELSE ? END WHERE id = ?", back, state, state, now, open.id);
   if (!state) return open;
-  countBackfill(sql, state);
+  countBackfill(sql, open.device_id, state);
   const line = { ...context, request: open.id, from: open.from_seq, to: open.to_seq, start_s: open.start_s, end_s: open.end_s, recovered: open.recovered + back, waited_ms: sent ? now - open.sent_at : null };
   console.log(JSON.stringify({ level: state === "answered" || !sent ? "INFO" : "WARN", event: `backfill_${state}`, ...line }));
   return null;
@@ -177,8 +185,8 @@ function settle(sql, cfg, now, open, health, context) {
  * first slot no expired or failed request asked for, at most BACKFILL_MAX_SLOTS, up to
  * its end or the next slot asked for already. Null when there is none.
  */
-function wanted(sql, cfg, now, { at, gaps }) {
-  const asked = sql.exec("SELECT from_seq, to_seq FROM backfill WHERE state IN ('expired', 'failed') ORDER BY from_seq").toArray();
+function wanted(sql, device_id, cfg, now, { at, gaps }) {
+  const asked = sql.exec("SELECT from_seq, to_seq FROM backfill WHERE device_id = ? AND state IN ('expired', 'failed') ORDER BY from_seq", device_id).toArray();
   for (const gap of gaps()) {
     if (gap.first_noticed_ms >= at || gap.first_noticed_ms + cfg.BACKFILL_AFTER_MS > now) continue;
     let from = gap.from;
@@ -205,7 +213,7 @@ function send(storage, cfg, now, row, target, context) {
   return post(cfg, target, context.device_id, row)
     .then(() => {
       const open = sql.exec("UPDATE backfill SET state = 'sent', sent_at = ?, next_attempt_at = NULL, last_error = NULL WHERE id = ? AND state = 'queued'", Date.now(), row.id).rowsWritten;
-      if (open) countBackfill(sql, "sent");
+      if (open) countBackfill(sql, row.device_id, "sent");
       // Closed while it was on its way (its gap closed by itself): the sensor may still answer, harmlessly.
       console.log(JSON.stringify({ level: "INFO", event: "backfill_requested", ...line, ...(open ? {} : { closed_meanwhile: true }) }));
     })
@@ -216,7 +224,7 @@ function send(storage, cfg, now, row, target, context) {
       try {
         if (final) {
           const closed = sql.exec("UPDATE backfill SET state = 'failed', closed_at = ?, next_attempt_at = NULL, last_error = ? WHERE id = ? AND state = 'queued'", Date.now(), error, row.id).rowsWritten;
-          if (closed) countBackfill(sql, "failed");
+          if (closed) countBackfill(sql, row.device_id, "failed");
         } else sql.exec("UPDATE backfill SET next_attempt_at = ?, last_error = ? WHERE id = ? AND state = 'queued'", retryAt, error, row.id);
       } catch (w) {
         // The row keeps its hold: the next burst after it retries.
@@ -270,8 +278,8 @@ export function milesightRange(start_s, end_s) {
  * The device's requests for GET /v1/devices/{id}/gaps: the open one and the last
  * ten closed, newest first, times as ISO strings. Reads only.
  */
-export function backfillView(sql, iso) {
-  const rows = sql.exec("SELECT * FROM backfill ORDER BY id DESC LIMIT 11").toArray();
+export function backfillView(sql, device_id, iso) {
+  const rows = sql.exec("SELECT * FROM backfill WHERE device_id = ? ORDER BY id DESC LIMIT 11", device_id).toArray();
   const view = (r) => ({
     id: r.id,
     state: r.state,
@@ -294,8 +302,8 @@ export function backfillView(sql, iso) {
 }
 
 /** Closes the open request as `cancelled` (a reset of the device's memory). Returns whether there was one. */
-export function cancelBackfill(sql, now) {
-  const cancelled = sql.exec("UPDATE backfill SET state = 'cancelled', closed_at = ?, next_attempt_at = NULL WHERE state IN ('queued', 'sent')", now).rowsWritten > 0;
-  if (cancelled) countBackfill(sql, "cancelled");
+export function cancelBackfill(sql, device_id, now) {
+  const cancelled = sql.exec("UPDATE backfill SET state = 'cancelled', closed_at = ?, next_attempt_at = NULL WHERE device_id = ? AND state IN ('queued', 'sent')", now, device_id).rowsWritten > 0;
+  if (cancelled) countBackfill(sql, device_id, "cancelled");
   return cancelled;
 }

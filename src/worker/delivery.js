@@ -1,12 +1,14 @@
-// Delivery of admitted readings to ORIGIN_URL: the outbox rows of one device
-// object (state 'pending'), POSTed in batches from its alarm, retried with backoff.
+// Delivery of admitted readings to ORIGIN_URL: the outbox rows of one group object
+// (state 'pending'), of any of its devices, POSTed in batches from its alarm, retried
+// with backoff. A batch holds many devices' readings, each with its `device_id`.
 //
 // A batch is formed once and stored before its first POST: its rows (the oldest
 // pending rows in no batch yet, at most DELIVERY_BATCH), its body and its
 // Idempotency-Key (the SHA-256 hex of that body). Every retry, also after a
-// restart, sends that body under that key, byte for byte. A device's batches go
+// restart, sends that body under that key, byte for byte. A group's batches go
 // out one at a time, in order (rowid): rows admitted meanwhile wait for the next
-// batch, so rows go out in admission order and never join a batch already sent. Only a 2xx from
+// batch, so rows go out in admission order (each device's too) and never join a
+// batch already sent. Only a 2xx from
 // ORIGIN_URL itself delivers a batch; a redirect is a failure (never followed).
 //
 // A batch keeps its composition and key only while its fate is unknown (a timeout, a
@@ -31,13 +33,11 @@ const QUOTE = 200;
 const REFUSED = new Set([400, 413, 422]);
 
 /**
- * Adds what stable batches need to a `readings` table: its `batch_id` column (storage
- * written before it gets the column on first wake, every row out of any batch) and
- * the `batches` table (the body sent, verbatim). Idempotent.
+ * Creates what stable batches need beside the `readings` table (and its `batch_id`
+ * column): the `batches` table (the body sent, verbatim) and the index of rows in a
+ * batch. Idempotent.
  */
 export function prepareOutbox(sql) {
-  const columns = sql.exec("PRAGMA table_info(readings)").toArray();
-  if (!columns.some((c) => c.name === "batch_id")) sql.exec("ALTER TABLE readings ADD COLUMN batch_id TEXT");
   sql.exec(`
 CREATE TABLE IF NOT EXISTS batches (
   id TEXT PRIMARY KEY,            -- the Idempotency-Key: SHA-256 hex of body
@@ -48,7 +48,7 @@ CREATE INDEX IF NOT EXISTS readings_by_batch ON readings (batch_id) WHERE batch_
 }
 
 /**
- * Delivers what is due from `storage` (a device object's storage): the open batch
+ * Delivers what is due from `storage` (a group object's storage): the open batch
  * if its retry is due, else a new batch of the oldest pending rows; up to ROUNDS
  * batches while the origin accepts them. Throws (after logging
  * `delivery_not_recorded`) when storage refuses a write (`record`).
@@ -80,7 +80,7 @@ export async function deliver(storage, cfg) {
           batch.id,
         );
         sql.exec("DELETE FROM batches WHERE id = ?", batch.id);
-        noteChange(sql);
+        for (const device_id of batch.devices) noteChange(sql, device_id);
       });
       continue;
     }
@@ -100,7 +100,7 @@ export async function deliver(storage, cfg) {
         batch.id,
       );
       // The backlog figures moved: flush them to the roll-up.
-      noteChange(sql);
+      for (const device_id of batch.devices) noteChange(sql, device_id);
     });
     return;
   }
@@ -129,17 +129,17 @@ async function refuse(storage, batch, outcome, t) {
       fail();
       sql.exec("UPDATE readings SET state = 'refused', next_attempt_at = NULL, batch_id = NULL WHERE batch_id = ? AND state = 'pending'", batch.id);
       sql.exec("DELETE FROM batches WHERE id = ?", batch.id);
-      noteChange(sql);
+      for (const device_id of batch.devices) noteChange(sql, device_id);
     });
     for (const r of readings) {
-      console.log(JSON.stringify({ level: "ERROR", event: "delivery_refused", device_id: batch.device_id, batch: batch.id, key: r.key, status: outcome.status, error: outcome.error }));
+      console.log(JSON.stringify({ level: "ERROR", event: "delivery_refused", device_id: r.device_id, batch: batch.id, key: r.key, status: outcome.status, error: outcome.error }));
     }
     return;
   }
   const mid = Math.ceil(readings.length / 2);
   const halves = [];
   for (const part of [readings.slice(0, mid), readings.slice(mid)]) {
-    const body = JSON.stringify({ device_id: batch.device_id, readings: part });
+    const body = JSON.stringify({ readings: part });
     halves.push({ body, keys: part.map((r) => r.key), id: await digest(body) });
   }
   record(storage, batch, "split", () => {
@@ -151,7 +151,7 @@ async function refuse(storage, batch, outcome, t) {
       sql.exec("INSERT INTO batches (rowid, id, body) VALUES (?, ?, ?)", first + i, h.id, h.body);
     });
     sql.exec("DELETE FROM batches WHERE id = ?", batch.id);
-    noteChange(sql);
+    for (const device_id of batch.devices) noteChange(sql, device_id);
   });
 }
 
@@ -190,16 +190,19 @@ function due(at, now, cfg) {
   return at === null || at <= now || at > now + cfg.RETRY_MAX_MS;
 }
 
-/** The open batch (at most one) with its rows' schedule, or undefined. */
+/** The open batch (at most one) with its rows' schedule and `devices` (their ids), or undefined. */
 function openBatch(sql) {
-  return sql
+  const batch = sql
     .exec(
       `SELECT b.id, b.body, COUNT(r.key) AS rows, MIN(r.next_attempt_at) AS next_attempt_at,
-              COALESCE(MAX(r.attempts), 0) AS attempts, MIN(r.device_id) AS device_id
-       FROM batches AS b LEFT JOIN readings AS r ON r.batch_id = b.id AND r.state = 'pending'
-       GROUP BY b.id ORDER BY b.rowid LIMIT 1`,
+              COALESCE(MAX(r.attempts), 0) AS attempts, json_group_array(DISTINCT r.device_id) AS devices
+       FROM (SELECT rowid, id, body FROM batches ORDER BY rowid LIMIT 1) AS b
+       LEFT JOIN readings AS r ON r.batch_id = b.id AND r.state = 'pending'
+       GROUP BY b.id`,
     )
     .toArray()[0];
+  if (!batch) return undefined;
+  return { ...batch, devices: JSON.parse(batch.devices).filter((d) => d !== null) };
 }
 
 /**
@@ -217,7 +220,6 @@ async function formBatch(storage, cfg) {
     .toArray();
   if (!rows.length) return undefined;
   const body = JSON.stringify({
-    device_id: rows[0].device_id,
     readings: rows.map((r) => ({
       key: r.key,
       device_id: r.device_id,
@@ -235,7 +237,7 @@ async function formBatch(storage, cfg) {
   // body does not show. Nothing else changes a pending row outside this alarm.
   // `attempts`: rows tried before an upgrade to stable batches keep their backoff.
   const attempts = rows.reduce((n, r) => Math.max(n, r.attempts), 0);
-  const batch = { id, body, rows: rows.length, attempts, device_id: rows[0].device_id };
+  const batch = { id, body, rows: rows.length, attempts, devices: [...new Set(rows.map((r) => r.device_id))] };
   record(storage, batch, "formed", () => {
     for (const r of rows) sql.exec("UPDATE readings SET batch_id = ? WHERE key = ? AND state = 'pending' AND batch_id IS NULL", id, r.key);
     sql.exec("INSERT INTO batches (id, body) VALUES (?, ?)", id, body);
@@ -312,5 +314,5 @@ function hex(buffer) {
 }
 
 function log(level, event, batch, error) {
-  console.log(JSON.stringify({ level, event, device_id: batch.device_id, batch: batch.id, readings: batch.rows, attempts: batch.attempts + 1, error }));
+  console.log(JSON.stringify({ level, event, devices: batch.devices.length, batch: batch.id, readings: batch.rows, attempts: batch.attempts + 1, error }));
 }

@@ -1,70 +1,15 @@
-// One Durable Object per device (`idFromName(device_id)`). Its SQLite table
-// `readings` is the source of truth: the embedded ledger, the outbox of deliveries
-// to ORIGIN_URL and the record from which the in-memory seen-set is rebuilt.
-import { DurableObject } from "cloudflare:workers";
+// One device's admission, decoding, parking, sequence window, configuration and
+// operator controls, inside the group object that holds it (group.js: one Durable
+// Object and one SQLite database per group of devices). Every statement here reads or
+// writes only this device's rows (`device_id = ?`); the group owns the schema, the
+// alarm (delivery, retention, the roll-up flush) and the cache of Device instances.
+// The `readings` table is the source of truth: the embedded ledger, the outbox of
+// deliveries to ORIGIN_URL and the record from which the in-memory seen-set is rebuilt.
 import { config } from "./config.js";
 import { ADMITTED, auditLine, CONFLICT, Deduplicator, DUPLICATE, guarded, HttpError, idempotencyKey, isoTime, logNothingStored, SeqWindow, wasmGeneration } from "./core.js";
-import { backfillStep, backfillView, cancelBackfill, prepareBackfill } from "./backfill.js";
+import { backfillStep, backfillView, cancelBackfill } from "./backfill.js";
 import { decodeRaw, decodedView, previewNotDecoded } from "./decode.js";
-import { deliver, nextDelivery, prepareOutbox } from "./delivery.js";
-import { byCode, countBurst, flush, flushDue, noteChange, NOT_RECORDED, prepareDevice, register, sumOf } from "./fleet.js";
-
-const SCHEMA = `
-CREATE TABLE IF NOT EXISTS readings (
-  key TEXT PRIMARY KEY,
-  device_id TEXT NOT NULL,
-  seq INTEGER NOT NULL,
-  ts TEXT NOT NULL,
-  fill_pct REAL NOT NULL,
-  admitted_at INTEGER NOT NULL,
-  burst_id TEXT,
-  state TEXT NOT NULL,            -- stored (ledger only) | pending (to deliver) | delivered | refused (by the origin, until a redrive)
-  attempts INTEGER NOT NULL DEFAULT 0,
-  next_attempt_at INTEGER,
-  delivered_at INTEGER,
-  last_error TEXT
-);
-CREATE INDEX IF NOT EXISTS readings_by_admission ON readings (admitted_at);
-CREATE INDEX IF NOT EXISTS readings_due ON readings (state, next_attempt_at);
--- The last bursts counted that stored no row (only duplicates or refused readings):
--- a retried call of one counts nothing again (recognise). At most COUNTED_BURSTS rows.
-CREATE TABLE IF NOT EXISTS counted_bursts (burst_id TEXT PRIMARY KEY);
--- The device's bin and sensor (PUT /v1/devices/{id}/config): one row, or none.
-CREATE TABLE IF NOT EXISTS config (
-  id INTEGER PRIMARY KEY CHECK (id = 0),
-  device_id TEXT NOT NULL,
-  codec TEXT,                     -- NULL: chosen from the uplink
-  bin_depth_mm INTEGER NOT NULL,
-  offset_mm INTEGER NOT NULL,
-  reporting_period_s INTEGER,
-  updated_at INTEGER NOT NULL     -- ms since the epoch, of the last change
-);
--- Raw uplinks kept undecoded while the device has no usable configuration
--- (device_not_configured); decoded and admitted by the next PUT of its config.
-CREATE TABLE IF NOT EXISTS parked (
-  frame TEXT PRIMARY KEY,         -- the radio frame's identity: a copy is kept once
-  raw TEXT NOT NULL,              -- JSON: the plan's raw uplink (src/uplink/raw.rs)
-  rows INTEGER NOT NULL,          -- readings the uplink was counted as (received, parked)
-  route TEXT NOT NULL,
-  burst_id TEXT NOT NULL,
-  parked_at INTEGER NOT NULL
-);
--- The application-counter reference of the device's codec (DF703): one row, or none.
-CREATE TABLE IF NOT EXISTS codec_state (id INTEGER PRIMARY KEY CHECK (id = 0), counter_ref INTEGER NOT NULL);
--- The device's sequence window (the core's SeqWindow, its toBytes()): one row, or none
--- before the first reading that feeds it (windowSeqs). \`missing\`: its totals' open
--- missing seqs, written with the bytes, for the roll-up's missing_seqs gauge.
-CREATE TABLE IF NOT EXISTS seq_window (id INTEGER PRIMARY KEY CHECK (id = 0), bytes BLOB NOT NULL, missing INTEGER NOT NULL);
--- The device's history of operator events (GET /v1/devices/{id}/history): key_forgotten,
--- device_reset, device_config; the last HISTORY_EVENTS of them. AUTOINCREMENT: an id is
--- never reused after trimming, so a page's cursor stays valid.
-CREATE TABLE IF NOT EXISTS operator_events (
-  id INTEGER PRIMARY KEY AUTOINCREMENT,
-  at INTEGER NOT NULL,            -- ms since the epoch
-  event TEXT NOT NULL,
-  detail TEXT NOT NULL            -- JSON object
-);
-`;
+import { byCode, countBurst, noteChange, NOT_RECORDED, sumOf } from "./fleet.js";
 
 // A key that expired from the seen-set and arrives again is admitted again (the
 // core's TTL semantics), so its row is replaced rather than duplicated. REPLACE
@@ -84,12 +29,15 @@ SELECT n.key, n.device_id, n.seq, n.ts, n.fill_pct, n.admitted_at, n.burst_id,
        COALESCE(o.attempts, 0), o.last_error, o.batch_id, n.frame, n.verdict, n.conflicts_with
 FROM (SELECT ? AS key, ? AS device_id, ? AS seq, ? AS ts, ? AS fill_pct, ? AS admitted_at,
              ? AS burst_id, ? AS state, ? AS next_attempt_at, ? AS frame, ? AS verdict, ? AS conflicts_with) AS n
-LEFT JOIN readings AS o ON o.key = n.key AND o.state = 'pending' AND o.batch_id IS NOT NULL`;
+LEFT JOIN readings AS o ON o.key = n.key AND o.device_id = n.device_id AND o.state = 'pending' AND o.batch_id IS NOT NULL`;
 
 /** Writes of one burst's transaction, the first included, before it answers 503. */
 const STORE_WRITES = 3;
-/** Bursts without a row of their own remembered for a retried call: far more than race one retry. */
-const COUNTED_BURSTS = 64;
+/**
+ * Bursts without a row of their own remembered for a retried call, over the group's
+ * devices: far more than race one retry (a retry follows its call within seconds).
+ */
+const COUNTED_BURSTS = 4096;
 /**
  * Raw uplinks one device keeps while it has no usable configuration: a sensor
  * reporting every 10 minutes fills it in about 69 days. Each takes ~0.35 KB on disk
@@ -103,79 +51,45 @@ export const UNPARK_PER_CALL = 1_000;
 /** Operator events one device's history keeps (`record`): the oldest go first. */
 export const HISTORY_EVENTS = 1_000;
 /**
- * How long past its time an alarm the object still reports as set is taken as lost,
- * and set again (`schedule`). Lost: the object's own file says an alarm is set, the
- * runtime will never run it, and no uplink would re-arm it; so it is when a
- * self-hosted data directory is restored without workerd's index of pending alarms
- * (metadata.sqlite; README "Self-hosting on workerd"). Not lost: an alarm the runtime
- * is retrying, which it reports at its first time: Cloudflare retries a throwing
- * alarm() up to 6 times, from 2 s doubling, 126 s in all (Durable Objects, "Alarms");
- * workerd the same, with up to 25 % jitter (src/workerd/server/alarm-scheduler.h).
- * Well past those; and alarm() is idempotent, so re-arming one the runtime still
- * held costs one more pass of it.
- */
-const LOST_ALARM_MS = 5 * 60_000;
-/**
  * The rows whose keys the seen-set holds, newest first (parameters: the TTL's start,
  * MAX_KEYS_PER_DEVICE): admitted within the TTL, not forgotten by an operator
  * (`forget`, `reset`), the newest MAX_KEYS_PER_DEVICE of them. What `seen` rebuilds from.
  */
-const NEWEST_LIVE = "SELECT rowid AS id, key, admitted_at FROM readings WHERE admitted_at > ? AND forgotten_at IS NULL ORDER BY admitted_at DESC, rowid DESC LIMIT ?";
+const NEWEST_LIVE = "SELECT rowid AS id, key, admitted_at FROM readings WHERE device_id = ? AND admitted_at > ? AND forgotten_at IS NULL ORDER BY admitted_at DESC, rowid DESC LIMIT ?";
 
-export class DeviceObject extends DurableObject {
-  constructor(ctx, env) {
-    super(ctx, env);
-    this.sql = ctx.storage.sql;
+export class Device {
+  /** `group`: the GroupObject holding the device (its `sql`, `ctx`, `env`, schema and alarm). */
+  constructor(group, device_id) {
+    this.group = group;
+    this.id = device_id;
+    this.sql = group.sql;
+    this.ctx = group.ctx;
+    this.env = group.env;
     this.dedup = null;
     this.generation = -1;
-    // A device that never ingested has no tables: the schema is written by the first
-    // write, or here when it already exists. (A read of such a device's ledger never
-    // starts this object: it asks the roll-up shard, which the first write registers
-    // with, see register(); starting an object creates its storage.)
-    this.prepared = false;
-    this.registered = false;
-    if (this.sql.exec("SELECT 1 FROM sqlite_master WHERE type = 'table' AND name = 'readings'").toArray().length) this.prepare();
   }
 
-  /**
-   * Creates the schema, or brings storage written by an older version to this one
-   * (the roll-up's figures, the outbox's stable batches, the rows' verdicts), once per object instance,
-   * before the first write. Idempotent.
-   */
+  /** Whether the group's schema exists: before it, every read answers empty. */
+  get prepared() {
+    return this.group.prepared;
+  }
+
+  /** Creates the group's schema (group.js `prepare`). Idempotent. */
   prepare() {
-    if (this.prepared) return;
-    this.sql.exec(SCHEMA);
-    prepareOutbox(this.sql);
-    prepareFrames(this.sql);
-    prepareVerdicts(this.sql);
-    addColumns(this.sql, "readings", { forgotten_at: "INTEGER" }); // forget(), reset(): NULL unless forgotten
-    prepareBackfill(this.sql);
-    addColumns(this.sql, "config", { backfill: "INTEGER" }); // the device's own backfill switch; NULL: BACKFILL decides
-    if (prepareDevice(this.sql)) {
-      // Storage from 0.1.0: flush its figures to the roll-up soon.
-      this.ctx.blockConcurrencyWhile(async () => {
-        const at = await this.ctx.storage.getAlarm();
-        if (at === null || at > Date.now()) await this.ctx.storage.setAlarm(Date.now());
-      });
-    }
-    this.prepared = true;
+    this.group.prepare();
   }
 
   /**
-   * Registers the device with its roll-up shard before its first write, so that a
-   * read of its ledger or configuration finds it (reads ask the shard and start no
-   * object for an unknown device). Returns null, or the failure to answer: nothing
-   * may be stored.
+   * Registers the device with its group and roll-up shard before its first write
+   * (group.js `register`). Returns null, or the failure to answer: nothing may be stored.
    */
-  async register(device_id) {
-    if (this.registered) return null;
-    try {
-      await register(this.sql, this.env, device_id);
-    } catch (e) {
-      return { ok: false, status: 503, code: "device_unavailable", message: `could not register the device with its roll-up shard: ${e?.message ?? e}` };
-    }
-    this.registered = true;
-    return null;
+  register(device_id) {
+    return this.group.register(device_id);
+  }
+
+  /** Arms the group's alarm for what waits (group.js `schedule`). */
+  schedule(cfg) {
+    return this.group.schedule(cfg);
   }
 
   /**
@@ -195,7 +109,7 @@ export class DeviceObject extends DurableObject {
     // The newest MAX_KEYS_PER_DEVICE rows within the TTL, replayed oldest first: what
     // the cap would have kept anyway, so the rebuild is linear in the keys it holds.
     // Rows an operator forgot are left out: their keys are admitted again.
-    const rows = this.sql.exec(NEWEST_LIVE, now - cfg.TTL_MS, cfg.MAX_KEYS_PER_DEVICE).toArray().reverse();
+    const rows = this.sql.exec(NEWEST_LIVE, this.id, now - cfg.TTL_MS, cfg.MAX_KEYS_PER_DEVICE).toArray().reverse();
     const keys = rows.map((r) => r.key).join("\n");
     const times = Float64Array.from(rows, (r) => r.admitted_at);
     this.dedup = Deduplicator.fromKeys(keys, times, { ttlMs: cfg.TTL_MS, maxKeys: cfg.MAX_KEYS_PER_DEVICE });
@@ -372,9 +286,9 @@ export class DeviceObject extends DurableObject {
           countBurst(this.sql, device_id, health ? { ...counts, recovered_seqs: health.recovered.length, seq_resets: health.resets.length } : counts, rejected);
           if (!counts.unique) this.countedWithoutRows(burst_id);
           if (counterRef !== null && counterRef !== undefined) {
-            this.sql.exec("INSERT OR REPLACE INTO codec_state (id, counter_ref) VALUES (0, ?)", counterRef);
+            this.sql.exec("INSERT OR REPLACE INTO codec_state (device_id, counter_ref) VALUES (?, ?)", device_id, counterRef);
           }
-          if (unpark !== null) this.sql.exec("DELETE FROM parked WHERE frame = ?", unpark);
+          if (unpark !== null) this.sql.exec("DELETE FROM parked WHERE device_id = ? AND frame = ?", device_id, unpark);
         });
         break;
       } catch (e) {
@@ -428,7 +342,7 @@ export class DeviceObject extends DurableObject {
    * Retention never deletes a row whose key the seen-set holds (RETENTION_MS ≥ TTL_MS).
    */
   firstAdmission(key) {
-    const row = this.prepared ? this.sql.exec("SELECT admitted_at, burst_id FROM readings WHERE key = ?", key).toArray()[0] : undefined;
+    const row = this.prepared ? this.sql.exec("SELECT admitted_at, burst_id FROM readings WHERE key = ? AND device_id = ?", key, this.id).toArray()[0] : undefined;
     return { first_admitted_at: row ? isoTime(row.admitted_at) : null, first_burst_id: row?.burst_id ?? null };
   }
 
@@ -442,7 +356,7 @@ export class DeviceObject extends DurableObject {
   conflictOf(key) {
     const prefix = key.slice(0, key.lastIndexOf(":") + 1);
     const end = `${prefix.slice(0, -1)};`; // ';' follows ':': every key with the prefix sorts before it
-    const row = this.sql.exec("SELECT key FROM readings WHERE key > ? AND key < ? AND key <> ? AND forgotten_at IS NULL ORDER BY admitted_at DESC, rowid DESC LIMIT 1", prefix, end, key).toArray()[0];
+    const row = this.sql.exec("SELECT key FROM readings WHERE key > ? AND key < ? AND key <> ? AND device_id = ? AND forgotten_at IS NULL ORDER BY admitted_at DESC, rowid DESC LIMIT 1", prefix, end, key, this.id).toArray()[0];
     return row?.key ?? null;
   }
 
@@ -466,13 +380,13 @@ export class DeviceObject extends DurableObject {
    * (`recognise`, `park`). Call it inside the transaction that counts the burst.
    */
   countedWithoutRows(burst_id) {
-    this.sql.exec("INSERT OR REPLACE INTO counted_bursts (burst_id) VALUES (?)", burst_id);
+    this.sql.exec("INSERT OR REPLACE INTO counted_bursts (burst_id, device_id) VALUES (?, ?)", burst_id, this.id);
     this.sql.exec("DELETE FROM counted_bursts WHERE rowid <= (SELECT MAX(rowid) FROM counted_bursts) - ?", COUNTED_BURSTS);
   }
 
   /** Whether `burst_id` was counted without a row of its own (`countedWithoutRows`). Reads only. */
   countedAlready(burst_id) {
-    return this.sql.exec("SELECT 1 FROM counted_bursts WHERE burst_id = ?", burst_id).toArray().length > 0;
+    return this.sql.exec("SELECT 1 FROM counted_bursts WHERE burst_id = ? AND device_id = ?", burst_id, this.id).toArray().length > 0;
   }
 
   /**
@@ -501,8 +415,8 @@ export class DeviceObject extends DurableObject {
       const at = Date.parse(r.ts);
       const rows = this.sql.exec(
         `SELECT key, seq, ts, frame, abs(julianday(ts) - julianday(?)) AS distance, rowid FROM readings
-         WHERE frame IS NOT NULL AND ts BETWEEN ? AND ? AND fill_pct = ? AND admitted_at > ?`,
-        r.ts, isoTime(at - tolerance), isoTime(at + tolerance), r.fill_pct, now - cfg.TTL_MS,
+         WHERE device_id = ? AND frame IS NOT NULL AND ts BETWEEN ? AND ? AND fill_pct = ? AND admitted_at > ?`,
+        r.ts, device_id, isoTime(at - tolerance), isoTime(at + tolerance), r.fill_pct, now - cfg.TTL_MS,
       );
       for (const live of rows) pairs.push({ i, live });
     });
@@ -542,7 +456,7 @@ export class DeviceObject extends DurableObject {
         if (seen.kind === "reset") health.resets.push({ from: seen.from, to: seen.to });
       }
       const missing = guarded(() => window.totals()).missing;
-      this.sql.exec("INSERT OR REPLACE INTO seq_window (id, bytes, missing) VALUES (0, ?, ?)", guarded(() => window.toBytes()), missing);
+      this.sql.exec("INSERT OR REPLACE INTO seq_window (device_id, bytes, missing) VALUES (?, ?, ?)", this.id, guarded(() => window.toBytes()), missing);
     });
     return health;
   }
@@ -563,7 +477,7 @@ export class DeviceObject extends DurableObject {
    * window starts: the burst is not refused for them. The caller frees it.
    */
   seqWindow(context = {}) {
-    const row = this.prepared ? this.sql.exec("SELECT bytes FROM seq_window").toArray()[0] : undefined;
+    const row = this.prepared ? this.sql.exec("SELECT bytes FROM seq_window WHERE device_id = ?", this.id).toArray()[0] : undefined;
     if (!row) return new SeqWindow();
     try {
       return guarded(() => SeqWindow.fromBytes(new Uint8Array(row.bytes)));
@@ -583,7 +497,7 @@ export class DeviceObject extends DurableObject {
       highest: window.highest ?? null,
       gaps: window.gaps().map((g) => ({ from: g.from, to: g.to, first_noticed_at: isoTime(g.first_noticed_ms) })),
       totals: window.totals(),
-      backfill: this.prepared ? backfillView(this.sql, isoTime) : { open: null, recent: [] },
+      backfill: this.prepared ? backfillView(this.sql, this.id, isoTime) : { open: null, recent: [] },
     }));
   }
 
@@ -594,7 +508,7 @@ export class DeviceObject extends DurableObject {
 
   /** The codec's stored application-counter reference (DF703), or null. */
   counterRef() {
-    return this.sql.exec("SELECT counter_ref FROM codec_state").toArray()[0]?.counter_ref ?? null;
+    return this.sql.exec("SELECT counter_ref FROM codec_state WHERE device_id = ?", this.id).toArray()[0]?.counter_ref ?? null;
   }
 
   /**
@@ -617,7 +531,7 @@ export class DeviceObject extends DurableObject {
       counts = { received: rows, unique: 0, duplicates_suppressed: 0, rejected: 0, parked: 0, seq_reuses: 0, evicted_before_ttl: 0 };
       try {
         this.ctx.storage.transactionSync(() => {
-          const kept = this.sql.exec("SELECT burst_id FROM parked WHERE frame = ?", raw.frame).toArray()[0];
+          const kept = this.sql.exec("SELECT burst_id FROM parked WHERE device_id = ? AND frame = ?", device_id, raw.frame).toArray()[0];
           if (kept?.burst_id === burst_id || (attempt > 0 && this.countedAlready(burst_id))) {
             answer = kept?.burst_id === burst_id ? { ...why, copy: false } : { ...why, copy: true, message: `${why.message}; this burst was counted already` };
             counts.received = 0;
@@ -626,11 +540,11 @@ export class DeviceObject extends DurableObject {
           if (kept) {
             answer = { ...why, copy: true, message: `${why.message}; this is a copy of a frame kept already` };
             counts.duplicates_suppressed = rows;
-          } else if (this.sql.exec("SELECT COUNT(*) AS n FROM parked").one().n >= MAX_PARKED_PER_DEVICE) {
+          } else if (this.sql.exec("SELECT COUNT(*) AS n FROM parked WHERE device_id = ?", device_id).one().n >= MAX_PARKED_PER_DEVICE) {
             answer = { code: "parking_full", message: `device ${JSON.stringify(device_id)} keeps ${MAX_PARKED_PER_DEVICE} undecoded uplinks already: this one is rejected (its bytes are in the worker log); ${CONFIG_CALL} to decode them` };
             counts.rejected = rows;
           } else {
-            this.sql.exec("INSERT INTO parked (frame, raw, rows, route, burst_id, parked_at) VALUES (?, ?, ?, ?, ?, ?)", raw.frame, JSON.stringify(raw), rows, route, burst_id, now);
+            this.sql.exec("INSERT INTO parked (device_id, frame, raw, rows, route, burst_id, parked_at) VALUES (?, ?, ?, ?, ?, ?, ?)", device_id, raw.frame, JSON.stringify(raw), rows, route, burst_id, now);
             answer = { ...why, copy: false };
             counts.parked = rows;
           }
@@ -672,7 +586,7 @@ export class DeviceObject extends DurableObject {
   async unpark() {
     const done = { uplinks: 0, received: 0, unique: 0, duplicates_suppressed: 0, rejected: 0, still_parked: 0 };
     if (!this.prepared) return done;
-    const rows = this.sql.exec("SELECT frame, raw, rows, route, burst_id FROM parked ORDER BY parked_at, rowid LIMIT ?", UNPARK_PER_CALL).toArray();
+    const rows = this.sql.exec("SELECT frame, raw, rows, route, burst_id FROM parked WHERE device_id = ? ORDER BY parked_at, rowid LIMIT ?", this.id, UNPARK_PER_CALL).toArray();
     for (const row of rows) {
       const raw = JSON.parse(row.raw);
       const context = { device_id: raw.device_id, route: row.route, burst_id: row.burst_id };
@@ -699,7 +613,7 @@ export class DeviceObject extends DurableObject {
       done.uplinks += 1;
       for (const name of ["received", "unique", "duplicates_suppressed", "rejected"]) done[name] += out.counts?.[name] ?? 0;
     }
-    done.still_parked = this.sql.exec("SELECT COUNT(*) AS n FROM parked").one().n;
+    done.still_parked = this.sql.exec("SELECT COUNT(*) AS n FROM parked WHERE device_id = ?", this.id).one().n;
     return done;
   }
 
@@ -720,7 +634,7 @@ export class DeviceObject extends DurableObject {
     const firsts = new Map();
     for (const r of planned) {
       if (!r.frame || firsts.get(r.ts) !== undefined) continue;
-      const row = this.sql.exec("SELECT ts FROM readings WHERE frame = ? AND admitted_at > ? ORDER BY rowid LIMIT 1", r.frame, now - cfg.TTL_MS).toArray()[0];
+      const row = this.sql.exec("SELECT ts FROM readings WHERE device_id = ? AND frame = ? AND admitted_at > ? ORDER BY rowid LIMIT 1", device_id, r.frame, now - cfg.TTL_MS).toArray()[0];
       firsts.set(r.ts, row?.ts);
     }
     let changed = false;
@@ -793,7 +707,7 @@ export class DeviceObject extends DurableObject {
     let seqReuses = 0; // among the forgotten ones, admitted as a conflict by this call
     readings.forEach((r, i) => {
       if ((verdicts[i] !== DUPLICATE && !ADMITTED.has(verdicts[i])) || mine.has(r.key)) return;
-      const row = this.sql.exec("SELECT burst_id, verdict, conflicts_with, forgotten_at FROM readings WHERE key = ?", r.key).toArray()[0];
+      const row = this.sql.exec("SELECT burst_id, verdict, conflicts_with, forgotten_at FROM readings WHERE key = ? AND device_id = ?", r.key, this.id).toArray()[0];
       if (row?.burst_id !== context.burst_id) return;
       if (verdicts[i] !== DUPLICATE) {
         if (row.forgotten_at === null) return;
@@ -839,14 +753,14 @@ export class DeviceObject extends DurableObject {
         // The change and its history event in one transaction.
         this.ctx.storage.transactionSync(() => {
           this.sql.exec(
-            "INSERT OR REPLACE INTO config (id, device_id, codec, bin_depth_mm, offset_mm, reporting_period_s, backfill, updated_at) VALUES (0, ?, ?, ?, ?, ?, ?, ?)",
+            "INSERT OR REPLACE INTO config (device_id, codec, bin_depth_mm, offset_mm, reporting_period_s, backfill, updated_at) VALUES (?, ?, ?, ?, ?, ?, ?)",
             device_id, codec, bin_depth_mm, offset_mm, reporting_period_s, backfill === null ? null : Number(backfill), now,
           );
           after = this.deviceConfig();
           this.record("device_config", { before, after }, now);
           const window = before && before.reporting_period_s !== reporting_period_s ? this.restartWindow() : null;
           // Its open history request asked for slots of the old unit.
-          restarted = window && { ...window, backfill_cancelled: cancelBackfill(this.sql, now) };
+          restarted = window && { ...window, backfill_cancelled: cancelBackfill(this.sql, this.id, now) };
         });
       } catch (e) {
         console.log(JSON.stringify({ level: "WARN", event: "device_config_not_stored", device_id, error: String(e?.message ?? e) }));
@@ -873,10 +787,10 @@ export class DeviceObject extends DurableObject {
    * there was no window.
    */
   restartWindow() {
-    if (!this.sql.exec("SELECT 1 FROM seq_window").toArray().length) return null;
+    if (!this.sql.exec("SELECT 1 FROM seq_window WHERE device_id = ?", this.id).toArray().length) return null;
     const deleted = this.withWindow({}, (window) => ({ highest: window.highest ?? null, missing: window.totals().missing, gaps: window.gaps().length }));
-    this.sql.exec("DELETE FROM seq_window");
-    noteChange(this.sql); // the roll-up's missing_seqs gauge moved with it
+    this.sql.exec("DELETE FROM seq_window WHERE device_id = ?", this.id);
+    noteChange(this.sql, this.id); // the roll-up's missing_seqs gauge moved with it
     return deleted;
   }
 
@@ -892,7 +806,7 @@ export class DeviceObject extends DurableObject {
    */
   deviceConfig() {
     if (!this.prepared) return null;
-    const row = this.sql.exec("SELECT device_id, codec, bin_depth_mm, offset_mm, reporting_period_s, backfill, updated_at FROM config").toArray()[0];
+    const row = this.sql.exec("SELECT device_id, codec, bin_depth_mm, offset_mm, reporting_period_s, backfill, updated_at FROM config WHERE device_id = ?", this.id).toArray()[0];
     return row ? { ...row, backfill: row.backfill === null ? null : row.backfill === 1, updated_at: isoTime(row.updated_at) } : null;
   }
 
@@ -902,7 +816,8 @@ export class DeviceObject extends DurableObject {
     const rows = this.sql
       .exec(
         `SELECT rowid, key, seq, ts, fill_pct, admitted_at, verdict, conflicts_with, state, attempts, delivered_at, forgotten_at
-         FROM readings WHERE rowid > ? ORDER BY rowid LIMIT ?`,
+         FROM readings WHERE device_id = ? AND rowid > ? ORDER BY rowid LIMIT ?`,
+        this.id,
         after,
         limit,
       )
@@ -937,13 +852,13 @@ export class DeviceObject extends DurableObject {
     const now = Date.now();
     let redriven = 0;
     this.ctx.storage.transactionSync(() => {
-      const chosen = keys === undefined ? "" : " AND key = ?";
+      const chosen = keys === undefined ? " AND device_id = ?" : " AND device_id = ? AND key = ?";
       for (const key of keys === undefined ? [undefined] : keys) {
-        const args = key === undefined ? [] : [String(key)];
+        const args = key === undefined ? [this.id] : [this.id, String(key)];
         redriven += this.sql.exec(`SELECT COUNT(*) AS n FROM readings WHERE state = 'refused'${chosen}`, ...args).one().n;
         this.sql.exec(`UPDATE readings SET state = 'pending', batch_id = NULL, next_attempt_at = ? WHERE state = 'refused'${chosen}`, now, ...args);
       }
-      if (redriven) noteChange(this.sql);
+      if (redriven) noteChange(this.sql, this.id);
     });
     if (redriven && cfg.ORIGIN_URL) await this.schedule(cfg);
     return { redriven };
@@ -964,14 +879,14 @@ export class DeviceObject extends DurableObject {
   forget({ device_id, key }) {
     const cfg = config(this.env);
     const now = Date.now();
-    const row = this.prepared ? this.sql.exec("SELECT rowid, seq, admitted_at, forgotten_at FROM readings WHERE key = ?", key).toArray()[0] : undefined;
+    const row = this.prepared ? this.sql.exec("SELECT rowid, seq, admitted_at, forgotten_at FROM readings WHERE key = ? AND device_id = ?", key, this.id).toArray()[0] : undefined;
     if (!row) {
       return { ok: false, status: 404, code: "unknown_key", message: `device ${JSON.stringify(device_id)} has no ledger row with the key ${JSON.stringify(key)} (never admitted, or deleted by retention)` };
     }
     let detail;
     try {
       this.ctx.storage.transactionSync(() => {
-        const held = row.forgotten_at === null && this.sql.exec(`SELECT 1 FROM (${NEWEST_LIVE}) WHERE id = ?`, now - cfg.TTL_MS, cfg.MAX_KEYS_PER_DEVICE, row.rowid).toArray().length > 0;
+        const held = row.forgotten_at === null && this.sql.exec(`SELECT 1 FROM (${NEWEST_LIVE}) WHERE id = ?`, this.id, now - cfg.TTL_MS, cfg.MAX_KEYS_PER_DEVICE, row.rowid).toArray().length > 0;
         const at = row.forgotten_at ?? now;
         this.sql.exec("UPDATE readings SET forgotten_at = ? WHERE rowid = ?", at, row.rowid);
         detail = { key, seq: row.seq, admitted_at: isoTime(row.admitted_at), held, forgotten_at: isoTime(at) };
@@ -1004,13 +919,13 @@ export class DeviceObject extends DurableObject {
     let detail;
     try {
       this.ctx.storage.transactionSync(() => {
-        const held = this.sql.exec(`SELECT COUNT(*) AS n FROM (${NEWEST_LIVE})`, now - cfg.TTL_MS, cfg.MAX_KEYS_PER_DEVICE).one().n;
-        const forgotten = this.sql.exec("UPDATE readings SET forgotten_at = ? WHERE forgotten_at IS NULL", now).rowsWritten;
+        const held = this.sql.exec(`SELECT COUNT(*) AS n FROM (${NEWEST_LIVE})`, this.id, now - cfg.TTL_MS, cfg.MAX_KEYS_PER_DEVICE).one().n;
+        const forgotten = this.sql.exec("UPDATE readings SET forgotten_at = ? WHERE device_id = ? AND forgotten_at IS NULL", now, this.id).rowsWritten;
         const seq_window = this.restartWindow();
         const counter_ref = this.counterRef();
-        this.sql.exec("DELETE FROM codec_state");
+        this.sql.exec("DELETE FROM codec_state WHERE device_id = ?", this.id);
         // A history request for the forgotten window's gaps is closed (backfill.js).
-        const backfill_cancelled = cancelBackfill(this.sql, now);
+        const backfill_cancelled = cancelBackfill(this.sql, this.id, now);
         detail = { forgotten, held, seq_window, counter_ref, backfill_cancelled, reset_at: isoTime(now) };
         this.record("device_reset", detail, now);
       });
@@ -1028,85 +943,24 @@ export class DeviceObject extends DurableObject {
    * HISTORY_EVENTS. Call it inside the transaction that makes the change.
    */
   record(event, detail, at) {
-    this.sql.exec("INSERT INTO operator_events (at, event, detail) VALUES (?, ?, ?)", at, event, JSON.stringify(detail));
-    this.sql.exec("DELETE FROM operator_events WHERE id <= (SELECT MAX(id) FROM operator_events) - ?", HISTORY_EVENTS);
+    this.sql.exec("INSERT INTO operator_events (device_id, at, event, detail) VALUES (?, ?, ?, ?)", this.id, at, event, JSON.stringify(detail));
+    // The device's events from its HISTORY_EVENTS-th newest back (none, mostly).
+    this.sql.exec(
+      "DELETE FROM operator_events WHERE device_id = ?1 AND id <= (SELECT id FROM operator_events WHERE device_id = ?1 ORDER BY id DESC LIMIT 1 OFFSET ?2)",
+      this.id,
+      HISTORY_EVENTS,
+    );
   }
 
   /** The device's history (GET /v1/devices/{id}/history), oldest first, `after` an id cursor. Reads only. */
   history({ after = 0, limit = 100 }) {
     if (!this.prepared) return { events: [], next: null };
-    const rows = this.sql.exec("SELECT id, at, event, detail FROM operator_events WHERE id > ? ORDER BY id LIMIT ?", after, limit).toArray();
+    const rows = this.sql.exec("SELECT id, at, event, detail FROM operator_events WHERE device_id = ? AND id > ? ORDER BY id LIMIT ?", this.id, after, limit).toArray();
     return {
       events: rows.map((r) => ({ at: isoTime(r.at), event: r.event, detail: JSON.parse(r.detail) })),
       next: rows.length === limit ? rows[rows.length - 1].id : null,
     };
   }
-
-  /**
-   * Deletes rows past retention, flushes changed figures to the fleet roll-up
-   * (before delivering, which may wait on a slow origin; what delivery changes goes
-   * with the next flush), delivers what is due, and re-arms itself.
-   */
-  async alarm() {
-    this.prepare();
-    const cfg = config(this.env);
-    this.ctx.storage.transactionSync(() => {
-      const cut = this.sql.exec("DELETE FROM readings WHERE state IN ('stored', 'delivered') AND admitted_at <= ?", Date.now() - cfg.RETENTION_MS);
-      if (cut.rowsWritten) noteChange(this.sql);
-    });
-    await flush(this.ctx.storage, this.env, cfg);
-    if (cfg.ORIGIN_URL) await deliver(this.ctx.storage, cfg);
-    await this.schedule(cfg);
-  }
-
-  /**
-   * Arms the alarm for the earliest of: the next delivery (the open batch's retry,
-   * or at once for rows waiting for a batch), the next retention expiry, the next
-   * flush of changed figures to the fleet roll-up. An alarm set earlier is kept,
-   * unless it is overdue by more than LOST_ALARM_MS: then it is set again, for now
-   * at the earliest (the same time again would not reach workerd's scheduler).
-   */
-  async schedule(cfg) {
-    const now = Date.now();
-    const r = this.sql.exec("SELECT MIN(CASE WHEN state IN ('stored', 'delivered') THEN admitted_at END) AS oldest_done FROM readings").one();
-    const candidates = [
-      cfg.ORIGIN_URL ? nextDelivery(this.sql, now, cfg) : null,
-      r.oldest_done === null ? null : r.oldest_done + cfg.RETENTION_MS,
-      flushDue(this.sql, now),
-    ].filter((t) => t !== null && t !== undefined);
-    if (!candidates.length) return;
-    const next = Math.min(...candidates);
-    const current = await this.ctx.storage.getAlarm();
-    if (current === null || current > next) await this.ctx.storage.setAlarm(next);
-    else if (current < now - LOST_ALARM_MS) await this.ctx.storage.setAlarm(Math.max(next, now));
-  }
-}
-
-/**
- * The frame identity of readings keyed at the network server's receive time (the
- * same frame twice, see `reframe`): a column, and an index of the rows that have one.
- */
-function prepareFrames(sql) {
-  addColumns(sql, "readings", { frame: "TEXT" });
-  sql.exec("CREATE INDEX IF NOT EXISTS readings_by_frame ON readings (frame) WHERE frame IS NOT NULL");
-  // The live readings by time, for a datalog record of one of them (`crossPath`).
-  sql.exec("CREATE INDEX IF NOT EXISTS readings_live_by_ts ON readings (ts) WHERE frame IS NOT NULL");
-}
-
-/**
- * Each row's verdict, `admitted` or `conflict` (admitted with a seq its device's
- * seen-set held with other content), and the key of the stored reading a conflict
- * conflicts with (`conflictOf`). Rows stored before these columns existed read as
- * `admitted`, `conflicts_with` null: their seq reuses were only counted (`seq_reuses`).
- */
-function prepareVerdicts(sql) {
-  addColumns(sql, "readings", { verdict: "TEXT NOT NULL DEFAULT 'admitted'", conflicts_with: "TEXT" });
-}
-
-/** Adds to `table` each of `columns` (name → type and default) it lacks: storage written before them. */
-function addColumns(sql, table, columns) {
-  const present = new Set(sql.exec(`PRAGMA table_info(${table})`).toArray().map((c) => c.name));
-  for (const [name, type] of Object.entries(columns)) if (!present.has(name)) sql.exec(`ALTER TABLE ${table} ADD COLUMN ${name} ${type}`);
 }
 
 /** The answer to an operator call whose transaction failed (nothing changed), logged WARN `<event>_not_stored`. */

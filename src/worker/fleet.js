@@ -1,33 +1,35 @@
 // Fleet-wide figures for GET /v1/stats without asking any device: both halves of
-// the roll-up protocol, the device side (run inside a DeviceObject) and the roll-up
-// side (FleetObject).
+// the roll-up protocol, the device side (run inside a GroupObject, for each of its
+// devices) and the roll-up side (FleetObject).
 //
-// * A device keeps its own figures: cumulative counters, written by `countBurst` in
-//   the burst's own transaction, and backlog gauges read from its `readings` table.
-//   Every change (a burst, a delivery attempt, a retention delete) bumps the
+// * A device keeps its own figures in its group: cumulative counters, written by
+//   `countBurst` in the burst's own transaction, and backlog gauges read from its
+//   rows. Every change (a burst, a delivery attempt, a retention delete) bumps the
 //   device's `version` in the transaction that makes it.
-// * From its alarm, at most once per STATS_FLUSH_MS, a device whose version is ahead
-//   of the last acknowledged one sends its figures, whole, with that version, to
-//   its roll-up shard: one of SHARDS FleetObjects, picked by a fixed hash of the
-//   device id. The version is only marked acknowledged after the shard answered.
-// * A shard holds one row per device (the registry: a device appears with its first
-//   flush) and running totals. It applies a flush only when the version is newer
-//   than its row's, adding the difference to the totals in one transaction. So a
-//   flush that is retried after a timeout, arrives twice or is overtaken changes
-//   nothing a second time, and one that failed is not lost: the unacknowledged
-//   version stays in the device's SQLite and the next flush carries the same (or
-//   newer) figures. No delta is ever in flight that is not also on disk.
+// * From the group's alarm, at most once per STATS_FLUSH_MS, the group sends the
+//   figures of every device whose version is ahead of the last acknowledged one,
+//   whole, each with its version, to their roll-up shard in one call: one of SHARDS
+//   FleetObjects, picked by a fixed hash of the device id (the group's own hash mod
+//   SHARDS: all of a group's devices share a shard). A version is only marked
+//   acknowledged after the shard answered.
+// * A shard holds one row per device (the registry: a device appears when it
+//   registers) and running totals. It applies a device's figures only when the
+//   version is newer than its row's, adding the difference to the totals in one
+//   transaction. So a flush that is retried after a timeout, arrives twice or is
+//   overtaken changes nothing a second time, and one that failed is not lost: the
+//   unacknowledged version stays in the group's SQLite and the next flush carries the
+//   same (or newer) figures. No delta is ever in flight that is not also on disk.
 // * GET /v1/stats asks the SHARDS shards and nothing else: a constant number of calls.
-// * The shards are also the registry of devices that have a ledger. A device object
-//   registers with its shard before its first write (once per storage incarnation:
-//   its `registered` row remembers it; if the shard cannot be reached the burst is
-//   not stored and the sender retries), so GET /v1/devices/{id}/readings asks the
-//   shard first (`knows`) and never starts the object of a device that never
-//   ingested: starting an object creates its storage. A device that flushed to its
-//   shard (storage from before the registry) is known by its figures row.
+// * The shards are also the registry of devices that have a ledger. A group
+//   registers a device with its shard before the device's first write (once: its
+//   `devices` row remembers it; if the shard cannot be reached the burst is not
+//   stored and the sender retries), so GET /v1/devices/{id}/readings asks the shard
+//   first (`knows`) and never writes storage for a device that never ingested. A
+//   device that flushed to its shard (storage from before the registry) is known by
+//   its figures row.
 //
 // Staleness: a device's change reaches /v1/stats within STATS_FLUSH_MS plus one
-// flush round trip, while flushes succeed (a device whose alarm is busy delivering
+// flush round trip, while flushes succeed (a group whose alarm is busy delivering
 // a backlog to a slow origin flushes when that run ends: at most 20 batches, each
 // at most ORIGIN_TIMEOUT_MS); a failed flush is retried every STATS_FLUSH_MS. Each
 // row is one device's consistent snapshot, so received = unique +
@@ -43,8 +45,8 @@
 // must never change (it would be counted twice), so SHARDS and the hash are fixed.
 import { DurableObject } from "cloudflare:workers";
 import { isoTime } from "./core.js";
+import { SHARDS, shardOf } from "./placement.js";
 
-const SHARDS = 16;
 /** A flush not answered by then counts as failed (and is sent again, harmlessly). */
 const FLUSH_TIMEOUT_MS = 10_000;
 
@@ -85,74 +87,81 @@ export const NOT_RECORDED = "not_recorded";
 const COUNT = `INSERT INTO counters (name, value) VALUES (?, ?)
 ON CONFLICT (name) DO UPDATE SET value = value + excluded.value`;
 
-// --- device side ------------------------------------------------------------------
+// --- device side (run inside a GroupObject, for each of its devices) ---------------
 
 /**
- * The device's tables for the roll-up: its counters, and one row recording this
- * storage's `incarnation` (a random id drawn when the row is created: a device
- * object whose storage was reset or restored starts a new one), the current
- * `version` of its figures, the last version a shard `acknowledged`, and the
- * earliest time the next flush may start.
+ * The group's tables for the roll-up: each device's counters, and one row per device
+ * (`devices`, written when it registers) recording its `incarnation` (a random id
+ * drawn with the row: a device whose group storage was reset or restored starts a new
+ * one), the current `version` of its figures and the last version its shard
+ * `acknowledged`; and the group's one `flush` row, the earliest time its next flush
+ * may start.
  */
-const DEVICE_SCHEMA = `
-CREATE TABLE IF NOT EXISTS counters (name TEXT PRIMARY KEY, value INTEGER NOT NULL);
-CREATE TABLE IF NOT EXISTS registered (id INTEGER PRIMARY KEY CHECK (id = 0), device_id TEXT NOT NULL, at INTEGER NOT NULL);
-CREATE TABLE IF NOT EXISTS stats_flush (
-  id INTEGER PRIMARY KEY CHECK (id = 0),
+const FIGURES_SCHEMA = `
+CREATE TABLE IF NOT EXISTS counters (device_id TEXT NOT NULL, name TEXT NOT NULL, value INTEGER NOT NULL, PRIMARY KEY (device_id, name)) WITHOUT ROWID;
+CREATE TABLE IF NOT EXISTS devices (
+  device_id TEXT PRIMARY KEY,
   incarnation TEXT NOT NULL,
-  device_id TEXT,
   version INTEGER NOT NULL,
   acknowledged INTEGER NOT NULL,
-  next_flush_at INTEGER NOT NULL
+  registered_at INTEGER NOT NULL
 );
+CREATE TABLE IF NOT EXISTS flush (id INTEGER PRIMARY KEY CHECK (id = 0), next_flush_at INTEGER NOT NULL);
 `;
 
-/**
- * Creates the device's roll-up tables (after its `readings` table). Storage that
- * 0.1.0 wrote has no `stats_flush` row yet: its counters are renamed as this
- * version names them (`duplicates` → `duplicates_suppressed`; `pending` never
- * happened, `registered` is gone) and its figures are marked for a flush, so the
- * device appears in /v1/stats the next time its object wakes (an uplink or its
- * retention alarm; its ledger reads as empty until then, as the registry does not
- * know it). Returns whether anything is to flush.
- */
-export function prepareDevice(sql) {
-  sql.exec(DEVICE_SCHEMA);
-  const created = sql.exec(
-    "INSERT OR IGNORE INTO stats_flush (id, incarnation, device_id, version, acknowledged, next_flush_at) VALUES (0, ?, NULL, 0, 0, 0)",
-    crypto.randomUUID(),
-  ).rowsWritten;
-  if (!created) return false;
-  sql.exec("UPDATE OR IGNORE counters SET name = 'duplicates_suppressed' WHERE name = 'duplicates'");
-  sql.exec("DELETE FROM counters WHERE name IN ('duplicates', 'pending', 'registered')");
-  const row = sql.exec("SELECT device_id FROM readings LIMIT 1").toArray()[0];
-  if (!row) return false;
-  sql.exec("UPDATE stats_flush SET device_id = ?, version = 1", row.device_id);
-  return true;
+/** Adds to a device's named counter in the group's `counters` table. */
+const COUNT_DEVICE = `INSERT INTO counters (device_id, name, value) VALUES (?, ?, ?)
+ON CONFLICT (device_id, name) DO UPDATE SET value = value + excluded.value`;
+
+/** Creates the group's roll-up tables. Idempotent. */
+export function prepareFigures(sql) {
+  sql.exec(FIGURES_SCHEMA);
+  sql.exec("INSERT OR IGNORE INTO flush (id, next_flush_at) VALUES (0, 0)");
+}
+
+/** Whether the device has registered in this group (it has a `devices` row). Reads only. */
+export function registered(sql, device_id) {
+  return sql.exec("SELECT 1 FROM devices WHERE device_id = ?", device_id).toArray().length > 0;
 }
 
 /**
- * Registers the device with its shard unless this storage already did; call it after
- * `prepareDevice`, before the device's first write. Throws when the shard did not
- * confirm (then nothing may be stored: the ledger would be unreadable).
+ * Registers the device with its shard, before its first write (then `addDevice`).
+ * Throws when the shard did not confirm (then nothing may be stored: the ledger would
+ * be unreadable). Returns whether the shard knew the device already: it has storage
+ * elsewhere (its own object, of the release before groups: group.js hands it over).
  */
-export async function register(sql, env, device_id) {
-  if (sql.exec("SELECT 1 FROM registered").toArray().length) return;
-  await withTimeout(shard(env, device_id).register(device_id), FLUSH_TIMEOUT_MS);
-  sql.exec("INSERT OR IGNORE INTO registered (id, device_id, at) VALUES (0, ?, ?)", device_id, Date.now());
+export async function registerWithShard(env, device_id) {
+  // A shard of the earlier release answers nothing: it may know the device.
+  return (await withTimeout(shard(env, device_id).register(device_id), FLUSH_TIMEOUT_MS)) !== false;
+}
+
+/**
+ * The device's `devices` row (it is registered in the group): its figures'
+ * `incarnation`, `version` and `acknowledged` (a device handed over goes on with its
+ * own), else a new incarnation from version 0.
+ */
+export function addDevice(sql, device_id, { incarnation = crypto.randomUUID(), version = 0, acknowledged = version } = {}) {
+  sql.exec(
+    "INSERT OR IGNORE INTO devices (device_id, incarnation, version, acknowledged, registered_at) VALUES (?, ?, ?, ?, ?)",
+    device_id,
+    incarnation,
+    version,
+    acknowledged,
+    Date.now(),
+  );
 }
 
 /**
  * Adds one burst's counts (`received`, `unique`, `duplicates_suppressed`,
- * `cross_path_duplicates`, `rejected`, `parked`, `seq_reuses`, `recovered_seqs`, `seq_resets`) and marks the figures changed. Call it inside the
+ * `cross_path_duplicates`, `rejected`, `parked`, `seq_reuses`, `recovered_seqs`, `seq_resets`) to the device's and marks its figures changed. Call it inside the
  * transaction that stores the burst's rows. `rejectedCodes` (`{code: n}`, see
  * `byCode`) are the burst's rejected readings by code, adding up to `counts.rejected`;
  * counted only when that is (a retried call counts its rejections no second time).
  */
 export function countBurst(sql, device_id, counts, rejectedCodes = {}) {
-  for (const name of COUNTERS) if (counts[name]) sql.exec(COUNT, name, counts[name]);
-  if (counts.rejected) for (const [code, n] of Object.entries(rejectedCodes)) sql.exec(COUNT, REJECTED + code, n);
-  sql.exec("UPDATE stats_flush SET version = version + 1, device_id = ?", device_id);
+  for (const name of COUNTERS) if (counts[name]) sql.exec(COUNT_DEVICE, device_id, name, counts[name]);
+  if (counts.rejected) for (const [code, n] of Object.entries(rejectedCodes)) sql.exec(COUNT_DEVICE, device_id, REJECTED + code, n);
+  noteChange(sql, device_id);
 }
 
 /** `{code: n}`: how many of `rejected` (objects with a `code`: rejections as a reply lists them) have each code. */
@@ -168,41 +177,77 @@ export function sumOf(counts) {
 }
 
 /**
- * Counts one history request's step (`outcome`: one of BACKFILL_OUTCOMES) and marks the
- * figures changed. Call it in the write that moves the request (backfill.js).
+ * Counts one of the device's history requests' steps (`outcome`: one of
+ * BACKFILL_OUTCOMES) and marks its figures changed. Call it in the write that moves
+ * the request (backfill.js).
  */
-export function countBackfill(sql, outcome) {
-  sql.exec(COUNT, `backfill_${outcome}`, 1);
-  noteChange(sql);
+export function countBackfill(sql, device_id, outcome) {
+  sql.exec(COUNT_DEVICE, device_id, `backfill_${outcome}`, 1);
+  noteChange(sql, device_id);
 }
 
-/** Marks the backlog figures changed (a delivery attempt, a retention delete). */
-export function noteChange(sql) {
-  sql.exec("UPDATE stats_flush SET version = version + 1");
+/** Marks the device's figures changed (a delivery attempt, a retention delete). */
+export function noteChange(sql, device_id) {
+  sql.exec("UPDATE devices SET version = version + 1 WHERE device_id = ?", device_id);
 }
 
-/** When the alarm must run for the next flush (`now` at the earliest); null if all is flushed. */
+/** When the group's alarm must run for the next flush (`now` at the earliest); null if all is flushed. */
 export function flushDue(sql, now) {
-  return sql.exec("SELECT CASE WHEN device_id IS NOT NULL AND version > acknowledged THEN MAX(next_flush_at, ?) END AS due FROM stats_flush", now).one().due;
+  if (!sql.exec("SELECT 1 FROM devices WHERE version > acknowledged LIMIT 1").toArray().length) return null;
+  return Math.max(sql.exec("SELECT next_flush_at FROM flush").one().next_flush_at, now);
 }
+
+/** Devices one flush call carries, at most. */
+const FLUSH_DEVICES = 500;
 
 /**
- * Sends this device's figures to its shard if they changed and the last attempt is
- * STATS_FLUSH_MS old. Never throws: a failure is logged and retried by the alarm.
+ * Sends the figures of the group's changed devices to their shards, if the last
+ * attempt is STATS_FLUSH_MS old: one call per shard (a group's devices share one,
+ * group.js) of at most FLUSH_DEVICES devices. Never throws: a failure is logged and
+ * retried by the alarm.
  */
 export async function flush(storage, env, cfg) {
   const sql = storage.sql;
   const now = Date.now();
-  const s = sql.exec("SELECT incarnation, device_id, version, acknowledged, next_flush_at FROM stats_flush").one();
-  if (s.device_id === null || s.version <= s.acknowledged || s.next_flush_at > now) return;
-  const report = { device_id: s.device_id, incarnation: s.incarnation, version: s.version, ...figures(sql) };
+  if (sql.exec("SELECT next_flush_at FROM flush").one().next_flush_at > now) return;
+  const dirty = sql.exec("SELECT device_id, incarnation, version FROM devices WHERE version > acknowledged LIMIT ?", FLUSH_DEVICES).toArray();
+  if (!dirty.length) return;
+  // Recorded before sending, so that even a flush whose outcome is lost waits its turn.
+  sql.exec("UPDATE flush SET next_flush_at = ?", now + cfg.STATS_FLUSH_MS);
+  const byShard = new Map();
+  for (const d of dirty) {
+    const i = shardOf(d.device_id);
+    if (!byShard.has(i)) byShard.set(i, []);
+    byShard.get(i).push({ device_id: d.device_id, incarnation: d.incarnation, version: d.version, ...figures(sql, d.device_id) });
+  }
+  await Promise.all(
+    [...byShard].map(async ([i, reports]) => {
+      try {
+        await withTimeout(applyAll(stub(env, i), reports), FLUSH_TIMEOUT_MS);
+        storage.transactionSync(() => {
+          for (const r of reports) sql.exec("UPDATE devices SET acknowledged = MAX(acknowledged, ?) WHERE device_id = ?", r.version, r.device_id);
+        });
+      } catch (e) {
+        // The first devices named, with their versions: a log line stays short.
+        const named = reports.slice(0, 20);
+        console.log(JSON.stringify({ level: "WARN", event: "stats_flush_failed", shard: i, devices: reports.length, device_ids: named.map((r) => r.device_id), versions: named.map((r) => r.version), error: String(e?.message ?? e) }));
+      }
+    }),
+  );
+  // More changed devices than one call carries: the next flush goes on at once.
+  if (dirty.length === FLUSH_DEVICES) sql.exec("UPDATE flush SET next_flush_at = ?", now);
+}
+
+/**
+ * `reports` applied by `shard` in one call; a shard of the earlier release, which has no
+ * `applyMany`, takes them one `apply` call each.
+ */
+async function applyAll(shard, reports) {
   try {
-    // Recorded before sending, so that even a flush whose outcome is lost waits its turn.
-    sql.exec("UPDATE stats_flush SET next_flush_at = ?", now + cfg.STATS_FLUSH_MS);
-    await withTimeout(shard(env, s.device_id).apply(report), FLUSH_TIMEOUT_MS);
-    sql.exec("UPDATE stats_flush SET acknowledged = MAX(acknowledged, ?)", s.version);
+    return await shard.applyMany(reports);
   } catch (e) {
-    console.log(JSON.stringify({ level: "WARN", event: "stats_flush_failed", device_id: s.device_id, version: s.version, error: String(e?.message ?? e) }));
+    if (!/does not implement the method "applyMany"/.test(String(e?.message))) throw e;
+    for (const r of reports) await shard.apply(r);
   }
 }
 
@@ -216,11 +261,11 @@ function withTimeout(promise, ms) {
 }
 
 /**
- * The device's counters and backlog now, one consistent snapshot; `labelled`: its
+ * A device's counters and backlog now, one consistent snapshot; `labelled`: its
  * counters with a label in their name (`rejected:<code>`).
  */
-function figures(sql) {
-  const rows = sql.exec("SELECT name, value FROM counters").toArray();
+function figures(sql, device_id) {
+  const rows = sql.exec("SELECT name, value FROM counters WHERE device_id = ?", device_id).toArray();
   const counters = Object.fromEntries(rows.map((r) => [r.name, r.value]));
   const labelled = Object.fromEntries(rows.filter((r) => r.name.startsWith(REJECTED)).map((r) => [r.name, r.value]));
   const b = sql
@@ -231,7 +276,8 @@ function figures(sql) {
               SUM(state = 'refused') AS refused,
               MIN(CASE WHEN state = 'pending' THEN admitted_at END) AS oldest_pending,
               SUM(CASE WHEN state = 'pending' THEN attempts ELSE 0 END) AS failed_attempts
-       FROM readings`,
+       FROM readings WHERE device_id = ?`,
+      device_id,
     )
     .one();
   const out = Object.fromEntries([...COUNTERS, ...BACKFILL].map((name) => [name, counters[name] ?? 0]));
@@ -242,8 +288,8 @@ function figures(sql) {
     failed_attempts: b.failed_attempts ?? 0,
     ledger_rows: b.rows,
     refused_by_origin: b.refused ?? 0,
-    parked_uplinks: sql.exec("SELECT COUNT(*) AS n FROM parked").one().n,
-    missing_seqs: sql.exec("SELECT missing FROM seq_window").toArray()[0]?.missing ?? 0,
+    parked_uplinks: sql.exec("SELECT COUNT(*) AS n FROM parked WHERE device_id = ?", device_id).one().n,
+    missing_seqs: sql.exec("SELECT missing FROM seq_window WHERE device_id = ?", device_id).toArray()[0]?.missing ?? 0,
     labelled,
     oldest_undelivered_at: b.oldest_pending ?? null,
   };
@@ -429,12 +475,6 @@ function stub(env, i) {
   return env.FLEET.get(env.FLEET.idFromName(`rollup-${i}`));
 }
 
-/** FNV-1a (32 bit) of the UTF-16 code units, mod SHARDS. Fixed forever: see the top. */
-function shardOf(key) {
-  let h = 0x811c9dc5;
-  for (let i = 0; i < key.length; i++) h = Math.imul(h ^ key.charCodeAt(i), 0x01000193);
-  return (h >>> 0) % SHARDS;
-}
 
 // --- roll-up side ---------------------------------------------------------------------
 
@@ -458,9 +498,14 @@ export class FleetObject extends DurableObject {
       CREATE TABLE IF NOT EXISTS registered (device_id TEXT PRIMARY KEY, at INTEGER NOT NULL);`);
   }
 
-  /** Records that `device_id` has storage (before its first write). Idempotent. */
+  /**
+   * Records that `device_id` has storage (before its first write). Idempotent.
+   * Returns whether the shard knew the device already (`knows`).
+   */
   register(device_id) {
+    const known = this.knows(device_id);
     this.sql.exec("INSERT OR IGNORE INTO registered (device_id, at) VALUES (?, ?)", device_id, Date.now());
+    return known;
   }
 
   /** Whether `device_id` registered, or flushed figures (storage from before the registry). */
@@ -522,6 +567,11 @@ export class FleetObject extends DurableObject {
       );
       return true;
     });
+  }
+
+  /** `apply` for each of `reports` (a group's flush), in one transaction: how many were applied. */
+  applyMany(reports) {
+    return this.ctx.storage.transactionSync(() => reports.filter((r) => this.apply(r)).length);
   }
 
   /**

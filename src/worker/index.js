@@ -1,6 +1,7 @@
 // The edge worker: routes, authenticates, enforces limits and hands each device's
-// readings to its Durable Object. Parsing and mapping webhooks happens in the Wasm
-// core (parseUplink); deduplication, storage and delivery in src/worker/device.js.
+// readings to the Durable Object of its group (group.js), one call per group a request
+// names. Parsing and mapping webhooks happens in the Wasm core (parseUplink);
+// deduplication and storage in src/worker/device.js, delivery in delivery.js.
 import { authenticate, requireConfiguredToken } from "./auth.js";
 import { downlinkTarget } from "./backfill.js";
 import { config } from "./config.js";
@@ -8,20 +9,23 @@ import { ADMITTED, auditLine, checkDeviceId, CONFLICT, DUPLICATE, guarded, HttpE
 import { mapAtMost } from "./fanout.js";
 import { decodedView, decodeRaw, previewNotDecoded } from "./decode.js";
 import { byCode, countMessage, countUnroutable, deviceHealth, fleetFigures, fleetHealth, fleetStats, HEALTH_COLUMNS, IGNORED, knows } from "./fleet.js";
+import { group } from "./group.js";
+import { groupOf } from "./placement.js";
 import { exposition, METRICS_CONTENT_TYPE } from "./metrics.js";
 import { OPENAPI_JSON } from "./openapi.js";
 
-export { DeviceObject } from "./device.js";
 export { FleetObject } from "./fleet.js";
+export { GroupObject } from "./group.js";
+export { DeviceObject } from "./legacy.js";
 
 // Webhook routes: every format the core maps but the native one (/v1/readings).
 const UPLINK_FORMATS = new Set(limits().formats.filter((f) => f !== "readings"));
 // The events ChirpStack's HTTP integration posts (`?event=`); only `up` carries readings.
 const CHIRPSTACK_EVENTS = ["up", "join", "ack", "txack", "log", "status", "location", "integration"];
-// Device objects one request calls at a time: a request naming many devices (at most
+// Group objects one request calls at a time: a request naming many devices (at most
 // MAX_DEVICES_PER_REQUEST) must not hold the isolate's every connection.
 const DEVICE_CALLS_AT_ONCE = 16;
-// Calls of one device's share of a request, the first included, while they throw.
+// Calls of one group's share of a request, the first included, while they throw.
 const DEVICE_CALL_ATTEMPTS = 3;
 
 export default {
@@ -200,36 +204,49 @@ async function ingest(request, env, cfg, format, routeName) {
   const planned = new Set(groups.map((g) => g.device_id));
   for (const id of refusedBy.keys()) if (!planned.has(id)) groups.push({ device_id: id, readings: [] });
   if (groups.length > cfg.MAX_DEVICES_PER_REQUEST) {
-    // Refused before any device object is contacted: nothing stored, nothing counted.
+    // Refused before any group object is contacted: nothing stored, nothing counted.
     throw new HttpError(413, "too_many_devices", `the request names ${groups.length} devices; at most ${cfg.MAX_DEVICES_PER_REQUEST} (MAX_DEVICES_PER_REQUEST) per request`);
   }
-  const replies = await mapAtMost(
-    DEVICE_CALLS_AT_ONCE,
-    groups,
-    async ({ device_id, readings }) => {
+  // One call per group object, carrying its devices' shares of the request.
+  const calls = new Map(); // group → the indices in `groups` of its devices
+  groups.forEach(({ device_id }, i) => {
+    const g = groupOf(device_id);
+    if (!calls.has(g)) calls.set(g, []);
+    calls.get(g).push(i);
+  });
+  const replies = new Array(groups.length);
+  await mapAtMost(DEVICE_CALLS_AT_ONCE, [...calls.values()], async (members) => {
+    const args = members.map((i) => {
+      const { device_id, readings } = groups[i];
       const refused = refusedBy.get(device_id) ?? [];
-      // A call that threw is made again, with a new stub (DEVICE_CALL_ATTEMPTS in all,
-      // unless the object is overloaded: Cloudflare advises against adding load). It
-      // may have stored the burst before its answer was lost: `attempt` > 0 makes the
-      // object answer such readings as admitted (device.js, ingest).
-      let error;
-      for (let attempt = 0; attempt < DEVICE_CALL_ATTEMPTS && !error?.overloaded; attempt++) {
-        try {
-          const stub = env.DEVICES.get(env.DEVICES.idFromName(device_id));
-          const raw = rawOf(plan, device_id);
-          return await stub.ingest({ device_id, readings, refused: refused.length, refused_codes: byCode(refused), raw, downlink: raw ? downlink : null, attempt, ...context });
-        } catch (e) {
-          error = e;
-          console.log(JSON.stringify({ level: "WARN", event: "device_call_failed", device_id, burst_id, attempt, error: String(e?.message ?? e) }));
-        }
+      const raw = rawOf(plan, device_id);
+      return { device_id, readings, refused: refused.length, refused_codes: byCode(refused), raw, downlink: raw ? downlink : null, ...context };
+    });
+    // A call that threw is made again, with a new stub (DEVICE_CALL_ATTEMPTS in all,
+    // unless the object is overloaded: Cloudflare advises against adding load). It
+    // may have stored the burst before its answer was lost: `attempt` > 0 makes the
+    // object answer such readings as admitted (device.js, ingest).
+    let error;
+    for (let attempt = 0; attempt < DEVICE_CALL_ATTEMPTS && !error?.overloaded; attempt++) {
+      try {
+        const answers = await group(env, args[0].device_id).ingestMany(args.map((a) => ({ ...a, attempt })));
+        members.forEach((i, k) => (replies[i] = answers[k]));
+        return;
+      } catch (e) {
+        error = e;
+        console.log(JSON.stringify({ level: "WARN", event: "device_call_failed", devices: args.map((a) => a.device_id), burst_id, attempt, error: String(e?.message ?? e) }));
       }
-      // No outcome at all: nothing of this device's readings is known to be stored (a
-      // raw uplink's refused readings are its readings: the reply lists them in not_stored).
+    }
+    // No outcome at all: nothing of these devices' readings is known to be stored (a
+    // raw uplink's refused readings are its readings: the reply lists them in not_stored).
+    for (const i of members) {
+      const { device_id, readings } = groups[i];
+      const refused = refusedBy.get(device_id) ?? [];
       const raw = rawOf(plan, device_id) !== null;
       logNothingStored({ device_id, ...context }, readings.length + (raw ? refused.length : 0), raw ? 0 : refused.length, "device_unavailable");
-      return { ok: false, status: 503, code: "device_unavailable", message: String(error?.message ?? error) };
-    },
-  );
+      replies[i] = { ok: false, status: 503, code: "device_unavailable", message: String(error?.message ?? error) };
+    }
+  });
   if (unroutable.length) {
     const n = unroutable.length;
     const counts = { received: n, unique: 0, duplicates_suppressed: 0, rejected: n, seq_reuses: 0, evicted_before_ttl: 0 };
@@ -238,7 +255,7 @@ async function ingest(request, env, cfg, format, routeName) {
   }
   const { body: answer, notStored, errors } = outcome(plan, groups, replies, burst_id);
   if (errors.length) {
-    // A device object was unreachable or its write failed: its readings (and the
+    // A group object was unreachable or a device's write failed: its readings (and the
     // counts of its rejected ones) were not stored. The sender's retry is admitted;
     // what was stored comes back as duplicates.
     const what = notStored.length ? `${notStored.length} reading(s) not stored` : "the burst's counts were not stored";
@@ -272,7 +289,7 @@ async function acknowledge(env, route, event, burst_id) {
  * The Things Stack's "Simulate uplink": answered with the outcome the readings would
  * have had (a key the device's seen-set holds, or one earlier in this uplink, is a
  * duplicate: device.js `preview`), and nothing else: not stored, not forwarded, not counted
- * with real readings, no device object started for a device without a ledger.
+ * with real readings, no storage written for a device without a ledger.
  * Counted in /v1/stats `simulated_uplinks`.
  */
 async function simulate(env, plan, context) {
@@ -457,7 +474,7 @@ async function ledger(env, path, params) {
   const page = pageOf(params);
   const { device_id, device } = await knownDevice(env, path);
   if (!device) return json(200, { device_id, readings: [], next: null });
-  return json(200, { device_id, ...(await fromDevice(() => device.list(page))) });
+  return json(200, { device_id, ...(await fromDevice(() => device.list({ device_id, ...page }))) });
 }
 
 /** `{limit, after}` of a paged read: `limit` 1 … 1000 (default 100), `after` a cursor from `next`; else 400 `invalid_query`. */
@@ -476,7 +493,7 @@ function pageOf(params) {
  */
 async function gaps(env, path) {
   const { device_id, device } = await knownDevice(env, path);
-  let health = device ? await fromDevice(() => device.gaps()) : null;
+  let health = device ? await fromDevice(() => device.gaps({ device_id })) : null;
   if (!health) {
     const empty = new SeqWindow();
     try {
@@ -498,7 +515,7 @@ async function redrive(env, path, params) {
     throw new HttpError(400, "invalid_query", "give at most 1000 non-empty `key` parameters, or none to re-drive every refused reading");
   }
   const { device_id, device } = await knownDevice(env, path);
-  const { redriven } = device ? await fromDevice(() => device.redrive({ keys: keys.length ? keys : undefined })) : { redriven: 0 };
+  const { redriven } = device ? await fromDevice(() => device.redrive({ device_id, keys: keys.length ? keys : undefined })) : { redriven: 0 };
   console.log(JSON.stringify({ level: "INFO", event: "redrive", device_id, keys: keys.length || "all", redriven }));
   return json(200, { device_id, redriven });
 }
@@ -544,7 +561,7 @@ async function history(env, path, params) {
   const page = pageOf(params);
   const { device_id, device } = await knownDevice(env, path);
   if (!device) return json(200, { device_id, events: [], next: null });
-  return json(200, { device_id, ...(await fromDevice(() => device.history(page))) });
+  return json(200, { device_id, ...(await fromDevice(() => device.history({ device_id, ...page }))) });
 }
 
 /** knownDevice, but a device that never ingested is 404 `unknown_device` (its object is not started). */
@@ -638,10 +655,9 @@ function acceptQ(accept, type) {
 }
 
 /**
- * `{device_id, device}`: the device's object, or null for a device that never
- * ingested. Starting an object creates its storage (local workerd: a database file
- * per object), so a device is looked up first in its roll-up shard, the registry its
- * object joins before its first write; an unknown one is never started. A device
+ * `{device_id, device}`: the device's group object, or null for a device that never
+ * ingested. A device is looked up first in its roll-up shard, the registry its group
+ * adds it to before its first write; an unknown one is never asked for. A device
  * whose id, as the path gives it, is a DevEUI in lower case and that is unknown in
  * upper case is looked up as given: an earlier version kept such an id of a native
  * burst as it was, and that ledger stays readable under it.
@@ -655,7 +671,7 @@ async function knownDevice(env, { id, given }) {
     }
   };
   for (const device_id of given === id ? [id] : [id, given]) {
-    if (await known(device_id)) return { device_id, device: env.DEVICES.get(env.DEVICES.idFromName(device_id)) };
+    if (await known(device_id)) return { device_id, device: group(env, device_id) };
   }
   return { device_id: id, device: null };
 }
@@ -692,7 +708,7 @@ const CONFIG_MEMBERS = ["codec", ...Object.keys(CONFIG_NUMBERS), "backfill"];
  */
 async function configure(request, env, cfg, path) {
   const wanted = deviceConfigOf(await readJson(request, cfg));
-  const reply = await fromDevice(() => env.DEVICES.get(env.DEVICES.idFromName(path.id)).configure({ device_id: path.id, ...wanted }));
+  const reply = await fromDevice(() => group(env, path.id).configure({ device_id: path.id, ...wanted }));
   if (!reply.ok) throw new HttpError(reply.status, reply.code, reply.message, { "retry-after": "1" });
   return json(200, { ...reply.config, unparked: reply.unparked });
 }
@@ -700,17 +716,17 @@ async function configure(request, env, cfg, path) {
 /** GET /v1/devices/{device_id}/config; 404 `not_configured` without starting an unknown device's object. */
 async function configuration(env, path) {
   const { device_id, device } = await knownDevice(env, path);
-  const stored = device ? await fromDevice(() => device.configuration()) : null;
+  const stored = device ? await fromDevice(() => device.configuration({ device_id })) : null;
   if (!stored) throw new HttpError(404, "not_configured", `device ${JSON.stringify(device_id)} has no configuration; PUT one to this path`);
   return json(200, stored);
 }
 
-/** What `call()` (a call of a device object) answers; when it throws, 503 `device_unavailable`. */
+/** What `call()` (a call of a group object for a device) answers; when it throws, 503 `device_unavailable`. */
 async function fromDevice(call) {
   try {
     return await call();
   } catch (e) {
-    throw new HttpError(503, "device_unavailable", `could not reach the device object: ${e?.message ?? e}; retry`, { "retry-after": "1" });
+    throw new HttpError(503, "device_unavailable", `could not reach the device's group object: ${e?.message ?? e}; retry`, { "retry-after": "1" });
   }
 }
 

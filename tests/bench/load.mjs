@@ -51,7 +51,7 @@ const workers = {
     ...common,
     scriptPath: path.join(root, "src/worker/index.js"),
     durableObjects: {
-      DEVICES: { className: "DeviceObject", useSQLite: true },
+      DEVICES: { className: "GroupObject", useSQLite: true },
       FLEET: { className: "FleetObject", useSQLite: true },
     },
   },

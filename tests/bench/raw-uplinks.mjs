@@ -181,7 +181,7 @@ try {
 }
 
 // The parked rows on disk, per device, while no runtime holds the files.
-const disk = sqliteQueries(databases(dir, "DeviceObject"), {
+const disk = sqliteQueries(databases(dir, "GroupObject"), {
   device: "SELECT (SELECT json_extract(raw, '$.device_id') FROM parked LIMIT 1)",
   rows: "SELECT COUNT(*) FROM parked",
   json: "SELECT COALESCE(SUM(LENGTH(raw)), 0) FROM parked",

@@ -231,7 +231,7 @@ const queries = {
   payload: "SELECT COALESCE(SUM(payload), 0) FROM dbstat WHERE name = 'seq_window'",
   pages: "SELECT COALESCE(SUM(pgsize), 0) FROM dbstat WHERE name = 'seq_window'",
 };
-const [window, none, cached] = [dirs.window, dirs.none, dirs.cached].map((dir) => sqliteQueries(databases(dir, "DeviceObject"), queries));
+const [window, none, cached] = [dirs.window, dirs.none, dirs.cached].map((dir) => sqliteQueries(databases(dir, "GroupObject"), queries));
 console.log("3. on disk, per device (dbstat; the whole file: page_count × page_size):");
 for (const h of Object.values(histories)) {
   const mine = (files) => files.filter((f) => f.device?.startsWith(h.group));

@@ -80,7 +80,7 @@ try {
 }
 
 // 3. What the frame identity takes on disk: its column's bytes and its index's pages.
-const files = databases(dir, "DeviceObject");
+const files = databases(dir, "GroupObject");
 const disk = totals(sqliteQueries(files, {
   rows: "SELECT COUNT(*) FROM readings",
   framed: "SELECT COUNT(*) FROM readings WHERE frame IS NOT NULL",

@@ -144,7 +144,7 @@ for (const status of [401, 403, 404, 408, 409, 425, 429, 500, 502, 503]) {
 /** Rows of the device objects' files in `dir` (no runtime holding them), as objects. */
 function onDisk(dir, query) {
   const py = "import sqlite3,sys,json; c=sqlite3.connect(sys.argv[1]); c.row_factory=sqlite3.Row; print(json.dumps([dict(r) for r in c.execute(sys.argv[2])]))";
-  return databases(dir, "DeviceObject").flatMap((f) => JSON.parse(execFileSync("python3", ["-c", py, f, query], { encoding: "utf8" })));
+  return databases(dir, "GroupObject").flatMap((f) => JSON.parse(execFileSync("python3", ["-c", py, f, query], { encoding: "utf8" })));
 }
 
 /** Ten minutes of backoff: a reading that waits for a retry is not delivered within a test. */
@@ -480,7 +480,7 @@ test("a failed write of the rows: the burst is refused, nothing of it is sent; t
   const o = await origin();
   const vars = { ...FAST, ORIGIN_URL: o.url };
   const keys = await firstRun(dir, vars, [reading(DEV, 1, 10)], allDelivered);
-  const files = databases(dir, "DeviceObject");
+  const files = databases(dir, "GroupObject");
   sqlite(files, "CREATE TRIGGER fail_seq_3 BEFORE INSERT ON readings WHEN NEW.seq = 3 BEGIN SELECT RAISE(ABORT, 'injected'); END;");
   const second = await start({ persist: dir, vars });
   try {
@@ -512,7 +512,7 @@ async function acrossWriteFailure(o, { burst, settled, trigger, during, between 
   const vars = { ...FAST, ORIGIN_URL: o.url };
   try {
     const keys = await firstRun(dir, vars, burst, settled);
-    const files = databases(dir, "DeviceObject");
+    const files = databases(dir, "GroupObject");
     sqlite(files, `CREATE TRIGGER fault ${trigger} BEGIN SELECT RAISE(ABORT, 'injected'); END;`);
     between();
     const second = await start({ persist: dir, vars });
@@ -581,7 +581,7 @@ test("a split that cannot be stored leaves the refused batch as it was; once sto
   const vars = { ...FAST, ORIGIN_URL: o.url };
   try {
     const keys = await firstRun(dir, vars, [reading(DEV, 1, 10), reading(DEV, 2, 20)], failedAttempts(1));
-    const files = databases(dir, "DeviceObject");
+    const files = databases(dir, "GroupObject");
     sqlite(files, "CREATE TRIGGER fault BEFORE INSERT ON batches BEGIN SELECT RAISE(ABORT, 'injected'); END;");
     refuse = true;
     const second = await start({ persist: dir, vars });
@@ -621,7 +621,7 @@ test("a clock that went backwards (rows written ahead of now): the backlog is st
   const vars = { ...FAST, ORIGIN_URL: o.url };
   const keys = await firstRun(dir, vars, [reading(DEV, 1, 10), reading(DEV, 2, 20)], failedAttempts(2));
   const TEN_DAYS = 10 * 24 * 3600 * 1000;
-  sqlite(databases(dir, "DeviceObject"), `UPDATE readings SET admitted_at = admitted_at + ${TEN_DAYS}, next_attempt_at = next_attempt_at + ${TEN_DAYS};`);
+  sqlite(databases(dir, "GroupObject"), `UPDATE readings SET admitted_at = admitted_at + ${TEN_DAYS}, next_attempt_at = next_attempt_at + ${TEN_DAYS};`);
   healthy = true;
   const second = await start({ persist: dir, vars });
   try {
@@ -632,43 +632,6 @@ test("a clock that went backwards (rows written ahead of now): the backlog is st
     // scheduled by a clock ahead of this one, and is retried at once.
     const rows = await allDelivered(second);
     assertContract(o.requests, keys, rows, keys);
-  } finally {
-    await second.mf.dispose();
-    await o.close();
-    fs.rmSync(dir, { recursive: true, force: true });
-  }
-});
-
-test("storage written before stable batches (no batch column): migrated on wake, its backlog delivered", async () => {
-  // Rows that 6d6383e had tried to deliver carry no batch: the key of their earlier
-  // attempts was never stored, so they go out under a new one once (their own
-  // `key`s are unchanged). Here the earlier attempts met a port where nothing listens.
-  const dir = tempDir();
-  const gone = await origin();
-  await gone.close();
-  const keys = await firstRun(dir, { ...FAST, ORIGIN_URL: gone.url }, [reading(DEV, 1, 10), reading(DEV, 2, 20)], failedAttempts(1));
-  // The `readings` table exactly as 6d6383e created it, holding the same rows.
-  sqlite(
-    databases(dir, "DeviceObject"),
-    `CREATE TABLE old_readings (
-       key TEXT PRIMARY KEY, device_id TEXT NOT NULL, seq INTEGER NOT NULL, ts TEXT NOT NULL,
-       fill_pct REAL NOT NULL, admitted_at INTEGER NOT NULL, burst_id TEXT, state TEXT NOT NULL,
-       attempts INTEGER NOT NULL DEFAULT 0, next_attempt_at INTEGER, delivered_at INTEGER, last_error TEXT);
-     INSERT INTO old_readings SELECT key, device_id, seq, ts, fill_pct, admitted_at, burst_id, state,
-       attempts, next_attempt_at, delivered_at, last_error FROM readings ORDER BY rowid;
-     DROP TABLE readings;
-     DROP TABLE IF EXISTS batches;
-     ALTER TABLE old_readings RENAME TO readings;
-     CREATE INDEX readings_by_admission ON readings (admitted_at);
-     CREATE INDEX readings_due ON readings (state, next_attempt_at);`,
-  );
-  const o = await origin();
-  const second = await start({ persist: dir, vars: { ...FAST, ORIGIN_URL: o.url } });
-  try {
-    // Rows in no batch: the one admitted now may join them in this version's first.
-    const more = await admit(second, [reading(DEV, 3, 30)]);
-    const rows = await allDelivered(second);
-    assertContract(o.requests, [...keys, ...more], rows);
   } finally {
     await second.mf.dispose();
     await o.close();

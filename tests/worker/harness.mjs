@@ -50,6 +50,7 @@ export async function start({ vars = {}, persist, log = false, script = WORKER, 
     compatibilityDate: "2026-04-01",
     bindings: { INGEST_TOKEN: TOKEN, ...vars },
     durableObjects: {
+      GROUPS: { className: "GroupObject", useSQLite: true },
       DEVICES: { className: "DeviceObject", useSQLite: true },
       FLEET: { className: "FleetObject", useSQLite: true },
     },

@@ -2,8 +2,8 @@
 // (Miniflare), each row a request (method, path, headers, body), the status and
 // error code it must get, and what must be stored afterwards: the ledger rows of
 // the devices it names (GET /v1/devices/{id}/readings) and, where nothing may be,
-// no Durable Object state (the DeviceObject SQLite files in the persistence
-// directory). After the table the same isolate must still admit a valid burst,
+// no Durable Object state (no new GroupObject SQLite file in the persistence
+// directory, no device registered in one). After the table the same isolate must still admit a valid burst,
 // suppress its replay, and every ledger must hold exactly the rows the table
 // expects. Configurations that must refuse everything run in their own worker.
 import { test, after } from "node:test";
@@ -25,16 +25,17 @@ const base = new URL(await worker.mf.ready);
 
 // --- what is stored ---------------------------------------------------------------
 
-/** DeviceObject SQLite files: one per object the runtime ever instantiated. */
+/** GroupObject SQLite files: one per group object the runtime ever instantiated. */
 function objectFiles() {
-  if (!fs.existsSync(path.join(dir, "-DeviceObject"))) return [];
-  return databases(dir, "DeviceObject");
+  if (!fs.existsSync(path.join(dir, "-GroupObject"))) return [];
+  return databases(dir, "GroupObject");
 }
 
 /**
- * DeviceObject databases holding any table: objects whose storage was written.
- * (Local workerd creates an empty database file for every object it instantiates,
- * even one that never touches its storage; what must not exist is written state.)
+ * Devices registered in the group objects' databases: devices whose storage was
+ * written. (Local workerd creates an empty database file for every object it
+ * instantiates, even one that never touches its storage, and a group holds many
+ * devices; what must not exist is a device's written state.)
  */
 function writtenObjects() {
   const files = objectFiles();
@@ -43,7 +44,8 @@ function writtenObjects() {
 n = 0
 for f in sys.argv[1:]:
     c = sqlite3.connect("file:" + f + "?mode=ro", uri=True)
-    n += c.execute("SELECT count(*) FROM sqlite_master").fetchone()[0] > 0
+    if c.execute("SELECT count(*) FROM sqlite_master WHERE name = 'devices'").fetchone()[0]:
+        n += c.execute("SELECT count(*) FROM devices").fetchone()[0]
     c.close()
 print(n)`;
   return Number(execFileSync("python3", ["-c", script, ...files], { encoding: "utf8" }).trim());
@@ -379,7 +381,7 @@ for (const row of ROWS) {
       assert.equal(body.received, body.unique + body.duplicates_suppressed + body.rejected.length, "the reply reconciles");
     }
     await row.check?.(reply, body);
-    if (row.objects === "none") assert.equal(objectFiles().length, files, "no device object was contacted");
+    if (row.objects === "none") assert.equal(objectFiles().length, files, "no group object was contacted");
     if (row.objects === "unwritten") assert.equal(writtenObjects(), written, "no device storage was written");
     for (const [device, seqs] of Object.entries(row.stored ?? {})) {
       assert.deepEqual(await ledgerSeqs(device), expectedLedgers.get(device).toSorted((a, b) => a - b), `ledger of ${device}`);
@@ -387,9 +389,9 @@ for (const row of ROWS) {
   });
 }
 
-/** Every file of the DeviceObject class in the persistence directory (-wal, -shm included). */
+/** Every file of the GroupObject class in the persistence directory (-wal, -shm included). */
 function allObjectFiles() {
-  const at = path.join(dir, "-DeviceObject");
+  const at = path.join(dir, "-GroupObject");
   return fs.existsSync(at) ? fs.readdirSync(at).sort() : [];
 }
 

@@ -7,6 +7,7 @@ import assert from "node:assert/strict";
 import { isDeepStrictEqual } from "node:util";
 import parsePrometheusTextFormat from "parse-prometheus-text-format";
 import { acrossRestart, start, post, origin, until, fixture, gapsOf, putConfig, statsOf, readingsOf, databases, sqlite, TOKEN } from "./harness.mjs";
+import { groupName } from "../../src/worker/placement.js";
 import { EM500, history, live, PERIOD, tts } from "./em500.mjs";
 import { family } from "../../src/worker/metrics.js";
 
@@ -271,7 +272,7 @@ test("rejections counted without their codes (an earlier version's shards, devic
     // `labelled` figures in the shards' rows, no index on the flush time.
     between: (dir) => {
       sqlite(databases(dir, "FleetObject"), "DELETE FROM counters WHERE name LIKE 'rejected:%'; UPDATE device_figures SET figures = json_remove(figures, '$.labelled'); DROP INDEX IF EXISTS device_figures_flushed;");
-      sqlite(databases(dir, "DeviceObject"), "DELETE FROM counters WHERE name LIKE 'rejected:%';");
+      sqlite(databases(dir, "GroupObject"), "DELETE FROM counters WHERE name LIKE 'rejected:%';");
     },
     after: async (second) => {
       const old = await statsOf(second.call);
@@ -280,8 +281,8 @@ test("rejections counted without their codes (an earlier version's shards, devic
       assert.equal(r.status, 200);
       // A worker of the earlier version, still running during a deployment, calls the
       // device with the count of its refused readings, not their codes.
-      const ns = await second.mf.getDurableObjectNamespace("DEVICES");
-      const earlier = await ns.get(ns.idFromName("m-OLD")).ingest({ device_id: "m-OLD", readings: [], refused: 2, route: "readings", burst_id: crypto.randomUUID() });
+      const ns = await second.mf.getDurableObjectNamespace("GROUPS");
+      const earlier = await ns.get(ns.idFromName(groupName("m-OLD"))).ingest({ device_id: "m-OLD", readings: [], refused: 2, route: "readings", burst_id: crypto.randomUUID() });
       assert.equal(earlier.ok, true);
       const s = await settle(second.call, (s) => s.rejected === 6 && s.unique === 1, "the new rejections");
       assert.deepEqual(s.rejected_by_code, { invalid_fill_pct: 1, not_recorded: 5 });

@@ -2,26 +2,46 @@
 // worker's version is drawn per request while each Durable Object keeps the version
 // it was assigned (Cloudflare, "Gradual deployments: With Durable Objects"); with a
 // plain `wrangler deploy` an object already running keeps its code until it restarts.
-// So this version's worker calls device objects and roll-up shards of the previous
-// release and the reverse, and a rollback runs the previous device objects against
-// shards this version wrote. Each pairing must store and count as either version
-// alone does, and no counter of /v1/metrics may go down.
 //
-// The previous release is read from git (PREVIOUS: the last merge before rejections
-// were counted by code) into target/, and run beside src/worker/ in workerd
-// (Miniflare), each class from the version a test names. Both load the Wasm core in
-// pkg/: the Rust is unchanged since PREVIOUS. Move PREVIOUS to the release in
-// production when the next change of an object's calls lands.
+// The previous release (PREVIOUS) keeps one DeviceObject per device; this one keeps
+// GroupObjects (group.js, 256 devices' tables each) and leaves DeviceObject as a shim
+// (legacy.js) that hands its storage over to the device's group and forwards. So the
+// pairings tested here are:
+//
+// * the upgrade itself: storage the previous release wrote (ledger, outbox backlog,
+//   an open batch, configuration, a parked uplink, history, counters) read, delivered
+//   and counted once by this release, whether the device sends again or never does
+//   (then its old object's alarm hands it over);
+// * a worker of the previous release calling this release's objects: the shim
+//   forwards its calls to the groups;
+// * this release's groups flushing to roll-up shards of the previous release, which
+//   have `apply` but no `applyMany`, and whose `register` answers nothing.
+//
+// Dropped from the per-device era: "a rollback: no counter goes down" and "shards
+// upgraded after the devices: not_recorded". A rollback across this change is not a
+// pairing that can store as either version alone does: the previous DeviceObjects
+// see none of the rows their groups admitted after the hand-over, and their figures
+// go on from the incarnation and version they had, behind the group's, so the roll-up
+// ignores them until their versions pass the group's, then takes them as smaller
+// totals of the same incarnation: counters would go down. And the
+// previous shards already count rejections by code: nothing of theirs is not_recorded.
+//
+// The previous release is read from git (PREVIOUS: the commit before groups) into
+// target/, and run beside src/worker/ in workerd (Miniflare), each class from the
+// version a test names; GroupObject is always this release's (the previous one has
+// none, its binding stays unused). Both load the Wasm core in pkg/: the Rust is
+// unchanged since PREVIOUS. Move PREVIOUS to the release in production when the next
+// change of an object's calls lands.
 import { test } from "node:test";
 import assert from "node:assert/strict";
 import fs from "node:fs";
 import path from "node:path";
 import { execFileSync } from "node:child_process";
-import parsePrometheusTextFormat from "parse-prometheus-text-format";
-import { start, post, putConfig, until, tempDir, origin, TOKEN } from "./harness.mjs";
+import { isDeepStrictEqual } from "node:util";
+import { start, post, get, putConfig, readingsOf, until, tempDir, origin, logged, TOKEN } from "./harness.mjs";
 import { EM500, history, live, tts } from "./em500.mjs";
 
-const PREVIOUS = "602b445d40085852e5b7f71798f9c33e0bad9d17";
+const PREVIOUS = "2e911b47cd29c4cd099c16da16f854aab889ef5c";
 const root = new URL("../../", import.meta.url).pathname;
 // Two levels below the repository, as src/worker/ is: its `../../pkg/` imports find pkg/.
 const previousDir = path.join(root, "target", `previous-${PREVIOUS.slice(0, 12)}`);
@@ -41,21 +61,59 @@ if (!skip) {
 }
 
 /**
- * Starts a worker whose stateless tier (`worker`), device objects (`devices`) and roll-up
- * shards (`shards`) each run "previous" or "current" code.
+ * Starts a worker whose stateless tier (`worker`), device objects (`devices`: the
+ * previous release's DeviceObject, or this release's shim) and roll-up shards
+ * (`shards`) each run "previous" or "current" code; the groups are always current.
  */
 function mixed({ worker, devices, shards }, options = {}) {
   const from = (version) => (version === "previous" ? "./index.js" : "../../src/worker/index.js");
   const name = `mixed-${worker}-${devices}-${shards}.js`;
   fs.writeFileSync(
     path.join(previousDir, name),
-    `export { default } from "${from(worker)}";\nexport { DeviceObject } from "${from(devices)}";\nexport { FleetObject } from "${from(shards)}";\n`,
+    `export { default } from "${from(worker)}";\nexport { DeviceObject } from "${from(devices)}";\nexport { FleetObject } from "${from(shards)}";\nexport { GroupObject } from "../../src/worker/group.js";\n`,
   );
   return start({ ...options, vars: { STATS_FLUSH_MS: "50", ...options.vars }, script: path.relative(root, path.join(previousDir, name)) });
 }
 
+const previous = { worker: "previous", devices: "previous", shards: "previous" };
+const current = { worker: "current", devices: "current", shards: "current" };
+
+/** `before(w)` on the previous release, then `after(w)` on this one, on the same storage. */
+async function upgrade(vars, before, after) {
+  const dir = tempDir();
+  try {
+    const first = await mixed(previous, { persist: dir, vars });
+    try {
+      await before(first);
+    } finally {
+      await first.mf.dispose();
+    }
+    const second = await mixed(current, { persist: dir, vars });
+    try {
+      await after(second);
+    } finally {
+      await second.mf.dispose();
+    }
+  } finally {
+    fs.rmSync(dir, { recursive: true, force: true });
+  }
+}
+
+/**
+ * An origin that answers 503 until `heal()`, then 200: the previous release leaves an
+ * open batch and a backlog behind, this one delivers them. Short retries, so the
+ * previous release's alarm is due again by the time this one starts.
+ */
+async function failingOrigin() {
+  let healthy = false;
+  const o = await origin({ answer: () => ({ status: healthy ? 200 : 503 }) });
+  return { o, heal: () => (healthy = true), vars: { ORIGIN_URL: o.url, RETRY_BASE_MS: "100", RETRY_MAX_MS: "200" } };
+}
+
+/** The origin's requests carrying readings of `device_id`. */
+const requestsOf = (o, device_id) => o.requests.filter((r) => r.body?.readings?.some((x) => x.device_id === device_id));
+
 const reading = (device_id, seq, fill_pct) => ({ device_id, seq, ts: "2026-07-16T09:00:00Z", fill_pct });
-const noDevice = { seq: 1, ts: "2026-07-16T09:00:00Z", fill_pct: 1 };
 
 /** POSTs a burst that must answer 200: its reply. */
 async function ingest(call, burst) {
@@ -65,162 +123,170 @@ async function ingest(call, burst) {
   return body;
 }
 
-/** /v1/stats once `ready(stats)` holds (it answered 200 with the flushes awaited). */
-async function statsWhen(call, ready, what) {
+/** /v1/stats once `ready(stats)` holds (it answered 200 with the flushes awaited); `more(w)` adds to the failure's message. */
+async function statsWhen(call, ready, what, more = () => "") {
   let last;
   await until(async () => {
     const res = await call("/v1/stats", { headers: { authorization: `Bearer ${TOKEN}` } });
     last = { status: res.status, body: await res.json() };
     return last.status === 200 && ready(last.body);
-  }, what).catch(() => assert.fail(`${what}: ${JSON.stringify(last)}`));
+  }, what).catch(() => assert.fail(`${what}: ${JSON.stringify(last)}${more()}`));
   return last.body;
 }
 
-/** GET /v1/metrics: the text, and each family's samples as `{labels text: value}`. */
-async function scrape(call) {
-  const res = await call("/v1/metrics", { headers: { authorization: `Bearer ${TOKEN}` } });
-  const text = await res.text();
-  assert.equal(res.status, 200, text);
-  const families = {};
-  for (const f of parsePrometheusTextFormat(text)) {
-    families[f.name.replace(/^reconnect_dedupe_/, "")] = Object.fromEntries(f.metrics.map((m) => [Object.entries(m.labels ?? {}).map(([k, v]) => `${k}=${v}`).join(","), m.value]));
-  }
-  return { text, families };
-}
+const COUNTED = ["received", "unique", "duplicates_suppressed"];
+const counted = (s) => COUNTED.map((n) => s[n]);
+/** The sum of `replies`' counts (ingest replies, or a PUT config's `unparked`), as `counted` lists them. */
+const sum = (replies) => COUNTED.map((n) => replies.reduce((t, r) => t + r[n], 0));
 
-test("device objects of the previous release called by this worker: rejected readings, an unreadable payload and a parked uplink are stored and counted", { skip }, async () => {
-  const w = await mixed({ worker: "current", devices: "previous", shards: "current" });
+test("upgrade with data: what the previous release stored is deduplicated against, listed, configured, delivered under its batch's key and counted once by this one", { skip }, async () => {
+  const { o, heal, vars } = await failingOrigin();
+  const A = "up-A";
+  const B = "up-B";
+  const E = "A84041000000F011"; // an EM500, configured before the upgrade
+  const P = "A84041000000F012"; // an EM500 whose uplink waits, parked, for its configuration
+  const old = {};
   try {
-    const burst = await ingest(w.call, [reading("mx-A", 1, 10), reading("mx-A", 2, 101)]);
-    assert.deepEqual([burst.unique, burst.rejected.map((r) => r.code)], [1, ["invalid_fill_pct"]]);
-    assert.equal((await putConfig(w.call, "A84041000000F001", EM500)).status, 200);
-    const unreadable = await tts(w, "A84041000000F001", "bin-mx-1", Buffer.from([0xff, 0x00]));
-    assert.deepEqual(unreadable.rejected.map((r) => r.code), ["invalid_payload"]);
-    const parked = await tts(w, "A84041000000F002", "bin-mx-2", history([0, 1, 2]));
-    assert.deepEqual(parked.parked.map((p) => p.code), ["device_not_configured"]);
-    // The previous release counts no codes: its rejections are not_recorded.
-    const s = await statsWhen(w.call, (s) => s.received === 4, "the three devices' flushes");
-    assert.deepEqual(
-      [s.received, s.unique, s.duplicates_suppressed, s.rejected, s.parked, s.rejected_by_code],
-      [4, 1, 0, 2, 1, { not_recorded: 2 }],
+    await upgrade(
+      vars,
+      async (w) => {
+        old.first = await ingest(w.call, [reading(A, 1, 10), reading(A, 2, 20), reading(A, 3, 30), reading(B, 1, 10), reading(B, 2, 20)]);
+        // The origin refused A's first batch: it stays open, under its key, while the
+        // next reading waits behind it in the outbox.
+        await until(() => requestsOf(o, A).length && requestsOf(o, B).length, "the first delivery attempts");
+        old.batchA = requestsOf(o, A)[0];
+        old.second = await ingest(w.call, [reading(A, 4, 40), reading(B, 3, 30), reading(A, 1, 10)]);
+        assert.equal(old.second.duplicates_suppressed, 1);
+        old.config = await putConfig(w.call, E, EM500);
+        assert.equal(old.config.status, 200, JSON.stringify(old.config.body));
+        old.decoded = await tts(w, E, "bin-up-E", live(700));
+        assert.equal(old.decoded.unique, 1, JSON.stringify(old.decoded));
+        old.parked = await tts(w, P, "bin-up-P", history([0, 1, 2]));
+        assert.deepEqual(old.parked.parked.map((p) => p.code), ["device_not_configured"]);
+        // A forget gives A's history an event; seq 3 is not replayed below (forgotten, it would be admitted again).
+        const forgotten = old.first.admitted[2].key;
+        const done = await post(w.call, `/v1/devices/${A}/forget`, { key: forgotten });
+        assert.equal(done.status, 200, await done.text());
+        old.forgotten = forgotten;
+        const replies = [old.first, old.second, old.decoded, old.parked];
+        // An undecoded uplink counts as one reading, received and parked.
+        old.stats = await statsWhen(w.call, (s) => isDeepStrictEqual(counted(s), sum(replies)) && s.parked === 1, "the previous release's flushes");
+        assert.deepEqual(counted(old.stats), [10, 8, 1]);
+        old.rows = { [A]: await readingsOf(w.call, A), [B]: await readingsOf(w.call, B), [E]: await readingsOf(w.call, E) };
+        // Still open at the stop: every attempt so far was A's first batch, under one key.
+        assert.deepEqual([...new Set(requestsOf(o, A).map((r) => r.idempotencyKey))], [old.batchA.idempotencyKey]);
+      },
+      async (w) => {
+        heal();
+        const admittedAt = new Map(Object.values(old.rows).flat().map((r) => [r.key, r.admitted_at]));
+        // (a) Replays of what the previous release admitted are duplicates of their first admission.
+        const replay = await ingest(w.call, [reading(A, 1, 10), reading(A, 2, 20), reading(A, 4, 40), reading(B, 1, 10)]);
+        assert.equal(replay.duplicates_suppressed, 4, JSON.stringify(replay));
+        for (const v of replay.verdicts) {
+          assert.equal(v.verdict, "duplicate", JSON.stringify(v));
+          assert.equal(v.first_admitted_at, admittedAt.get(v.key), v.key);
+        }
+        const fresh = await ingest(w.call, [reading(A, 5, 50), reading(B, 4, 40)]);
+        assert.equal(fresh.unique, 2, JSON.stringify(fresh));
+        // (b) The ledgers list the old rows, as they were.
+        for (const id of [A, B, E]) {
+          const rows = new Map((await readingsOf(w.call, id)).map((r) => [r.key, r.admitted_at]));
+          for (const r of old.rows[id]) assert.equal(rows.get(r.key), r.admitted_at, `${id} ${r.key}`);
+        }
+        // (c) The configuration stored.
+        const config = await get(w.call, `/v1/devices/${E}/config`);
+        assert.equal(config.status, 200, JSON.stringify(config.body));
+        const { unparked: _, ...stored } = old.config.body;
+        assert.deepEqual(config.body, stored);
+        // (f) The history.
+        const events = await get(w.call, `/v1/devices/${A}/history`);
+        assert.equal(events.status, 200, JSON.stringify(events.body));
+        assert.deepEqual(events.body.events.map((e) => [e.event, e.detail.key]), [["key_forgotten", old.forgotten]]);
+        // (g) The parked uplink is decoded by its device's configuration.
+        const configured = await putConfig(w.call, P, EM500);
+        assert.equal(configured.status, 200, JSON.stringify(configured.body));
+        assert.equal(configured.body.unparked.uplinks, 1, JSON.stringify(configured.body));
+        // (d) Every key the previous release admitted reaches the origin; A's open
+        // batch goes again under its key, byte for byte.
+        const keys = [...admittedAt.keys()];
+        await until(() => keys.every((k) => o.accepted().includes(k)), "the previous release's backlog delivered").catch(() =>
+          assert.fail(`not delivered: ${keys.filter((k) => !o.accepted().includes(k))}`),
+        );
+        const resent = o.requests.filter((r) => r.ok && r.idempotencyKey === old.batchA.idempotencyKey);
+        assert.ok(resent.length >= 1, "A's open batch re-sent under its Idempotency-Key");
+        assert.equal(resent[0].raw, old.batchA.raw);
+        // (e) Counted once: the previous counts and this release's, with every flush in
+        // (nothing pending is left to flush again).
+        const now = [replay, fresh, configured.body.unparked];
+        const expected = counted(old.stats).map((n, i) => n + sum(now)[i]);
+        const s = await statsWhen(w.call, (s) => s.pending_deliveries === 0 && s.unique >= expected[1], "this release's flushes");
+        assert.deepEqual(counted(s), expected);
+        assert.equal(s.devices, old.stats.devices);
+      },
     );
   } finally {
-    await w.mf.dispose();
+    await o.close();
   }
 });
 
-test("roll-up shards of the previous release read and written by this worker: /v1/stats and /v1/metrics answer, a reading without a device counts", { skip }, async () => {
-  const w = await mixed({ worker: "current", devices: "current", shards: "previous" });
+test("upgrade: a device the previous release stored that never sends again is handed over by its old object's alarm, and its backlog delivered under its batch's key", { skip }, async () => {
+  const { o, heal, vars } = await failingOrigin();
+  const D = "up-quiet";
+  let batch;
+  let keys;
   try {
-    const burst = await ingest(w.call, [reading("mx-B", 1, 10), reading("mx-B", 2, 101), noDevice]);
-    assert.deepEqual([burst.received, burst.unique, burst.rejected.length], [3, 1, 2]);
-    // The previous shards keep no codes and no flush time.
-    const s = await statsWhen(w.call, (s) => s.unique === 1, "the device's flush");
-    assert.deepEqual(
-      [s.received, s.unique, s.rejected, s.rejected_by_code, s.last_flush_at],
-      [3, 1, 2, { not_recorded: 2 }, null],
-    );
-    const { text, families } = await scrape(w.call);
-    assert.doesNotMatch(text, /NaN/);
-    assert.deepEqual(
-      [families.readings_received_total, families.readings_unique_total, families.rejected_total, families.stats_last_flush_timestamp_seconds],
-      [{ "": "3" }, { "": "1" }, { "code=not_recorded": "2" }, {}],
+    await upgrade(
+      vars,
+      async (w) => {
+        keys = (await ingest(w.call, [reading(D, 1, 10), reading(D, 2, 20)])).admitted.map((a) => a.key);
+        await until(() => requestsOf(o, D).length, "the first delivery attempt");
+        batch = requestsOf(o, D)[0];
+      },
+      async (w) => {
+        heal();
+        // Nothing is sent to D, nor read of it: only its old object's alarm can start the hand-over.
+        await until(() => keys.every((k) => o.accepted().includes(k)), "D's backlog delivered", 20_000).catch(() =>
+          assert.fail(`the old object's alarm handed nothing over in 20 s; adopted: ${JSON.stringify(logged(w, "device_handed_over"))}`),
+        );
+        assert.equal(o.requests.find((r) => r.ok && r.body?.readings?.some((x) => x.device_id === D)).idempotencyKey, batch.idempotencyKey);
+        assert.deepEqual(logged(w, "device_handed_over").map((l) => [l.device_id, l.readings]), [[D, 2]]);
+      },
     );
   } finally {
-    await w.mf.dispose();
+    await o.close();
   }
 });
 
-test("this release's roll-up shards called by a worker of the previous release: a reading without a device counts as received and rejected", { skip }, async () => {
+test("a worker of the previous release calling this release's objects: its readings are stored through the shim, a replay suppressed, both counted, the ledger listed", { skip }, async () => {
   const w = await mixed({ worker: "previous", devices: "current", shards: "current" });
   try {
-    await ingest(w.call, [reading("mx-C", 1, 10), reading("mx-C", 2, 101), noDevice]);
-    const s = await statsWhen(w.call, (s) => s.unique === 1, "the device's flush");
-    assert.deepEqual([s.received, s.unique, s.rejected], [3, 1, 2]);
+    const C = "mx-C";
+    const first = await ingest(w.call, [reading(C, 1, 10), reading(C, 2, 20)]);
+    assert.equal(first.unique, 2, JSON.stringify(first));
+    const again = await ingest(w.call, [reading(C, 1, 10)]);
+    assert.equal(again.duplicates_suppressed, 1, JSON.stringify(again));
+    const s = await statsWhen(w.call, (s) => s.received === 3, "the group's flush");
+    assert.deepEqual(counted(s), [3, 2, 1]);
+    const ledger = await get(w.call, `/v1/devices/${C}/readings`);
+    assert.equal(ledger.status, 200, JSON.stringify(ledger.body));
+    assert.deepEqual(ledger.body.readings.map((r) => r.seq), [1, 2]);
   } finally {
     await w.mf.dispose();
   }
 });
 
-test("a rollback: device objects back on the previous release flush to this release's shards, and no counter goes down", { skip }, async () => {
-  const dir = tempDir();
-  // The Things Stack's downlink API, accepting every history request.
-  const ns = await origin({ answer: () => ({ status: 200 }) });
-  const base = `http://127.0.0.1:${ns.port}`;
-  const vars = { BACKFILL: "on", BACKFILL_AFTER_MS: "0", BACKFILL_INTERVAL_MS: "0", BACKFILL_HOSTS: base };
-  const eui = "A84041000000F003";
-  const counted = async (call) => {
-    const { families } = await scrape(call);
-    return [families.rejected_total, families.backfill_requests_total, families.backfill_requests_sent_total];
-  };
-  const before = [{ "code=invalid_fill_pct": "1" }, { "": "1" }, { "": "1" }];
+test("roll-up shards of the previous release called by this release's groups: /v1/stats answers and counts the group's devices", { skip }, async () => {
+  const w = await mixed({ worker: "current", devices: "current", shards: "previous" });
   try {
-    const first = await mixed({ worker: "current", devices: "current", shards: "current" }, { persist: dir, vars });
-    try {
-      await ingest(first.call, [reading("mx-D", 1, 10), reading("mx-D", 2, 101)]);
-      // A replay that leaves slots 3 and 4 missing, then a live reading: the device asks for them.
-      assert.equal((await putConfig(first.call, eui, EM500)).status, 200);
-      const push = { "x-downlink-push": `${base}/api/v3/as/applications/bins/webhooks/dedupe/devices/bin-mx-3/down/push`, "x-downlink-apikey": "NNSXS.KEY" };
-      await tts(first, eui, "bin-mx-3", history([0, 1, 2, 5]), push);
-      await tts(first, eui, "bin-mx-3", live(700), push);
-      await statsWhen(first.call, (s) => s.unique === 6 && s.backfill_requests.sent === 1, "the first flushes");
-      assert.deepEqual(await counted(first.call), before);
-    } finally {
-      await first.mf.dispose();
-    }
-    // Rolled back, but for the shards: each device flushes figures without codes or history requests.
-    const back = await mixed({ worker: "previous", devices: "previous", shards: "current" }, { persist: dir, vars });
-    try {
-      await ingest(back.call, [reading("mx-D", 3, 30), reading(eui, 1, 30)]);
-      await statsWhen(back.call, (s) => s.unique === 8, "the previous devices' flushes");
-    } finally {
-      await back.mf.dispose();
-    }
-    // Forward again: scraped before and after the devices' next flushes.
-    const again = await mixed({ worker: "current", devices: "current", shards: "current" }, { persist: dir, vars });
-    try {
-      assert.deepEqual(await counted(again.call), before, "as before the rollback");
-      await ingest(again.call, [reading("mx-D", 4, 40), reading(eui, 2, 40)]);
-      const s = await statsWhen(again.call, (s) => s.unique === 10, "the current devices' flushes");
-      assert.deepEqual([s.rejected, s.rejected_by_code, s.backfill_requests.requested, s.backfill_requests.sent], [1, { invalid_fill_pct: 1 }, 1, 1]);
-      assert.deepEqual(await counted(again.call), before, "counted once");
-    } finally {
-      await again.mf.dispose();
-    }
+    const F = "mx-F";
+    const burst = await ingest(w.call, [reading(F, 1, 10), reading(F, 2, 20), reading(F, 1, 10)]);
+    assert.deepEqual([burst.unique, burst.duplicates_suppressed], [2, 1]);
+    const failures = () => `; flushes failed: ${JSON.stringify(logged(w, "stats_flush_failed").slice(0, 1))}`;
+    const s = await statsWhen(w.call, (s) => s.received === 3, "the group's flush", failures);
+    assert.deepEqual([s.devices, ...counted(s)], [1, 3, 2, 1]);
+    const ledger = await get(w.call, `/v1/devices/${F}/readings`);
+    assert.equal(ledger.status, 200, JSON.stringify(ledger.body));
   } finally {
-    await ns.close();
-    fs.rmSync(dir, { recursive: true, force: true });
-  }
-});
-
-test("shards upgraded after the devices: rejections a previous shard counted without codes stay not_recorded, and no rejected_total series goes down", { skip }, async () => {
-  const dir = tempDir();
-  try {
-    // This release's devices flush their codes to shards of the previous release, which keep none.
-    const first = await mixed({ worker: "current", devices: "current", shards: "previous" }, { persist: dir });
-    try {
-      await ingest(first.call, [reading("mx-E", 1, 10), reading("mx-E", 2, 101)]);
-      await statsWhen(first.call, (s) => s.unique === 1, "the first flush");
-    } finally {
-      await first.mf.dispose();
-    }
-    const again = await mixed({ worker: "current", devices: "current", shards: "current" }, { persist: dir });
-    try {
-      const rejected = async () => (await scrape(again.call)).families.rejected_total;
-      assert.deepEqual(await rejected(), { "code=not_recorded": "1" }, "counted by a shard that kept no code");
-      // The device's next flush names the code of that rejection: counted already.
-      await ingest(again.call, [reading("mx-E", 3, 30)]);
-      await statsWhen(again.call, (s) => s.unique === 2, "the next flush");
-      assert.deepEqual(await rejected(), { "code=not_recorded": "1" });
-      // A new rejection has its code.
-      await ingest(again.call, [reading("mx-E", 4, 104)]);
-      const s = await statsWhen(again.call, (s) => s.rejected === 2, "the new rejection's flush");
-      assert.deepEqual([s.received, s.rejected_by_code], [4, { invalid_fill_pct: 1, not_recorded: 1 }]);
-      assert.deepEqual(await rejected(), { "code=invalid_fill_pct": "1", "code=not_recorded": "1" });
-    } finally {
-      await again.mf.dispose();
-    }
-  } finally {
-    fs.rmSync(dir, { recursive: true, force: true });
+    await w.mf.dispose();
   }
 });

@@ -4,6 +4,7 @@ import { test, after } from "node:test";
 import assert from "node:assert/strict";
 import fs from "node:fs";
 import { get, origin, post, readingsOf, start, statsOf, tempDir, TOKEN, until } from "./harness.mjs";
+import { groupName } from "../../src/worker/placement.js";
 
 const pkgUrl = new URL("../../pkg/", import.meta.url);
 const pkg = await import(new URL("reconnect_dedupe.js", pkgUrl));
@@ -25,8 +26,8 @@ async function ingest(call, burst) {
  */
 async function retry(w, D, text, burst_id) {
   const { readings } = JSON.parse(pkg.parseUplink("readings", new TextEncoder().encode(text), { maxReadings: 10_000 })).devices[0];
-  const ns = await w.mf.getDurableObjectNamespace("DEVICES");
-  return ns.get(ns.idFromName(D)).ingest({ device_id: D, readings, refused: 0, route: "readings", burst_id, attempt: 1 });
+  const ns = await w.mf.getDurableObjectNamespace("GROUPS");
+  return ns.get(ns.idFromName(groupName(D))).ingest({ device_id: D, readings, refused: 0, route: "readings", burst_id, attempt: 1 });
 }
 
 async function operate(call, id, route, body) {
@@ -46,7 +47,7 @@ test("forget while the key's batch is in flight, then the same reading again: th
     const D = "atk-inflight";
     const r1 = reading(D, 1, 10);
     const key = (await ingest(w.call, [r1])).admitted[0].key;
-    await until(() => o.requests.some((r) => r.body?.device_id === D), "the batch in flight");
+    await until(() => o.requests.some((r) => r.body?.readings.some((x) => x.device_id === D)), "the batch in flight");
     assert.equal((await operate(w.call, D, "forget", { key })).status, 200);
     assert.deepEqual((await ingest(w.call, [r1])).verdicts, [{ index: 0, verdict: "admitted", key }]);
     await until(async () => (await readingsOf(w.call, D)).every((r) => r.delivery === "delivered"), "delivered");

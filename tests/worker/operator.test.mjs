@@ -2,13 +2,12 @@
 // origin: forget one key (POST /v1/devices/{id}/forget), reset a device's memory (POST
 // /v1/devices/{id}/reset), the device's history of operator events (GET
 // /v1/devices/{id}/history), and the per-device health export from the roll-up
-// (GET /v1/devices/health, JSON and CSV; GET /v1/devices/{id}/health); and storage from
-// before the forgotten_at column and the history table (python3's sqlite3, no mocks).
+// (GET /v1/devices/health, JSON and CSV; GET /v1/devices/{id}/health).
 import { test, after } from "node:test";
 import assert from "node:assert/strict";
 import fs from "node:fs";
 import path from "node:path";
-import { databases, fixture, get, logged, logSettled, origin, post, putConfig, readingsOf, sqlite, start, tempDir, TOKEN, until } from "./harness.mjs";
+import { databases, fixture, get, logged, logSettled, origin, post, putConfig, readingsOf, start, tempDir, TOKEN, until } from "./harness.mjs";
 
 // The origin refuses (500) until `opened`: a reading's batch stays open meanwhile.
 let opened = false;
@@ -25,7 +24,7 @@ const call = worker.call;
 const reading = (device_id, seq, fill_pct, ts = `2026-07-16T09:${String(seq % 60).padStart(2, "0")}:00Z`) => ({ device_id, seq, ts, fill_pct });
 const at = (id, route) => `/v1/devices/${encodeURIComponent(id)}/${route}`;
 const ISO = /^\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d\.\d{6}\+00:00$/;
-const objectFiles = () => (fs.existsSync(path.join(dir, "-DeviceObject")) ? databases(dir, "DeviceObject").length : 0);
+const objectFiles = () => (fs.existsSync(path.join(dir, "-GroupObject")) ? databases(dir, "GroupObject").length : 0);
 
 async function ingest(burst) {
   const res = await post(call, "/v1/readings", burst);
@@ -49,8 +48,8 @@ test("forget: the same reading sent again is admitted again; its row stays in th
   const first = await ingest([r1, reading(D, 2, 20)]);
   const key = first.admitted[0].key;
   // The origin refused the first attempt: the batch is open, the rows pending.
-  await until(() => o.requests.some((r) => r.body?.device_id === D), "the first delivery attempt");
-  const openBatch = o.requests.find((r) => r.body?.device_id === D).idempotencyKey;
+  await until(() => o.requests.some((r) => r.body?.readings.some((x) => x.device_id === D)), "the first delivery attempt");
+  const openBatch = o.requests.find((r) => r.body?.readings.some((x) => x.device_id === D)).idempotencyKey;
   assert.equal((await ingest([r1])).duplicates_suppressed, 1, "remembered before the forget");
 
   const done = await forget(D, key);
@@ -76,7 +75,7 @@ test("forget: the same reading sent again is admitted again; its row stays in th
   // The origin comes back: both readings reach it, in the batch formed before the forget.
   opened = true;
   await until(async () => (await readingsOf(call, D)).every((r) => r.delivery === "delivered"), "the readings delivered");
-  const delivered = o.requests.filter((r) => r.ok && r.body?.device_id === D);
+  const delivered = o.requests.filter((r) => r.ok && r.body?.readings.some((x) => x.device_id === D));
   assert.deepEqual(delivered.map((r) => r.idempotencyKey), [openBatch], "the open batch, sent unchanged");
   assert.deepEqual(new Set(delivered.flatMap((r) => r.body.readings.map((x) => x.key))), new Set([key, first.admitted[1].key]));
 
@@ -376,27 +375,4 @@ test("health pages walk every device once, in code point order (an astral id aft
   const { body } = await get(call, "/v1/devices/health?limit=1000");
   assert.deepEqual(seen, body.devices.map((d) => d.device_id));
   assert.ok(pages > 2);
-});
-
-test("storage written before forgotten_at and the history gets both on its object's next start; its keys are held until forgotten", async () => {
-  const own = tempDir();
-  let w = await start({ persist: own });
-  try {
-    const D = "op-old-storage";
-    const r = reading(D, 1, 1);
-    const { admitted } = await (await post(w.call, "/v1/readings", [r])).json();
-    await w.mf.dispose();
-    sqlite(databases(own, "DeviceObject"), "ALTER TABLE readings DROP COLUMN forgotten_at; DROP TABLE operator_events;");
-    w = await start({ persist: own });
-    const send = async () => (await (await post(w.call, "/v1/readings", [r])).json()).verdicts[0].verdict;
-    assert.equal(await send(), "duplicate");
-    const done = await post(w.call, at(D, "forget"), { key: admitted[0].key });
-    assert.deepEqual([done.status, (await done.json()).held], [200, true]);
-    assert.equal(await send(), "admitted");
-    const events = (await get(w.call, at(D, "history"))).body.events;
-    assert.deepEqual(events.map((e) => e.event), ["key_forgotten"]);
-  } finally {
-    await w.mf.dispose();
-    fs.rmSync(own, { recursive: true, force: true });
-  }
 });

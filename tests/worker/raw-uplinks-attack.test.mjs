@@ -9,6 +9,7 @@ import { test } from "node:test";
 import assert from "node:assert/strict";
 import fs from "node:fs";
 import { acrossRestart, assertReconciles, databases, fixture, logged, logSettled, putConfig, readingsOf, sendUplink, sqlite, start, statsOf, tempDir, until } from "./harness.mjs";
+import { groupName } from "../../src/worker/placement.js";
 
 const pkgUrl = new URL("../../pkg/", import.meta.url);
 const pkg = await import(new URL("reconnect_dedupe.js", pkgUrl));
@@ -31,13 +32,13 @@ const stats = (w) => statsOf(w.call);
 const reconciles = assertReconciles;
 /**
  * Runs `setup(w)` on a fresh persisted worker, stops it, applies `fault` (SQL) to every
- * device object's database, and runs `during(w)` on the same state.
+ * group object's database, and runs `during(w)` on the same state.
  */
 async function withFault(setup, fault, during) {
   await acrossRestart({
     vars: { STATS_FLUSH_MS: "10" },
     before: setup,
-    between: (dir) => sqlite(databases(dir, "DeviceObject"), fault),
+    between: (dir) => sqlite(databases(dir, "GroupObject"), fault),
     after: during,
   });
 }
@@ -69,8 +70,8 @@ const planOf = (body) => JSON.parse(pkg.parseUplink("ttn", new TextEncoder().enc
 async function retryCall(w, body, burst_id, attempt = 1) {
   const plan = planOf(body);
   const device_id = plan.raw.device_id;
-  const ns = await w.mf.getDurableObjectNamespace("DEVICES");
-  return ns.get(ns.idFromName(device_id)).ingest({ device_id, readings: [], refused: plan.rejected.length, raw: plan.raw, route: "ttn", burst_id, attempt });
+  const ns = await w.mf.getDurableObjectNamespace("GROUPS");
+  return ns.get(ns.idFromName(groupName(device_id))).ingest({ device_id, readings: [], refused: plan.rejected.length, raw: plan.raw, route: "ttn", burst_id, attempt });
 }
 
 test("a parking write that keeps failing: 503 storage_unavailable after 3 writes, the audit line says not_stored, not rejected", async () => {
@@ -109,8 +110,8 @@ test("a parking write that fails once is retried inside the request: 200 parked,
 
 test("a device object that cannot be reached for a raw uplink: the audit line says not_stored, as the reply does", async () => {
   const DEV = "A0B1C2D3E4F5A003";
-  // The object's constructor throws (prepare() inserts the stats_flush row, refused).
-  const fault = "DELETE FROM stats_flush; CREATE TRIGGER refuse BEFORE INSERT ON stats_flush BEGIN SELECT RAISE(ABORT, 'injected'); END;";
+  // The group object's constructor throws (prepare() inserts the flush row, refused).
+  const fault = "DELETE FROM flush; CREATE TRIGGER refuse BEFORE INSERT ON flush BEGIN SELECT RAISE(ABORT, 'injected'); END;";
   await unconfiguredWithFault(DEV, fault, async (w) => {
     const r = await send(w, "ttn", bare(DEV, 1));
     assert.equal(r.status, 503, JSON.stringify(r.body));
@@ -163,8 +164,8 @@ test("a DF703 uplink whose counter reference cannot be written: nothing stored, 
 
 test("an alarm that cannot be armed after an uplink was parked is logged (ERROR schedule_failed), as after a stored burst", async () => {
   const DEV = "A0B1C2D3E4F5A006";
-  // schedule() reads the device's stats_flush row: gone (and kept out), it throws after the commit.
-  const fault = "DELETE FROM stats_flush; CREATE TRIGGER keep_out BEFORE INSERT ON stats_flush BEGIN SELECT RAISE(IGNORE); END;";
+  // schedule() reads the group's flush row: gone (and kept out), it throws after the commit.
+  const fault = "DELETE FROM flush; CREATE TRIGGER keep_out BEFORE INSERT ON flush BEGIN SELECT RAISE(IGNORE); END;";
   await unconfiguredWithFault(DEV, fault, async (w) => {
     const r = await send(w, "ttn", bare(DEV, 1));
     assert.equal(r.status, 200, JSON.stringify(r.body));
@@ -267,7 +268,7 @@ test("a PUT with a codec that cannot read the parked payloads keeps them parked;
 test("Simulate uplink with raw bytes: an unknown device's object is never started, a known one stores and parks nothing", async () => {
   const dir = tempDir();
   const w = await start({ persist: dir, vars: { STATS_FLUSH_MS: "10" } });
-  const objects = () => (fs.existsSync(`${dir}/-DeviceObject`) ? databases(dir, "DeviceObject").length : 0);
+  const objects = () => (fs.existsSync(`${dir}/-GroupObject`) ? databases(dir, "GroupObject").length : 0);
   try {
     const history = raw("tts-em500-udl-history.json");
     const sim = (dev_eui, body = history) => ({ ...body, simulated: true, end_device_ids: { ...body.end_device_ids, dev_eui } });
@@ -354,8 +355,8 @@ test("a parked DF703 backlog across the counter's wrap, decoded by a PUT, then l
     assert.equal(live.body.unique, 1);
     // The worker's retry of the live call (its answer lost): admitted, as the first call answered, and not counted again.
     const plan = JSON.parse(pkg.parseUplink("loriot", new TextEncoder().encode(JSON.stringify(frame(1, 4))), { maxReadings: 10_000 }));
-    const ns = await w.mf.getDurableObjectNamespace("DEVICES");
-    const again = await ns.get(ns.idFromName(DEV)).ingest({ device_id: DEV, readings: [], refused: 1, raw: plan.raw, route: "loriot", burst_id: live.body.burst_id, attempt: 1 });
+    const ns = await w.mf.getDurableObjectNamespace("GROUPS");
+    const again = await ns.get(ns.idFromName(groupName(DEV))).ingest({ device_id: DEV, readings: [], refused: 1, raw: plan.raw, route: "loriot", burst_id: live.body.burst_id, attempt: 1 });
     assert.deepEqual([again.ok, [...again.verdicts]], [true, [0]]);
     assert.deepEqual((await ledger(w, DEV)).map((r) => r.seq), [65_534, 65_535, 65_536, 65_537]);
     const s = await quietStats(w, (s) => s.unique === 4);

@@ -7,6 +7,7 @@ import { test } from "node:test";
 import assert from "node:assert/strict";
 import fs from "node:fs";
 import { assertReconciles, fixture, putConfig, readingsOf, sendUplink, start, statsOf, until } from "./harness.mjs";
+import { groupName } from "../../src/worker/placement.js";
 
 const pkgUrl = new URL("../../pkg/", import.meta.url);
 const pkg = await import(new URL("reconnect_dedupe.js", pkgUrl));
@@ -136,8 +137,8 @@ test("a retried call (attempt > 0) of a datalog uplink with a cross-path duplica
     assert.deepEqual([first.body.unique, first.body.cross_path_duplicates], [1, [0]], JSON.stringify(first.body));
     // The worker's retry of that device call (the first committed, its answer lost).
     const plan = JSON.parse(pkg.parseUplink("ttn", new TextEncoder().encode(JSON.stringify(body)), { maxReadings: 10_000 }));
-    const ns = await w.mf.getDurableObjectNamespace("DEVICES");
-    const retried = await ns.get(ns.idFromName(id)).ingest({ device_id: id, readings: [], refused: plan.rejected.length, raw: plan.raw, route: "ttn", burst_id: first.body.burst_id, attempt: 1 });
+    const ns = await w.mf.getDurableObjectNamespace("GROUPS");
+    const retried = await ns.get(ns.idFromName(groupName(id))).ingest({ device_id: id, readings: [], refused: plan.rejected.length, raw: plan.raw, route: "ttn", burst_id: first.body.burst_id, attempt: 1 });
     assert.deepEqual([retried.ok, Array.from(retried.verdicts), retried.decoded.cross_path], [true, [2, 0], [0]], JSON.stringify(retried));
     const s = await until(async () => {
       const s = await stats(w);

@@ -1,7 +1,6 @@
 // The /v1/stats roll-up (src/worker/fleet.js) under storage that does not
-// look like a fresh deployment: a device object whose storage was reset, and device
-// objects written by 0.1.0 (before the roll-up existed). Also the one write failure
-// that must not be answered 200. In workerd (Miniflare) with persistence; faults and
+// look like a fresh deployment: a group object whose storage was reset. Also the one
+// write failure that must not be answered 200. In workerd (Miniflare) with persistence; faults and
 // old state are made in the objects' SQLite files between two runs, as
 // fleet.test.mjs does (no mocks).
 import { test } from "node:test";
@@ -50,7 +49,7 @@ async function ingest(call, burst, status = 200) {
 }
 
 
-test("a device object whose storage was reset keeps counting in /v1/stats: its new flushes are not taken for old versions", async () => {
+test("a group object whose storage was reset keeps counting in /v1/stats: its new flushes are not taken for old versions", async () => {
   const dir = tempDir();
   const first = await start({ persist: dir, vars: VARS });
   try {
@@ -60,9 +59,9 @@ test("a device object whose storage was reset keeps counting in /v1/stats: its n
   } finally {
     await first.mf.dispose();
   }
-  // The device object's storage is gone (fleet.test.mjs does the same to show that
+  // The group object's storage is gone (fleet.test.mjs does the same to show that
   // /v1/stats does not depend on it); the roll-up shards keep their rows.
-  fs.rmSync(path.join(dir, "-DeviceObject"), { recursive: true, force: true });
+  fs.rmSync(path.join(dir, "-GroupObject"), { recursive: true, force: true });
   const second = await start({ persist: dir, vars: VARS });
   try {
     // Four more readings: the new object counts its versions from 1 again.
@@ -73,72 +72,6 @@ test("a device object whose storage was reset keeps counting in /v1/stats: its n
     await settles(second.call, counters, { devices: 1, received: 7, unique: 7, duplicates_suppressed: 0, rejected: 0 }, "all seven readings counted once");
   } finally {
     await second.mf.dispose();
-    fs.rmSync(dir, { recursive: true, force: true });
-  }
-});
-
-/**
- * A persistence directory holding one device object as 0.1.0 (38f584c) left it: the
- * same `readings` table, and a `counters` table with 0.1.0's names (`duplicates`,
- * not `duplicates_suppressed`, and its `registered` mark), no `stats_flush` table,
- * and no roll-up shards (0.1.0 kept a registry object named "fleet" instead). The
- * device stored `bin-OLD` seq 1 once and suppressed its replay.
- */
-async function storageOf010() {
-  const dir = tempDir();
-  const w = await start({ persist: dir, vars: VARS });
-  try {
-    await ingest(w.call, [reading("bin-OLD", 1, 10), reading("bin-OLD", 1, 10)]);
-    await settles(w.call, counters, { devices: 1, received: 2, unique: 1, duplicates_suppressed: 1, rejected: 0 }, "setup");
-  } finally {
-    await w.mf.dispose();
-  }
-  sqlite(
-    databases(dir, "DeviceObject"),
-    `DROP TABLE stats_flush;
-     UPDATE counters SET name = 'duplicates' WHERE name = 'duplicates_suppressed';
-     INSERT INTO counters (name, value) VALUES ('registered', 1);`,
-  );
-  fs.rmSync(path.join(dir, "-FleetObject"), { recursive: true, force: true });
-  return dir;
-}
-
-test("upgraded from 0.1.0 storage: /v1/stats counts the devices and readings stored before the upgrade", async () => {
-  const dir = await storageOf010();
-  const w = await start({ persist: dir, vars: VARS });
-  try {
-    // 0.1.0's /v1/stats (fan-out) answered devices 1, received 2, unique 1,
-    // duplicates_suppressed 1, ledger_rows 1 for this state. The device object
-    // migrates its storage when it next wakes (here its next uplink, a replay; in a
-    // deployment also its retention alarm) and flushes it. (A read of its ledger does
-    // not wake it: reads start only objects the roll-up registry knows.)
-    const replay = await ingest(w.call, [reading("bin-OLD", 1, 10)]);
-    assert.deepEqual(replay.duplicates, [0], "0.1.0's seen-set survives the upgrade");
-    assert.equal((await get(w.call, "/v1/devices/bin-OLD/readings")).body.readings.length, 1);
-    await settles(
-      w.call,
-      (s) => ({ ...counters(s), ledger_rows: s.ledger_rows }),
-      { devices: 1, received: 3, unique: 1, duplicates_suppressed: 2, rejected: 0, ledger_rows: 1 },
-      "the device stored before the upgrade is in /v1/stats",
-    );
-  } finally {
-    await w.mf.dispose();
-    fs.rmSync(dir, { recursive: true, force: true });
-  }
-});
-
-test("upgraded from 0.1.0 storage: received = unique + duplicates_suppressed + rejected still holds after the next burst", async () => {
-  const dir = await storageOf010();
-  const w = await start({ persist: dir, vars: VARS });
-  try {
-    await ingest(w.call, [reading("bin-OLD", 2, 20)]);
-    // The flush carries received 3 and unique 2, but duplicates_suppressed 0: the
-    // replay 0.1.0 counted under `duplicates` is read under no name at all.
-    await settles(w.call, counters, { devices: 1, received: 3, unique: 2, duplicates_suppressed: 1, rejected: 0 }, "the upgraded device's figures");
-    const s = await stats(w.call);
-    assert.equal(s.received, s.unique + s.duplicates_suppressed + s.rejected, "README: holds in every reply");
-  } finally {
-    await w.mf.dispose();
     fs.rmSync(dir, { recursive: true, force: true });
   }
 });
@@ -158,8 +91,8 @@ async function duringAFailedWrite(setup, burst) {
   } finally {
     await first.mf.dispose();
   }
-  const files = databases(dir, "DeviceObject");
-  sqlite(files, "CREATE TRIGGER fail_count BEFORE UPDATE OF version ON stats_flush BEGIN SELECT RAISE(ABORT, 'injected'); END;");
+  const files = databases(dir, "GroupObject");
+  sqlite(files, "CREATE TRIGGER fail_count BEFORE UPDATE OF version ON devices BEGIN SELECT RAISE(ABORT, 'injected'); END;");
   const second = await start({ persist: dir, vars: VARS });
   try {
     const res = await post(second.call, "/v1/readings", burst);

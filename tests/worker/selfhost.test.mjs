@@ -149,10 +149,12 @@ test("self-hosted: after a restart replays are still suppressed and the alarm ar
   assert.deepEqual(o.accepted(), []);
   assert.deepEqual(await w.stop(), { code: 0, signal: null }, "workerd stops on SIGTERM with status 0");
   // The lock socket stays after a stop; the next start removes it (nothing answers there).
-  assert.deepEqual(fs.readdirSync(data).sort(), ["reconnect-dedupe-DeviceObject", "reconnect-dedupe-FleetObject", "workerd.sock"]);
+  assert.deepEqual(fs.readdirSync(data).sort(), ["reconnect-dedupe-DeviceObject", "reconnect-dedupe-FleetObject", "reconnect-dedupe-GroupObject", "workerd.sock"]);
+  // The earlier release's per-device class (legacy.js) is never started for a device first seen by this one.
+  assert.deepEqual(fs.readdirSync(path.join(data, "reconnect-dedupe-DeviceObject")).filter((f) => !f.startsWith("metadata.sqlite")), []);
   // The objects' -wal files outlive the stop and hold the latest writes: a copy of the
   // device's file without its -wal has no ledger yet (README "Self-hosting", Data).
-  const objects = path.join(data, "reconnect-dedupe-DeviceObject");
+  const objects = path.join(data, "reconnect-dedupe-GroupObject");
   const file = fs.readdirSync(objects).find((f) => f.endsWith(".sqlite") && f !== "metadata.sqlite");
   assert.deepEqual(fs.readdirSync(objects).filter((f) => f.startsWith(file)).sort(), [file, `${file}-shm`, `${file}-wal`]);
   const copy = (parts) => {
@@ -208,7 +210,7 @@ test("self-hosted: restored without metadata.sqlite, a device's waiting batch go
   // since the epoch) still holds the alarm, now an hour overdue (more than the five
   // minutes after which device.js takes an alarm as lost), which workerd no longer
   // knows to run. Nothing runs it until a request reaches the object.
-  const objects = path.join(data, "reconnect-dedupe-DeviceObject");
+  const objects = path.join(data, "reconnect-dedupe-GroupObject");
   for (const f of fs.readdirSync(objects)) if (f.startsWith("metadata.sqlite")) fs.rmSync(path.join(objects, f));
   const files = fs.readdirSync(objects).filter((f) => f.endsWith(".sqlite")).map((f) => path.join(objects, f));
   assert.equal(files.length, 1);

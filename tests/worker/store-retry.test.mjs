@@ -10,6 +10,7 @@ import assert from "node:assert/strict";
 import fs from "node:fs";
 import { execFileSync } from "node:child_process";
 import { acrossRestart, start, post, get, tempDir, databases, sqlite, logged, logSettled, TOKEN } from "./harness.mjs";
+import { groupName } from "../../src/worker/placement.js";
 
 const pkgUrl = new URL("../../pkg/", import.meta.url);
 const pkg = await import(new URL("reconnect_dedupe.js", pkgUrl));
@@ -25,7 +26,7 @@ const reading = (seq, fill_pct = seq) => ({ device_id: DEV, seq, ts: "2026-07-16
 async function withFault(fault, during, after = () => {}) {
   await acrossRestart({
     before: async (w) => assert.equal((await post(w.call, "/v1/readings", [reading(1)])).status, 200),
-    between: (dir) => sqlite(databases(dir, "DeviceObject"), fault),
+    between: (dir) => sqlite(databases(dir, "GroupObject"), fault),
     after: during,
     stopped: after,
   });
@@ -34,9 +35,9 @@ async function withFault(fault, during, after = () => {}) {
 const seqs = async (w) => (await get(w.call, `/v1/devices/${DEV}/readings`)).body.readings.map((r) => r.seq);
 
 test("schedule() throwing after the commit: 200 with the verdicts (the readings are stored), one ERROR schedule_failed", async () => {
-  // schedule() reads the device's one stats_flush row (flushDue): with the row gone
+  // schedule() reads the group's one flush row (flushDue): with the row gone
   // (and kept out) it throws after the burst's transaction has committed.
-  const fault = "DELETE FROM stats_flush; CREATE TRIGGER keep_out BEFORE INSERT ON stats_flush BEGIN SELECT RAISE(IGNORE); END;";
+  const fault = "DELETE FROM flush; CREATE TRIGGER keep_out BEFORE INSERT ON flush BEGIN SELECT RAISE(IGNORE); END;";
   await withFault(fault, async (w) => {
     const res = await post(w.call, "/v1/readings", [reading(2), reading(3)]);
     const body = await res.json();
@@ -100,10 +101,10 @@ test("a storage write that keeps failing: 3 attempts, then 503 retry_later with 
   });
 });
 
-test("a device-object call that throws is retried, 3 calls in all, then 503 device_unavailable with nothing stored", async () => {
-  // The object's constructor throws (its prepare() inserts the stats_flush row, which
+test("a group-object call that throws is retried, 3 calls in all, then 503 device_unavailable with nothing stored", async () => {
+  // The group object's constructor throws (its prepare() inserts the flush row, which
   // a trigger refuses), so every call to it throws in the caller.
-  const fault = "DELETE FROM stats_flush; CREATE TRIGGER refuse BEFORE INSERT ON stats_flush BEGIN SELECT RAISE(ABORT, 'injected'); END;";
+  const fault = "DELETE FROM flush; CREATE TRIGGER refuse BEFORE INSERT ON flush BEGIN SELECT RAISE(ABORT, 'injected'); END;";
   await withFault(
     fault,
     async (w) => {
@@ -114,11 +115,11 @@ test("a device-object call that throws is retried, 3 calls in all, then 503 devi
       assert.match(body.errors[0].message, /injected/);
       await logSettled(w);
       const calls = logged(w, "device_call_failed", body.burst_id);
-      assert.deepEqual(calls.map(({ level, device_id, attempt }) => ({ level, device_id, attempt })), [0, 1, 2].map((attempt) => ({ level: "WARN", device_id: DEV, attempt })), w.lines.join("\n"));
+      assert.deepEqual(calls.map(({ level, devices, attempt }) => ({ level, devices, attempt })), [0, 1, 2].map((attempt) => ({ level: "WARN", devices: [DEV], attempt })), w.lines.join("\n"));
       assert.equal(logged(w, "burst_not_stored", body.burst_id).length, 1);
     },
     async (dir) => {
-      sqlite(databases(dir, "DeviceObject"), "DROP TRIGGER IF EXISTS refuse;");
+      sqlite(databases(dir, "GroupObject"), "DROP TRIGGER IF EXISTS refuse;");
       const w = await start({ persist: dir });
       try {
         assert.deepEqual(await seqs(w), [1], "nothing of the burst was stored");
@@ -130,9 +131,9 @@ test("a device-object call that throws is retried, 3 calls in all, then 503 devi
   );
 });
 
-test("every call to a device object that throws answers 503 device_unavailable with Retry-After, the ledger and a re-drive as the other device routes", async () => {
-  // As above: the object's constructor throws, so every call to it does.
-  const fault = "DELETE FROM stats_flush; CREATE TRIGGER refuse BEFORE INSERT ON stats_flush BEGIN SELECT RAISE(ABORT, 'injected'); END;";
+test("every call to a group object that throws answers 503 device_unavailable with Retry-After, the ledger and a re-drive as the other device routes", async () => {
+  // As above: the group object's constructor throws, so every call to it does.
+  const fault = "DELETE FROM flush; CREATE TRIGGER refuse BEFORE INSERT ON flush BEGIN SELECT RAISE(ABORT, 'injected'); END;";
   await withFault(fault, async (w) => {
     const auth = { authorization: `Bearer ${TOKEN}` };
     const calls = [
@@ -152,14 +153,14 @@ test("every call to a device object that throws answers 503 device_unavailable w
   });
 });
 
-/** The `counters` of DEV's object (its database names it in `registered`), read while no runtime holds it. */
+/** The `counters` of DEV in its group's database, read while no runtime holds it. */
 function counters(dir) {
   const script = `import json, sqlite3, sys
 for f in sys.argv[2:]:
     c = sqlite3.connect(f)
-    if c.execute("SELECT count(*) FROM sqlite_master WHERE name = 'registered'").fetchone()[0] and c.execute("SELECT device_id FROM registered").fetchone() == (sys.argv[1],):
-        print(json.dumps(dict(c.execute("SELECT name, value FROM counters").fetchall())))`;
-  return JSON.parse(execFileSync("python3", ["-c", script, DEV, ...databases(dir, "DeviceObject")], { encoding: "utf8" }));
+    if c.execute("SELECT count(*) FROM sqlite_master WHERE name = 'devices'").fetchone()[0] and c.execute("SELECT 1 FROM devices WHERE device_id = ?", (sys.argv[1],)).fetchone():
+        print(json.dumps(dict(c.execute("SELECT name, value FROM counters WHERE device_id = ?", (sys.argv[1],)).fetchall())))`;
+  return JSON.parse(execFileSync("python3", ["-c", script, DEV, ...databases(dir, "GroupObject")], { encoding: "utf8" }));
 }
 
 test("a retried call (attempt > 0) answers readings its burst already stored as admitted, and counts nothing twice", async () => {
@@ -177,8 +178,8 @@ test("a retried call (attempt > 0) answers readings its burst already stored as 
     const plan = JSON.parse(pkg.parseUplink("readings", new TextEncoder().encode(text), { maxReadings: 10_000 }));
     const { readings } = plan.devices[0];
     assert.deepEqual(readings.map((r) => r.key), [...first.admitted.map((a) => a.key), first.admitted[0].key], "the plan the worker made");
-    const ns = await w.mf.getDurableObjectNamespace("DEVICES");
-    const call = (burst_id, attempt) => ns.get(ns.idFromName(DEV)).ingest({ device_id: DEV, readings, refused: 1, refused_codes: { invalid_fill_pct: 1 }, route: "readings", burst_id, attempt });
+    const ns = await w.mf.getDurableObjectNamespace("GROUPS");
+    const call = (burst_id, attempt) => ns.get(ns.idFromName(groupName(DEV))).ingest({ device_id: DEV, readings, refused: 1, refused_codes: { invalid_fill_pct: 1 }, route: "readings", burst_id, attempt });
     const retried = await call(first.burst_id, 1);
     assert.deepEqual([retried.ok, [...retried.verdicts]], [true, [0, 0, 2]], "stored by the earlier attempt: admitted, as it answered");
     assert.deepEqual([...(await call(first.burst_id, 0)).verdicts], [2, 2, 2], "a first call of the same burst id is a replay");
@@ -232,7 +233,7 @@ test("a simulated uplink on a device whose stored keys are corrupt: a coded erro
     } finally {
       await first.mf.dispose();
     }
-    sqlite(databases(dir, "DeviceObject"), "UPDATE readings SET key = 'corrupt';");
+    sqlite(databases(dir, "GroupObject"), "UPDATE readings SET key = 'corrupt';");
     const w = await start({ persist: dir });
     try {
       const real = await post(w.call, "/v1/uplinks/ttn", uplink(2, false));
@@ -262,8 +263,8 @@ test("a retried call (attempt > 0) of a burst whose first call admitted nothing 
     const first = await (await post(w.call, "/v1/readings", text)).json();
     assert.deepEqual([first.unique, first.duplicates, first.rejected.length], [0, [0], 1]);
     const plan = JSON.parse(pkg.parseUplink("readings", new TextEncoder().encode(text), { maxReadings: 10_000 }));
-    const ns = await w.mf.getDurableObjectNamespace("DEVICES");
-    const retried = await ns.get(ns.idFromName(DEV)).ingest({ device_id: DEV, readings: plan.devices[0].readings, refused: 1, refused_codes: { invalid_fill_pct: 1 }, route: "readings", burst_id: first.burst_id, attempt: 1 });
+    const ns = await w.mf.getDurableObjectNamespace("GROUPS");
+    const retried = await ns.get(ns.idFromName(groupName(DEV))).ingest({ device_id: DEV, readings: plan.devices[0].readings, refused: 1, refused_codes: { invalid_fill_pct: 1 }, route: "readings", burst_id: first.burst_id, attempt: 1 });
     assert.deepEqual([retried.ok, [...retried.verdicts]], [true, [2]]);
   } finally {
     await w.mf.dispose();

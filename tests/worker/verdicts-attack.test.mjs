@@ -37,7 +37,7 @@ test("a multi-device burst, indices interleaved, one device failing: only its re
       await w1.mf.dispose();
     }
     // B's storage refuses every new row (a trigger in each device file, matching B only).
-    sqlite(databases(dir, "DeviceObject"), `CREATE TRIGGER refuse_b BEFORE INSERT ON readings WHEN NEW.device_id = '${B}' BEGIN SELECT RAISE(ABORT, 'injected'); END;`);
+    sqlite(databases(dir, "GroupObject"), `CREATE TRIGGER refuse_b BEFORE INSERT ON readings WHEN NEW.device_id = '${B}' BEGIN SELECT RAISE(ABORT, 'injected'); END;`);
     const w = await start({ persist: dir });
     try {
       const a1x = reading(A, 1, 11); // seq 1 again, other content: a conflict with a1

@@ -1,13 +1,11 @@
 // A verdict per reading (issue 12, first part): in the ingest reply (`verdicts`), the
 // ledger (`verdict`, `conflicts_with`) and the origin body (the same two members).
 // In workerd (Miniflare) over HTTP, with a real local origin; a retried device call
-// driven on the device object directly (as store-retry.test.mjs does), and storage
-// from before the verdict columns made by python3's sqlite3 (as config.test.mjs does).
+// driven on the group object directly (as store-retry.test.mjs does).
 import { test } from "node:test";
 import assert from "node:assert/strict";
 import fs from "node:fs";
-import { execFileSync } from "node:child_process";
-import { start, post, get, origin, until, tempDir, databases, sqlite } from "./harness.mjs";
+import { start, post, get, origin, until } from "./harness.mjs";
 
 const pkgUrl = new URL("../../pkg/", import.meta.url);
 const pkg = await import(new URL("reconnect_dedupe.js", pkgUrl));
@@ -165,54 +163,6 @@ test("a retried device call (attempt > 0) answers the verdicts, first admissions
     assert.deepEqual((await ledger(w.call, D)).map((r) => [r.seq, r.verdict]), [[1, "admitted"], [2, "admitted"], [3, "admitted"], [2, "conflict"]]);
   } finally {
     await w.mf.dispose();
-  }
-});
-
-/** Whether `sql` (one row, one column) is true in a database file. */
-const holds = (file, sql) => execFileSync("python3", ["-c", "import sqlite3,sys; print(sqlite3.connect(sys.argv[1]).execute(sys.argv[2]).fetchone()[0])", file, sql], { encoding: "utf8" }).trim() === "1";
-
-test("storage without the verdict columns: its rows read as admitted, are delivered so, and name their first admission", async () => {
-  const dir = tempDir();
-  const o = await origin();
-  try {
-    const D = "bin-V4";
-    const a1 = reading(D, 1, 10);
-    const a2 = reading(D, 2, 20);
-    const first = await start({ persist: dir });
-    let firstReply;
-    try {
-      firstReply = await ingest(first.call, [a1, a2]);
-    } finally {
-      await first.mf.dispose();
-    }
-    // An older version's rows: no verdict, no conflicts_with; waiting for the origin.
-    const files = databases(dir, "DeviceObject").filter((f) => holds(f, `SELECT COUNT(*) FROM sqlite_master WHERE name = 'readings'`));
-    assert.ok(files.length >= 1);
-    sqlite(files, "ALTER TABLE readings DROP COLUMN conflicts_with; ALTER TABLE readings DROP COLUMN verdict; UPDATE readings SET state = 'pending', next_attempt_at = admitted_at;");
-    for (const f of files) assert.ok(!holds(f, "SELECT COUNT(*) FROM pragma_table_info('readings') WHERE name IN ('verdict', 'conflicts_with')"));
-    const w = await start({ persist: dir, vars: { ORIGIN_URL: o.url } });
-    try {
-      const c2 = reading(D, 2, 25);
-      const reply = await ingest(w.call, [a1, c2]);
-      const rows = await ledger(w.call, D);
-      assert.deepEqual(reply.verdicts, [
-        { index: 0, verdict: "duplicate", key: keyOf(a1), first_admitted_at: rows[0].admitted_at, first_burst_id: firstReply.burst_id },
-        { index: 1, verdict: "conflict", key: keyOf(c2), conflicts_with: keyOf(a2) },
-      ]);
-      assert.deepEqual(rows.map((r) => [r.key, r.verdict, r.conflicts_with]), [
-        [keyOf(a1), "admitted", null],
-        [keyOf(a2), "admitted", null],
-        [keyOf(c2), "conflict", keyOf(a2)],
-      ]);
-      await until(() => new Set(o.accepted()).size === 3, "the old rows and the new one delivered");
-      const sent = o.requests.filter((r) => r.ok).flatMap((r) => r.body.readings);
-      assert.deepEqual(new Map(sent.map((r) => [r.key, [r.verdict, r.conflicts_with]])), new Map(rows.map((r) => [r.key, [r.verdict, r.conflicts_with]])));
-    } finally {
-      await w.mf.dispose();
-    }
-  } finally {
-    await o.close();
-    fs.rmSync(dir, { recursive: true, force: true });
   }
 });
 

@@ -22,7 +22,7 @@ const ledger = async (id) => (await get(worker.call, `/v1/devices/${id}/readings
 /** Device objects whose storage was written (a table exists), counted on disk. */
 const writtenObjects = () => {
   try {
-    return databases(dir, "DeviceObject").length;
+    return databases(dir, "GroupObject").length;
   } catch {
     return 0;
   }

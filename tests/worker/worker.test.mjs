@@ -337,7 +337,7 @@ test("a failed write answers 503, admits nothing half-way, and the retry is admi
   // database file between two runs, aborts inserts of seq 99. python3's sqlite3
   // edits the file while no runtime holds it.
   const dir = tempDir();
-  const dbDir = path.join(dir, "-DeviceObject");
+  const dbDir = path.join(dir, "-GroupObject");
   const first = await start({ persist: dir });
   try {
     assert.equal((await post(first.call, "/v1/readings", [reading("bin-F1", 1, 10)])).status, 200);

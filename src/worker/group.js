@@ -1,0 +1,300 @@
+// One Durable Object per group of devices: GROUPS groups, a device's group fixed by
+// a hash of its id (`groupOf`). One SQLite database holds every table of the group's
+// devices, keyed by device id; one alarm serves them all: retention, the roll-up
+// flush and delivery to ORIGIN_URL, in batches of many devices' readings. Each device
+// is still one writer (its calls run in this one object) with its own seen-set, ledger,
+// configuration and sequence window (device.js: a Device per device, a bounded number
+// of them kept in memory).
+//
+// Why groups: a Durable Object, a SQLite database, an alarm schedule and a flush per
+// device made one workerd run out of SQLite heap at ~2 000 open devices, and made a
+// reading cost ~5 Durable Object requests on Cloudflare. A group's rows are one
+// database, its alarm one schedule, its flush one call.
+//
+// Why 256 groups: Cloudflare documents a soft limit of about 1 000 requests per second
+// per object. 1 000 000 bins every 10 minutes are ~1 700 uplinks/s: ~6.5/s a group,
+// with room for a reconnect storm of the whole fleet at once (~4 000 devices a group,
+// each one burst). A local workerd holds every group open at once in ~100 MB of SQLite
+// heap (of its 512 MiB). And 256 is a multiple of the 16 roll-up shards, so that a
+// group's devices all flush to one shard (placement.js).
+//
+// Changing GROUPS moves most devices to another group, whose storage does not hold
+// their state: it is not a setting. Doing it safely takes what the hand-over from the
+// per-device objects of the release before groups does (`register`): a device's new group asks its
+// old home for everything once, on first contact, before admitting anything.
+import { DurableObject } from "cloudflare:workers";
+import { config } from "./config.js";
+import { Device } from "./device.js";
+import { prepareBackfill } from "./backfill.js";
+import { deliver, nextDelivery, prepareOutbox } from "./delivery.js";
+import { addDevice, flush, flushDue, noteChange, prepareFigures, registered, registerWithShard } from "./fleet.js";
+import { importDevice } from "./legacy.js";
+import { groupName } from "./placement.js";
+
+/** Devices a group keeps in memory (their seen-sets); the least recently used go first. */
+const CACHED_DEVICES = 2_048;
+
+/**
+ * How long past its time an alarm the object still reports as set is taken as lost,
+ * and set again (`schedule`). Lost: the object's own file says an alarm is set, the
+ * runtime will never run it, and no uplink would re-arm it; so it is when a
+ * self-hosted data directory is restored without workerd's index of pending alarms
+ * (metadata.sqlite; README "Self-hosting on workerd"). Not lost: an alarm the runtime
+ * is retrying, which it reports at its first time: Cloudflare retries a throwing
+ * alarm() up to 6 times, from 2 s doubling, 126 s in all (Durable Objects, "Alarms");
+ * workerd the same, with up to 25 % jitter (src/workerd/server/alarm-scheduler.h).
+ * Well past those; and alarm() is idempotent, so re-arming one the runtime still
+ * held costs one more pass of it.
+ */
+const LOST_ALARM_MS = 5 * 60_000;
+
+const SCHEMA = `
+CREATE TABLE IF NOT EXISTS readings (
+  key TEXT PRIMARY KEY,           -- the reading's key: it begins with its device id
+  device_id TEXT NOT NULL,
+  seq INTEGER NOT NULL,
+  ts TEXT NOT NULL,
+  fill_pct REAL NOT NULL,
+  admitted_at INTEGER NOT NULL,
+  burst_id TEXT,
+  state TEXT NOT NULL,            -- stored (ledger only) | pending (to deliver) | delivered | refused (by the origin, until a redrive)
+  attempts INTEGER NOT NULL DEFAULT 0,
+  next_attempt_at INTEGER,
+  delivered_at INTEGER,
+  last_error TEXT,
+  batch_id TEXT,                  -- the open batch the row is in (delivery.js)
+  frame TEXT,                     -- a reading keyed at its receive time: its radio frame (device.js reframe)
+  verdict TEXT NOT NULL DEFAULT 'admitted', -- admitted | conflict (admitted with a seq its seen-set held with other content)
+  conflicts_with TEXT,            -- a conflict's: the key of the stored reading with its seq
+  forgotten_at INTEGER            -- forget(), reset(): NULL unless forgotten
+);
+-- A device's rows in admission order: its ledger, its seen-set's rebuild.
+CREATE INDEX IF NOT EXISTS readings_by_device ON readings (device_id, admitted_at);
+-- Retention (stored and delivered rows by age) and the outbox (pending rows by due time).
+CREATE INDEX IF NOT EXISTS readings_by_state ON readings (state, admitted_at);
+CREATE INDEX IF NOT EXISTS readings_due ON readings (state, next_attempt_at);
+CREATE INDEX IF NOT EXISTS readings_by_frame ON readings (device_id, frame) WHERE frame IS NOT NULL;
+-- The live readings by time, for a datalog record of one of them (device.js crossPath).
+CREATE INDEX IF NOT EXISTS readings_live_by_ts ON readings (device_id, ts) WHERE frame IS NOT NULL;
+-- The last bursts counted that stored no row of a device (only duplicates or refused
+-- readings): a retried call of one counts nothing again (recognise). At most COUNTED_BURSTS rows.
+CREATE TABLE IF NOT EXISTS counted_bursts (burst_id TEXT NOT NULL, device_id TEXT NOT NULL, PRIMARY KEY (burst_id, device_id));
+-- Each device's bin and sensor (PUT /v1/devices/{id}/config): one row, or none.
+CREATE TABLE IF NOT EXISTS config (
+  device_id TEXT PRIMARY KEY,
+  codec TEXT,                     -- NULL: chosen from the uplink
+  bin_depth_mm INTEGER NOT NULL,
+  offset_mm INTEGER NOT NULL,
+  reporting_period_s INTEGER,
+  backfill INTEGER,               -- the device's own backfill switch; NULL: BACKFILL decides
+  updated_at INTEGER NOT NULL     -- ms since the epoch, of the last change
+);
+-- Raw uplinks kept undecoded while their device has no usable configuration
+-- (device_not_configured); decoded and admitted by the next PUT of its config.
+CREATE TABLE IF NOT EXISTS parked (
+  device_id TEXT NOT NULL,
+  frame TEXT NOT NULL,            -- the radio frame's identity: a copy is kept once
+  raw TEXT NOT NULL,              -- JSON: the plan's raw uplink (src/uplink/raw.rs)
+  rows INTEGER NOT NULL,          -- readings the uplink was counted as (received, parked)
+  route TEXT NOT NULL,
+  burst_id TEXT NOT NULL,
+  parked_at INTEGER NOT NULL,
+  PRIMARY KEY (device_id, frame)
+);
+CREATE INDEX IF NOT EXISTS parked_by_time ON parked (device_id, parked_at);
+-- The application-counter reference of a device's codec (DF703): one row, or none.
+CREATE TABLE IF NOT EXISTS codec_state (device_id TEXT PRIMARY KEY, counter_ref INTEGER NOT NULL);
+-- A device's sequence window (the core's SeqWindow, its toBytes()): one row, or none
+-- before the first reading that feeds it (windowSeqs). \`missing\`: its totals' open
+-- missing seqs, written with the bytes, for the roll-up's missing_seqs gauge.
+CREATE TABLE IF NOT EXISTS seq_window (device_id TEXT PRIMARY KEY, bytes BLOB NOT NULL, missing INTEGER NOT NULL);
+-- Each device's history of operator events (GET /v1/devices/{id}/history): key_forgotten,
+-- device_reset, device_config; the last HISTORY_EVENTS of them. AUTOINCREMENT: an id is
+-- never reused after trimming, so a page's cursor stays valid.
+CREATE TABLE IF NOT EXISTS operator_events (
+  id INTEGER PRIMARY KEY AUTOINCREMENT,
+  device_id TEXT NOT NULL,
+  at INTEGER NOT NULL,            -- ms since the epoch
+  event TEXT NOT NULL,
+  detail TEXT NOT NULL            -- JSON object
+);
+CREATE INDEX IF NOT EXISTS operator_events_by_device ON operator_events (device_id, id);
+`;
+
+/** The stub of the group object holding `device_id`. */
+export function group(env, device_id) {
+  return env.GROUPS.get(env.GROUPS.idFromName(groupName(device_id)));
+}
+
+export class GroupObject extends DurableObject {
+  constructor(ctx, env) {
+    super(ctx, env);
+    this.sql = ctx.storage.sql;
+    /** device id → Device, least recently used first. */
+    this.devices = new Map();
+    /** device id → its registration under way (`register`), so that it runs once. */
+    this.registering = new Map();
+    // A group none of whose devices ever wrote has no tables: the schema is written by
+    // the first write, or here when it exists already.
+    this.prepared = false;
+    if (this.sql.exec("SELECT 1 FROM sqlite_master WHERE type = 'table' AND name = 'readings'").toArray().length) this.prepare();
+  }
+
+  /** Creates the schema, once per object instance, before the first write. Idempotent. */
+  prepare() {
+    if (this.prepared) return;
+    this.sql.exec(SCHEMA);
+    prepareOutbox(this.sql);
+    prepareBackfill(this.sql);
+    prepareFigures(this.sql);
+    this.prepared = true;
+  }
+
+  /** The Device of `device_id`, from memory (at most CACHED_DEVICES of them) or new. */
+  device(device_id) {
+    let d = this.devices.get(device_id);
+    if (d) this.devices.delete(device_id);
+    else d = new Device(this, String(device_id));
+    this.devices.set(device_id, d);
+    if (this.devices.size > CACHED_DEVICES) {
+      const [oldest, evicted] = this.devices.entries().next().value;
+      this.devices.delete(oldest);
+      evicted.drop();
+    }
+    return d;
+  }
+
+  /**
+   * Registers `device_id` with its roll-up shard and in this group before its first
+   * write, so that a read of its ledger or configuration finds it (reads ask the
+   * shard, and start no object for an unknown device). A device the shard knew
+   * already has storage of its own from the release before groups: it is handed over first
+   * (legacy.js). Returns null, or the failure to answer: nothing may be stored.
+   */
+  async register(device_id) {
+    this.prepare();
+    if (registered(this.sql, device_id)) return null;
+    if (!this.registering.has(device_id)) {
+      const done = this.registerOnce(device_id).finally(() => this.registering.delete(device_id));
+      this.registering.set(device_id, done);
+    }
+    return this.registering.get(device_id);
+  }
+
+  async registerOnce(device_id) {
+    try {
+      const known = await registerWithShard(this.env, device_id);
+      const earlier = known && this.env.DEVICES ? await this.env.DEVICES.get(this.env.DEVICES.idFromName(device_id)).handOver() : null;
+      if (registered(this.sql, device_id)) return null;
+      this.ctx.storage.transactionSync(() => {
+        const figures = earlier ? importDevice(this.sql, device_id, earlier.tables) : undefined;
+        addDevice(this.sql, device_id, figures);
+      });
+      if (earlier) {
+        const rows = earlier.tables.readings?.length ?? 0;
+        console.log(JSON.stringify({ level: "INFO", event: "device_handed_over", device_id, readings: rows, parked: earlier.tables.parked?.length ?? 0 }));
+        await this.schedule(config(this.env));
+      }
+    } catch (e) {
+      return { ok: false, status: 503, code: "device_unavailable", message: `could not register the device with its roll-up shard: ${e?.message ?? e}` };
+    }
+    return null;
+  }
+
+  /** Takes over `device_id`'s storage of the release before groups now (its object's alarm asks: legacy.js). */
+  async adopt(device_id) {
+    const failed = await this.register(device_id);
+    if (failed) throw new Error(failed.message);
+  }
+
+  // --- the device calls (index.js): each names its device -----------------------
+
+  /** Device `ingest` for each of `calls` (a request's devices in this group), one after another: their answers, in order. */
+  async ingestMany(calls) {
+    const out = [];
+    for (const c of calls) out.push(await this.ingest(c));
+    return out;
+  }
+
+  ingest(args) {
+    return this.device(args.device_id).ingest(args);
+  }
+
+  preview(args) {
+    return this.device(args.device_id).preview(args);
+  }
+
+  configure(args) {
+    return this.device(args.device_id).configure(args);
+  }
+
+  configuration({ device_id }) {
+    return this.device(device_id).configuration();
+  }
+
+  list({ device_id, ...page }) {
+    return this.device(device_id).list(page);
+  }
+
+  gaps({ device_id }) {
+    return this.device(device_id).gaps();
+  }
+
+  redrive({ device_id, keys }) {
+    return this.device(device_id).redrive({ keys });
+  }
+
+  forget(args) {
+    return this.device(args.device_id).forget(args);
+  }
+
+  reset(args) {
+    return this.device(args.device_id).reset(args);
+  }
+
+  history({ device_id, ...page }) {
+    return this.device(device_id).history(page);
+  }
+
+  // --- the group's alarm ------------------------------------------------------------
+
+  /**
+   * Deletes rows past retention, flushes changed figures to the fleet roll-up
+   * (before delivering, which may wait on a slow origin; what delivery changes goes
+   * with the next flush), delivers what is due, and re-arms itself.
+   */
+  async alarm() {
+    this.prepare();
+    const cfg = config(this.env);
+    this.ctx.storage.transactionSync(() => {
+      const cut = this.sql.exec("DELETE FROM readings WHERE state IN ('stored', 'delivered') AND admitted_at <= ? RETURNING device_id", Date.now() - cfg.RETENTION_MS).toArray();
+      for (const device_id of new Set(cut.map((r) => r.device_id))) noteChange(this.sql, device_id);
+    });
+    await flush(this.ctx.storage, this.env, cfg);
+    if (cfg.ORIGIN_URL) await deliver(this.ctx.storage, cfg);
+    await this.schedule(cfg);
+  }
+
+  /**
+   * Arms the alarm for the earliest of: the next delivery (the open batch's retry,
+   * or at once for rows waiting for a batch), the next retention expiry, the next
+   * flush of changed figures to the fleet roll-up. An alarm set earlier is kept,
+   * unless it is overdue by more than LOST_ALARM_MS: then it is set again, for now
+   * at the earliest (the same time again would not reach workerd's scheduler).
+   */
+  async schedule(cfg) {
+    if (!this.prepared) return;
+    const now = Date.now();
+    const oldest = this.sql.exec(
+      "SELECT MIN(at) AS at FROM (SELECT MIN(admitted_at) AS at FROM readings WHERE state = 'stored' UNION ALL SELECT MIN(admitted_at) FROM readings WHERE state = 'delivered')",
+    ).one().at;
+    const candidates = [cfg.ORIGIN_URL ? nextDelivery(this.sql, now, cfg) : null, oldest === null ? null : oldest + cfg.RETENTION_MS, flushDue(this.sql, now)].filter(
+      (t) => t !== null && t !== undefined,
+    );
+    if (!candidates.length) return;
+    const next = Math.min(...candidates);
+    const current = await this.ctx.storage.getAlarm();
+    if (current === null || current > next) await this.ctx.storage.setAlarm(next);
+    else if (current < now - LOST_ALARM_MS) await this.ctx.storage.setAlarm(Math.max(next, now));
+  }
+}

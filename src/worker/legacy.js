@@ -1,0 +1,162 @@
+// The per-device objects of the release before groups (one DeviceObject per device):
+// their storage is handed over to the device's group, once, on first contact, and the
+// object then only forwards. Nothing written by that release is stranded:
+//
+// * The group asks for the storage (`handOver`) when it registers a device its shard
+//   knew already (group.js `register`), before it admits anything of it, and imports it
+//   in one transaction (`importDevice`): the ledger with its outbox and open batch (sent
+//   again under its Idempotency-Key), configuration, parked uplinks, codec counter
+//   reference, sequence window, history, counters and the figures' incarnation and
+//   version (the roll-up keeps applying them in order).
+// * An object whose alarm was armed (a backlog to deliver, rows to retire) hands over
+//   from that alarm: a device that never reports again is delivered too.
+// * A call of the earlier worker (a deployment runs two versions for a while) is
+//   forwarded to the group, after the hand-over.
+// The object's own rows are kept as they were (a backup), its alarm deleted.
+import { DurableObject } from "cloudflare:workers";
+import { group } from "./group.js";
+
+/** The tables a device object of the release before groups may hold, as it named them. */
+const TABLES = ["readings", "batches", "counted_bursts", "config", "parked", "codec_state", "seq_window", "operator_events", "counters", "stats_flush", "registered", "backfill"];
+
+export class DeviceObject extends DurableObject {
+  /** The device this storage is of (null: none was ever written). */
+  deviceId() {
+    const has = (t) => this.ctx.storage.sql.exec("SELECT 1 FROM sqlite_master WHERE type = 'table' AND name = ?", t).toArray().length > 0;
+    const sql = this.ctx.storage.sql;
+    for (const [table, column] of [["registered", "device_id"], ["stats_flush", "device_id"], ["config", "device_id"], ["readings", "device_id"]]) {
+      if (!has(table)) continue;
+      const row = sql.exec(`SELECT ${column} AS id FROM ${table} WHERE ${column} IS NOT NULL LIMIT 1`).toArray()[0];
+      if (row) return row.id;
+    }
+    return null;
+  }
+
+  /**
+   * Every table of this storage, `{table: rows}` (only those present), with `device_id`,
+   * and marks it handed over (its alarm deleted). Null for storage holding nothing.
+   */
+  async handOver() {
+    const device_id = this.deviceId();
+    if (device_id === null) return null;
+    const sql = this.ctx.storage.sql;
+    const present = new Set(sql.exec("SELECT name FROM sqlite_master WHERE type = 'table'").toArray().map((r) => r.name));
+    const tables = {};
+    for (const t of TABLES) if (present.has(t)) tables[t] = sql.exec(`SELECT * FROM ${t}`).toArray();
+    await this.ctx.storage.deleteAlarm();
+    return { device_id, tables };
+  }
+
+  /** An alarm armed by the release before groups: the group takes the device over, and delivers what waited. */
+  async alarm() {
+    const device_id = this.deviceId();
+    if (device_id !== null) await group(this.env, device_id).adopt(device_id);
+  }
+
+  /**
+   * Calls of the earlier worker, after the hand-over, answered by the group. Its reads
+   * name no device: the object's own name does (`idFromName(device_id)`), also for a
+   * device first seen by this release, of which the object holds nothing.
+   */
+  async forward(method, args) {
+    const device_id = args?.device_id ?? this.ctx.id.name ?? this.deviceId();
+    if (device_id === null) throw new Error("a device object of an earlier release without storage cannot answer");
+    return group(this.env, device_id)[method]({ ...args, device_id });
+  }
+
+  ingest(args) {
+    return this.forward("ingest", args);
+  }
+
+  preview(args) {
+    return this.forward("preview", args);
+  }
+
+  configure(args) {
+    return this.forward("configure", args);
+  }
+
+  configuration() {
+    return this.forward("configuration", {});
+  }
+
+  list(page) {
+    return this.forward("list", page);
+  }
+
+  gaps() {
+    return this.forward("gaps", {});
+  }
+
+  redrive(args) {
+    return this.forward("redrive", args);
+  }
+
+  forget(args) {
+    return this.forward("forget", args);
+  }
+
+  reset(args) {
+    return this.forward("reset", args);
+  }
+
+  history(page) {
+    return this.forward("history", page);
+  }
+}
+
+const READING_COLUMNS = ["key", "seq", "ts", "fill_pct", "admitted_at", "burst_id", "state", "attempts", "next_attempt_at", "delivered_at", "last_error", "batch_id", "frame", "verdict", "conflicts_with", "forgotten_at"];
+const DEFAULTS = { attempts: 0, verdict: "admitted" };
+
+/**
+ * Writes what `handOver` gave (`tables`) into the group's tables as `device_id`'s,
+ * inside the caller's transaction. Returns the device's figures' identity to go on
+ * with, `{incarnation, version, acknowledged}`: that of the object's own flushes, so
+ * the roll-up applies the group's flushes after them; the version one ahead, so that
+ * the group flushes the figures as it now holds them. Storage of 0.1.0, which never
+ * flushed, starts a new incarnation.
+ */
+export function importDevice(sql, device_id, tables) {
+  const rows = (t) => tables[t] ?? [];
+  const value = (r, c) => (r[c] === undefined ? (DEFAULTS[c] ?? null) : r[c]);
+  for (const r of rows("readings")) {
+    sql.exec(
+      `INSERT OR IGNORE INTO readings (device_id, ${READING_COLUMNS.join(", ")}) VALUES (?${", ?".repeat(READING_COLUMNS.length)})`,
+      device_id,
+      ...READING_COLUMNS.map((c) => value(r, c)),
+    );
+  }
+  for (const b of rows("batches")) sql.exec("INSERT OR IGNORE INTO batches (id, body) VALUES (?, ?)", b.id, b.body);
+  for (const b of rows("counted_bursts")) sql.exec("INSERT OR IGNORE INTO counted_bursts (burst_id, device_id) VALUES (?, ?)", b.burst_id, device_id);
+  for (const c of rows("config")) {
+    sql.exec(
+      "INSERT OR REPLACE INTO config (device_id, codec, bin_depth_mm, offset_mm, reporting_period_s, backfill, updated_at) VALUES (?, ?, ?, ?, ?, ?, ?)",
+      device_id, c.codec, c.bin_depth_mm, c.offset_mm, value(c, "reporting_period_s"), value(c, "backfill"), c.updated_at,
+    );
+  }
+  for (const p of rows("parked")) {
+    sql.exec("INSERT OR IGNORE INTO parked (device_id, frame, raw, rows, route, burst_id, parked_at) VALUES (?, ?, ?, ?, ?, ?, ?)", device_id, p.frame, p.raw, p.rows, p.route, p.burst_id, p.parked_at);
+  }
+  for (const c of rows("codec_state")) sql.exec("INSERT OR REPLACE INTO codec_state (device_id, counter_ref) VALUES (?, ?)", device_id, c.counter_ref);
+  for (const w of rows("seq_window")) sql.exec("INSERT OR REPLACE INTO seq_window (device_id, bytes, missing) VALUES (?, ?, ?)", device_id, w.bytes, w.missing);
+  for (const e of [...rows("operator_events")].sort((a, b) => a.id - b.id)) {
+    sql.exec("INSERT INTO operator_events (device_id, at, event, detail) VALUES (?, ?, ?, ?)", device_id, e.at, e.event, e.detail);
+  }
+  for (const b of [...rows("backfill")].sort((a, b) => a.id - b.id)) {
+    const { id, ...columns } = b;
+    const names = Object.keys(columns).filter((c) => c !== "device_id");
+    sql.exec(`INSERT INTO backfill (device_id, ${names.join(", ")}) VALUES (?${", ?".repeat(names.length)})`, device_id, ...names.map((c) => columns[c]));
+  }
+  // 0.1.0 named a counter `duplicates` and kept `pending` and `registered`.
+  const renamed = { duplicates: "duplicates_suppressed" };
+  for (const c of rows("counters")) {
+    if (c.name === "pending" || c.name === "registered") continue;
+    sql.exec(
+      "INSERT INTO counters (device_id, name, value) VALUES (?, ?, ?) ON CONFLICT (device_id, name) DO UPDATE SET value = value + excluded.value",
+      device_id, renamed[c.name] ?? c.name, c.value,
+    );
+  }
+  const flushed = rows("stats_flush")[0];
+  if (!flushed) return { incarnation: crypto.randomUUID(), version: 1, acknowledged: 0 };
+  return { incarnation: flushed.incarnation, version: flushed.version + 1, acknowledged: flushed.acknowledged };
+}
