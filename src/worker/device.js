@@ -67,6 +67,8 @@ export class Device {
     this.env = group.env;
     this.dedup = null;
     this.generation = -1;
+    /** Calls of this device under way (group.js keeps such a device in memory). */
+    this.calls = 0;
   }
 
   /** Whether the group's schema exists: before it, every read answers empty. */

@@ -24,6 +24,7 @@
 // old home for everything once, on first contact, before admitting anything.
 import { DurableObject } from "cloudflare:workers";
 import { config } from "./config.js";
+import { logNothingStored } from "./core.js";
 import { Device } from "./device.js";
 import { prepareBackfill } from "./backfill.js";
 import { deliver, nextDelivery, prepareOutbox } from "./delivery.js";
@@ -150,18 +151,28 @@ export class GroupObject extends DurableObject {
     this.prepared = true;
   }
 
-  /** The Device of `device_id`, from memory (at most CACHED_DEVICES of them) or new. */
-  device(device_id) {
+  /**
+   * `use(device)` on the Device of `device_id`, from memory (at most CACHED_DEVICES of
+   * them, the least recently used dropped first) or new. A device with a call under way
+   * is never dropped: there is one Device, one seen-set, per device.
+   */
+  async withDevice(device_id, use) {
     let d = this.devices.get(device_id);
     if (d) this.devices.delete(device_id);
     else d = new Device(this, String(device_id));
     this.devices.set(device_id, d);
-    if (this.devices.size > CACHED_DEVICES) {
-      const [oldest, evicted] = this.devices.entries().next().value;
-      this.devices.delete(oldest);
-      evicted.drop();
+    for (const [id, old] of this.devices) {
+      if (this.devices.size <= CACHED_DEVICES) break;
+      if (old.calls > 0) continue;
+      this.devices.delete(id);
+      old.drop();
     }
-    return d;
+    d.calls += 1;
+    try {
+      return await use(d);
+    } finally {
+      d.calls -= 1;
+    }
   }
 
   /**
@@ -209,51 +220,64 @@ export class GroupObject extends DurableObject {
 
   // --- the device calls (index.js): each names its device -----------------------
 
-  /** Device `ingest` for each of `calls` (a request's devices in this group), one after another: their answers, in order. */
+  /**
+   * Device `ingest` for each of `calls` (a request's devices in this group), one after
+   * another: their answers, in order. A device whose call throws answers 503
+   * `device_unavailable` (its readings not stored); the others are not held back by it.
+   */
   async ingestMany(calls) {
     const out = [];
-    for (const c of calls) out.push(await this.ingest(c));
+    for (const c of calls) {
+      try {
+        out.push(await this.ingest(c));
+      } catch (e) {
+        // As index.js when a whole call fails: a raw uplink's refused readings are its readings.
+        const refused = c.refused ?? 0;
+        logNothingStored({ device_id: c.device_id, route: c.route, burst_id: c.burst_id }, c.readings.length + (c.raw ? refused : 0), c.raw ? 0 : refused, "device_unavailable");
+        out.push({ ok: false, status: 503, code: "device_unavailable", message: String(e?.message ?? e) });
+      }
+    }
     return out;
   }
 
   ingest(args) {
-    return this.device(args.device_id).ingest(args);
+    return this.withDevice(args.device_id, (d) => d.ingest(args));
   }
 
   preview(args) {
-    return this.device(args.device_id).preview(args);
+    return this.withDevice(args.device_id, (d) => d.preview(args));
   }
 
   configure(args) {
-    return this.device(args.device_id).configure(args);
+    return this.withDevice(args.device_id, (d) => d.configure(args));
   }
 
   configuration({ device_id }) {
-    return this.device(device_id).configuration();
+    return this.withDevice(device_id, (d) => d.configuration());
   }
 
   list({ device_id, ...page }) {
-    return this.device(device_id).list(page);
+    return this.withDevice(device_id, (d) => d.list(page));
   }
 
   gaps({ device_id }) {
-    return this.device(device_id).gaps();
+    return this.withDevice(device_id, (d) => d.gaps());
   }
 
   redrive({ device_id, keys }) {
-    return this.device(device_id).redrive({ keys });
+    return this.withDevice(device_id, (d) => d.redrive({ keys }));
   }
 
   forget(args) {
-    return this.device(args.device_id).forget(args);
+    return this.withDevice(args.device_id, (d) => d.forget(args));
   }
 
   reset(args) {
-    return this.device(args.device_id).reset(args);
+    return this.withDevice(args.device_id, (d) => d.reset(args));
   }
 
   history({ device_id, ...page }) {
-    return this.device(device_id).history(page);
+    return this.withDevice(device_id, (d) => d.history(page));
   }
 
   // --- the group's alarm ------------------------------------------------------------
