@@ -95,6 +95,8 @@ const sleep = (ms) => new Promise((r) => setTimeout(r, ms));
 const iso = (ms) => new Date(ms).toISOString();
 const hub = await origin();
 
+/** The classes the meter wraps (GET /__meter): every one index.js exports that extends DurableObject. */
+const METERED = new Set();
 /** Every device id the bench uses, in upper case: an object named otherwise serves many devices. */
 const DEVICE_NAMES = new Set();
 /** The ids of a kind's devices: `prefix` + 16 hex digits in all (a DevEUI for the raw kinds). */
@@ -150,6 +152,8 @@ class Storage {
       const got = new Set(hub.accepted());
       const lost = keys.filter((k) => !got.has(k));
       if (lost.length) fail(`${name}: the origin lacks ${lost.length} admitted readings (${lost.slice(0, 3).join(", ")})`);
+      const unreadable = lines.reduce((t, l) => t + (l.unreadable_cursors ?? 0), 0);
+      if (unreadable) fail(`${name}: ${unreadable} SQL cursors could not be read at the end of a call: their rows are not all counted`);
       const thrown = lines.filter((l) => l.error);
       if (thrown.length) fail(`${name}: ${thrown.length} object calls threw; the first: ${thrown[0].class}.${thrown[0].method}: ${thrown[0].error}`);
       for (const l of lines.filter((x) => x.event === "meter")) {
@@ -246,6 +250,7 @@ async function quiet(w, keys, name) {
   let calm = 0;
   for (;;) {
     const m = await (await w.mf.dispatchFetch("http://bench/__meter")).json();
+    for (const c of m.classes) METERED.add(c);
     const lines = meterLines(w);
     const soon = m.now + ALARM_HORIZON_MS;
     const got = new Set(hub.accepted());
@@ -338,7 +343,7 @@ function union(spans) {
 const started = Date.now();
 const commit = (() => {
   try {
-    return execFileSync("git", ["rev-parse", "--short", "HEAD"], { encoding: "utf8" }).trim();
+    return execFileSync("git", ["rev-parse", "--short", "HEAD"], { encoding: "utf8", stdio: ["ignore", "pipe", "ignore"] }).trim();
   } catch {
     return "unknown";
   }
@@ -433,7 +438,7 @@ async function measure() {
     short.remove();
     await hub.close();
   }
-  return { kinds, classes: main.classes, bytesPerDevice };
+  return { kinds, classes: new Set([...main.classes, ...ledger.classes, ...short.classes]), bytesPerDevice };
 }
 
 let measured;
@@ -454,7 +459,7 @@ const share = Object.fromEntries(METRICS.map((m) => [m, byKey.life[m] - byKey.ne
 kinds.push({ key: "share", label: "  retention's share (whole life − new reading)", n: byKey.life.n, ...share, byMethod: {}, storage: {} });
 
 const cpuMsPer = (k) => (k.cpuNs ? k.cpuNs / 1e6 / k.n : 0);
-console.log(`\nMetered: ${[...classes].sort().join(", ")} (every class src/worker/index.js exports that extends DurableObject)`);
+console.log(`\nMetered: ${[...METERED].join(", ")} (every class src/worker/index.js exports that extends DurableObject); met in the windows: ${[...classes].sort().join(", ")}`);
 console.log(
   `Window of a kind: its N uplinks, one per device, sent one at a time to a worker started afresh (objects named after a device start cold, as a sensor's do ` +
     `between readings 10 minutes apart; objects that serve many devices, met in earlier windows, are woken before and during the window without a product call, ` +

@@ -167,7 +167,8 @@ class Meter {
         t.read = read;
         t.written = written;
       } catch {
-        // A cursor that cannot be read any more has given its last counts.
+        // A cursor that cannot be read any more: what it read since is not counted.
+        counts.unreadable_cursors = (counts.unreadable_cursors ?? 0) + 1;
       }
     }
     // A cursor is read again at the next line while a call of this object runs (it
@@ -235,7 +236,7 @@ class MeteredObject extends DurableObject {
     meters.set(this, meter);
   }
 
-  /** Starts the object (if it is not running) without a product call: GET /__meter/wake. */
+  /** Starts the object (if it is not running) without a product call: POST /__meter/wake. */
   __meterWake() {
     meters.get(this)?.wake();
     return true;
@@ -305,8 +306,12 @@ function meterClass(cls) {
   }
 }
 
-for (const value of Object.values(product)) {
-  if (typeof value === "function" && DurableObject.prototype.isPrototypeOf(value.prototype)) meterClass(value);
+/** The names of the classes metered: every export of index.js that extends DurableObject. */
+const meteredClasses = [];
+for (const [name, value] of Object.entries(product)) {
+  if (typeof value !== "function" || !DurableObject.prototype.isPrototypeOf(value.prototype)) continue;
+  meterClass(value);
+  meteredClasses.push(name);
 }
 
 /** Records a timer set now (while an object's call may run) and returns its settling function. */
@@ -380,6 +385,7 @@ async function wake(request, env) {
 /** GET /__meter: the isolate's live figures. */
 function snapshot() {
   return {
+    classes: meteredClasses,
     lines: live.lines,
     running: [...live.running.values()].reduce((n, k) => n + k, 0),
     errors: live.errors,
