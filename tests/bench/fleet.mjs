@@ -24,16 +24,20 @@
 // error code. Throughout, GET /v1/health is polled on its own connection every 500 ms
 // and GET /v1/stats every 2 s, and workerd's RSS sampled every second.
 //
-// Once quiet: GET /v1/stats must equal the sum of the replies' counts (received,
-// unique, duplicates_suppressed; STATS_FLUSH_MS is 1000 here), the origin must have
-// received every key a reply admitted, under that key, and a batch sent more than once
-// must have kept its Idempotency-Key (and a key its body). The figures are printed per
-// target and scenario, then as one table; the exit code is 1 when a target of the
-// issue is missed (a non-2xx reply, /v1/health slower than 1 s or failing, /v1/stats
-// slower than 2 s or failing, workerd RSS at 1 GiB or more, /v1/stats not exact, keys
-// missing at the origin, a batch's key changed, a wrong verdict), 2 when the run had
-// to stop (a worker that did not start, the --max-minutes deadline). Every wait has a
-// deadline; every child process is stopped on exit, Ctrl-C included.
+// Once quiet: GET /v1/stats must equal the sum of the replies' counts (received less
+// their not_stored, unique, duplicates_suppressed; STATS_FLUSH_MS is 1000 here) with
+// pending_deliveries 0; the origin must have received every key a reply admitted (a
+// 503's included), under that key; a batch sent more than once must have kept its
+// Idempotency-Key (and a key its body). The ledgers of 20 devices spread over the
+// fleet are read and compared with the keys their replies admitted (reported only).
+// The figures are printed per target and scenario, then as one table; the exit code
+// is 1 when a target of the issue is missed (a non-2xx reply, /v1/health slower than
+// 1 s or failing, /v1/stats slower than 2 s or failing, workerd RSS at 1 GiB or more,
+// /v1/stats not exact, keys missing at the origin, a batch's key changed, a verdict
+// against the plan), 2 when the run had to stop (a worker that did not start, the
+// --max-minutes deadline). Every wait has a deadline (a poll's is 10 s: a latency
+// of 10 s is a poll that got no answer); every child process is stopped on exit,
+// Ctrl-C included.
 //
 // RETRY_MAX_MS is --retry-max-ms (10 s) rather than wrangler.toml's hour, so that a
 // recovered origin is retried within seconds of recovering, not at the end of a
@@ -99,7 +103,7 @@ const RSS_EVERY_MS = 1000;
 const REQUEST_TIMEOUT_MS = 60_000;
 const POLL_TIMEOUT_MS = 10_000;
 const START_MS = 180_000;
-const STATS_SETTLE_MS = 60_000;
+const STATS_SETTLE_MS = 30_000;
 const STOP_MS = 15_000;
 
 const sleep = (ms) => new Promise((r) => setTimeout(r, ms));
@@ -158,11 +162,17 @@ function freePort() {
  */
 function logReader() {
   const events = new Map();
+  const runtime = { n: 0, example: null };
   let nomem = 0;
   let partial = "";
   const line = (l) => {
     if (opt.log) process.stderr.write(`${l}\n`);
     if (l.includes("SQLITE_NOMEM")) nomem++;
+    // The runtime's own complaints (workerd's, not the worker's JSON lines).
+    if (!l.includes('"level":') && /error|exceeded|overloaded|crash/i.test(l)) {
+      runtime.n++;
+      runtime.example ??= l.slice(0, 300);
+    }
     if (!l.includes('"level":"WARN"') && !l.includes('"level":"ERROR"')) return;
     const m = /"level":"(WARN|ERROR)","event":"([a-z_]+)"/.exec(l);
     const name = m ? `${m[1]} ${m[2]}` : "WARN/ERROR (no event)";
@@ -178,7 +188,7 @@ function logReader() {
       parts.forEach(line);
     });
   };
-  return { feed, summary: () => ({ nomem, events }) };
+  return { feed, summary: () => ({ nomem, events, runtime }) };
 }
 
 // --- the two targets ---------------------------------------------------------------
@@ -196,9 +206,11 @@ async function startWrangler(dir, vars, token, log) {
   fs.writeFileSync(envFile, `INGEST_TOKEN=${token}\n`, { mode: 0o600 });
   const args = [WRANGLER, "dev", "--config", path.join(ROOT, "wrangler.toml"), "--ip", "127.0.0.1", "--port", String(port), "--inspector-port", String(inspector),
     "--persist-to", path.join(dir, "persist"), "--env-file", envFile, "--show-interactive-dev-session=false", ...Object.entries(vars).flatMap(([k, v]) => ["--var", `${k}:${v}`])];
-  // No banner, so no update check (wrangler asks the npm registry for its newest version);
-  // and only --env-file's token: not process.env's (CLOUDFLARE_INCLUDE_PROCESS_ENV) nor .dev.vars.
-  const env = { ...process.env, WRANGLER_SEND_METRICS: "false", WRANGLER_HIDE_BANNER: "true", CLOUDFLARE_LOAD_DEV_VARS_FROM_DOT_ENV: "true", NO_COLOR: "1", FORCE_COLOR: "0" };
+  // No banner, so no update check (wrangler asks the npm registry for its newest
+  // version); no fetch of Request.cf's data from Cloudflare (Miniflare's default: a
+  // placeholder); and only --env-file's token, not process.env's
+  // (CLOUDFLARE_INCLUDE_PROCESS_ENV) nor .dev.vars.
+  const env = { ...process.env, WRANGLER_SEND_METRICS: "false", WRANGLER_HIDE_BANNER: "true", CLOUDFLARE_CF_FETCH_ENABLED: "false", CLOUDFLARE_LOAD_DEV_VARS_FROM_DOT_ENV: "true", NO_COLOR: "1", FORCE_COLOR: "0" };
   delete env.CLOUDFLARE_INCLUDE_PROCESS_ENV;
   const child = spawn(process.execPath, args, { cwd: ROOT, env, detached: true, stdio: ["ignore", "pipe", "pipe"] });
   log.feed(child.stdout);
@@ -345,14 +357,17 @@ function send(port, agent, method, route, headers, body, timeoutMs) {
   });
 }
 
-/** `status code` of a reply: its body's error.code, or why no answer came. */
+/**
+ * `status code` of a reply: its body's error.code; the start of its body when it has
+ * none (an answer of the runtime, not of the worker); or why no answer came.
+ */
 function outcomeOf(res) {
   if (res.status === 0) return `no answer (${res.error})`;
-  let code = "";
+  let code = null;
   try {
-    code = JSON.parse(res.text)?.error?.code ?? "";
+    code = JSON.parse(res.text)?.error?.code ?? null;
   } catch {}
-  return `${res.status}${code ? ` ${code}` : ""}`;
+  return `${res.status} ${code ?? `(no error code: ${JSON.stringify(res.text.slice(0, 60))})`}`;
 }
 
 /** A poller of `route` every `everyMs` on its own connection: latencies (ms) and failures by outcome. */
@@ -381,14 +396,15 @@ function workerdFacts() {
   let rss = 0;
   let files = 0;
   let n = 0;
-  for (const pid of workerdPids(process.pid)) {
+  const pids = workerdPids(process.pid);
+  for (const pid of pids) {
     try {
       rss += 1024 * Number(/VmRSS:\s+(\d+)/.exec(fs.readFileSync(`/proc/${pid}/status`, "utf8"))[1]);
       files += fs.readdirSync(`/proc/${pid}/fd`).length;
       n++;
     } catch {}
   }
-  return n ? { rss, files, processes: n } : null;
+  return n ? { rss, files, processes: n, pids } : null;
 }
 
 // --- the fleet ---------------------------------------------------------------------------
@@ -398,6 +414,11 @@ const deviceId = (i) => `fleet-${String(i).padStart(6, "0")}`;
 /** Whether device `i`'s round-2 reading is a replay: every fifth, spread by a multiplicative hash. */
 const replays = (i) => Math.imul(i + 1, 2654435761) >>> 0 < REPLAY_SHARE * 2 ** 32;
 /** Device `i`'s reading `seq` (1: round 1, 2: round 2's new reading): 10 minutes apart, its own fill level. */
+/** The devices whose ledgers are read at the end (sampleLedgers). */
+const LEDGER_SAMPLE = Math.min(20, DEVICES);
+const SAMPLED = new Set(Array.from({ length: LEDGER_SAMPLE }, (_, k) => Math.floor((k * DEVICES) / LEDGER_SAMPLE)));
+let REPLAYS = 0;
+for (let i = 0; i < DEVICES; i++) REPLAYS += replays(i) ? 1 : 0;
 const reading = (i, seq) => ({ device_id: deviceId(i), seq, ts: new Date(T0_MS + (i % 600) * 1000 + (seq - 1) * 600_000).toISOString(), fill_pct: ((i * 7 + seq * 31) % 1000) / 10 });
 
 /**
@@ -447,7 +468,7 @@ async function sendRound(port, token, round, tally) {
 function tally() {
   const t = {
     sent: 0, ok: 0, outcomes: new Map(), lostReadings: 0, lostByRound: [0, 0, 0], refusedByRound: [0, 0, 0],
-    counted: { received: 0, unique: 0, duplicates_suppressed: 0 }, admitted: new Map(), duplicates: 0, wrong: 0, wrongExamples: [],
+    counted: { received: 0, unique: 0, duplicates_suppressed: 0 }, admitted: new Map(), keysOf: new Map(), notStored: 0, uncounted: 0, deviceErrors: new Map(), wrong: 0, wrongExamples: [],
     firstAdmitted: new Uint8Array(DEVICES),
   };
   t.reply = (round, res, devices, kinds) => {
@@ -466,9 +487,17 @@ function tally() {
     } catch {
       return;
     }
-    if (typeof body?.received !== "number") return;
-    for (const k of Object.keys(t.counted)) t.counted[k] += body[k] ?? 0;
-    t.duplicates += body.duplicates_suppressed ?? 0;
+    if (typeof body?.received !== "number") {
+      // Not the worker's answer: what it stored of these readings is unknown.
+      if (!(res.status >= 200 && res.status < 300)) t.uncounted += devices.length;
+      return;
+    }
+    // A reply's `received` counts its not_stored readings too; /v1/stats does not
+    // (a device that failed stored nothing of the burst, its counts included).
+    const notStored = body.not_stored?.length ?? 0;
+    for (const k of Object.keys(t.counted)) t.counted[k] += (body[k] ?? 0) - (k === "received" ? notStored : 0);
+    t.notStored += notStored;
+    for (const e of body.errors ?? []) t.deviceErrors.set(e.code, (t.deviceErrors.get(e.code) ?? 0) + 1);
     const dup = new Set(body.duplicates ?? []);
     const wrong = (n, what) => {
       t.wrong++;
@@ -476,12 +505,37 @@ function tally() {
     };
     for (const { index, key } of body.admitted ?? []) {
       t.admitted.set(key, (t.admitted.get(key) ?? 0) + 1);
+      if (SAMPLED.has(devices[index])) t.keysOf.set(devices[index], [...(t.keysOf.get(devices[index]) ?? []), key]);
       if (kinds[index] === "first") t.firstAdmitted[devices[index]] = 1;
       if (kinds[index] === "replay" && t.firstAdmitted[devices[index]]) wrong(index, "was admitted again, its first copy admitted in round 1");
     }
     for (const index of dup) if (kinds[index] !== "replay") wrong(index, "was answered duplicate");
   };
   return t;
+}
+
+/**
+ * The ledgers of LEDGER_SAMPLE devices spread over the fleet, read through GET
+ * /v1/devices/{id}/readings: how many hold exactly the keys the replies admitted for
+ * that device (a reading stored by a request answered without counts would differ),
+ * with the first disagreement.
+ */
+async function sampleLedgers(port, auth, t) {
+  const agent = new http.Agent({ keepAlive: true, maxSockets: 1 });
+  const out = { read: 0, agree: 0, example: null };
+  for (const i of SAMPLED) {
+    const res = await send(port, agent, "GET", `/v1/devices/${deviceId(i)}/readings?limit=1000`, auth, null, POLL_TIMEOUT_MS);
+    let keys = null;
+    try {
+      keys = res.status === 200 ? JSON.parse(res.text).readings.map((r) => r.key).sort() : null;
+    } catch {}
+    const want = [...new Set(t.keysOf.get(i))].sort();
+    if (keys) out.read++;
+    if (keys && keys.join() === want.join()) out.agree++;
+    else out.example ??= `${deviceId(i)}: ${keys ? `ledger ${JSON.stringify(keys)}` : outcomeOf(res)}, replies admitted ${JSON.stringify(want)}`;
+  }
+  agent.destroy();
+  return out;
 }
 
 // --- one run: a target, a scenario ------------------------------------------------------
@@ -527,7 +581,7 @@ async function run(target, scenario) {
   const auth = { authorization: `Bearer ${token}` };
   const health = poller(worker.port, "/v1/health", {}, HEALTH_EVERY_MS, (res) => res.status === 200);
   const statsPoll = poller(worker.port, "/v1/stats", auth, STATS_EVERY_MS, (res) => res.status === 200);
-  const rss = { samples: [], peak: 0, peakFiles: 0 };
+  const rss = { samples: [], peak: 0, peakFiles: 0, pids: new Set() };
   const sample = () => {
     const x = workerdFacts();
     if (x) {
@@ -535,6 +589,7 @@ async function run(target, scenario) {
       rss.peak = Math.max(rss.peak, x.rss);
       rss.peakFiles = Math.max(rss.peakFiles, x.files);
       rss.processes = x.processes;
+      for (const pid of x.pids) rss.pids.add(pid);
     }
     return x;
   };
@@ -582,19 +637,21 @@ async function run(target, scenario) {
   statsAgent.destroy();
   f.statsSettleMs = performance.now() - statsStart;
   f.stats = stats;
-  // One device's ledger through the API, as a reader would see it.
-  const probeDevice = deviceId(0);
-  const ledger = await send(worker.port, undefined, "GET", `/v1/devices/${probeDevice}/readings?limit=10`, auth, null, POLL_TIMEOUT_MS);
-  f.ledgerProbe = ledger.status === 200 ? `${probeDevice}: ${JSON.parse(ledger.text).readings?.length ?? "?"} rows` : `${probeDevice}: ${outcomeOf(ledger)}`;
+  f.ledgers = await sampleLedgers(worker.port, auth, t);
   f.endRss = sample()?.rss;
   clearInterval(sampler);
   health.stopped = statsPoll.stopped = true;
   await Promise.all([health.done, statsPoll.done]);
+  const exitedEarly = await Promise.race([worker.exited, sleep(0).then(() => null)]);
   await worker.stop();
   await origin.close();
   fs.rmSync(dir, { recursive: true, force: true });
 
   // Figures and checks.
+  // Facts, not targets: what they cost shows in the replies and polls.
+  f.notes = [];
+  if (exitedEarly) f.notes.push(`the worker exited during the run (${exitedEarly.signal ?? `code ${exitedEarly.code}`})`);
+  if (rss.pids.size > (rss.processes ?? 0)) f.notes.push(`${rss.pids.size - rss.processes} workerd process(es) went away during the run (${rss.pids.size} seen, ${rss.processes} at the end)`);
   Object.assign(f, { t, origin, rss, log: log.summary() });
   const sorted = (xs) => xs.slice().sort((a, b) => a - b);
   f.health = { max: Math.max(...health.latencies), p99: percentile(sorted(health.latencies), 99), polls: health.latencies.length, failures: health.failures };
@@ -609,7 +666,8 @@ async function run(target, scenario) {
   if (f.health.max > HEALTH_LIMIT_MS || f.health.failures.size) failures.push(`/v1/health: max ${ms(f.health.max)} (limit ${HEALTH_LIMIT_MS} ms), ${sum(f.health.failures)} failed polls ${JSON.stringify(Object.fromEntries(f.health.failures))}`);
   if (f.statsLat.max > STATS_LIMIT_MS || f.statsLat.failures.size) failures.push(`/v1/stats: max ${ms(f.statsLat.max)} (limit ${STATS_LIMIT_MS} ms), ${sum(f.statsLat.failures)} failed polls ${JSON.stringify(Object.fromEntries(f.statsLat.failures))}`);
   if (rss.peak >= RSS_LIMIT) failures.push(`workerd RSS peaked at ${MiB(rss.peak)} (limit: under 1 GiB)`);
-  for (const [k, v] of Object.entries(t.counted)) if (stats?.[k] !== v) failures.push(`/v1/stats ${k} = ${stats?.[k] ?? "no answer"} after ${(f.statsSettleMs / 1000).toFixed(0)} s, the replies counted ${v}`);
+  const slack = t.uncounted ? ` (${fmt(t.uncounted)} readings were in replies without counts)` : "";
+  for (const [k, v] of Object.entries(t.counted)) if (stats?.[k] !== v) failures.push(`/v1/stats ${k} = ${stats?.[k] ?? "no answer"} after ${(f.statsSettleMs / 1000).toFixed(0)} s, the replies counted ${v}${slack}`);
   if (stats && stats.pending_deliveries !== 0) failures.push(`/v1/stats pending_deliveries = ${stats.pending_deliveries} after ${(f.statsSettleMs / 1000).toFixed(0)} s, 0 expected once the origin has every admitted key`);
   if (missing) failures.push(`${fmt(missing)} of ${fmt(t.admitted.size)} admitted keys never reached the origin within ${DRAIN_MS / 1000} s`);
   if (f.keyChanged || f.bodyChanged || origin.withoutKey) failures.push(`Idempotency-Key: ${f.keyChanged} bodies sent under more than one key, ${f.bodyChanged} keys sent with more than one body, ${origin.withoutKey} POSTs without one`);
@@ -623,15 +681,19 @@ function report(f) {
   const bad = [...t.outcomes].map(([k, n]) => `${fmt(n)}x ${k}`).join(", ") || "none";
   const polls = (p) => `max ${ms(p.max)}, p99 ${ms(p.p99)} over ${fmt(p.polls)} polls, ${[...p.failures.values()].reduce((a, b) => a + b, 0)} failed${p.failures.size ? ` ${JSON.stringify(Object.fromEntries(p.failures))}` : ""}`;
   say(`requests: ${fmt(t.sent)} sent, ${fmt(t.ok)} 2xx, ${fmt(t.sent - t.ok)} non-2xx (${bad}); readings lost (in non-2xx replies) ${fmt(t.lostReadings)}: round 1 ${pctOf(t.refusedByRound[1], f.rounds[0].requests)} of requests, round 2 ${pctOf(t.refusedByRound[2], f.rounds[1].requests)}`);
-  say(`readings: ${fmt(t.counted.received)} counted by replies, ${fmt(t.counted.unique)} admitted, ${fmt(t.counted.duplicates_suppressed)} duplicates (of ${fmt(f.rounds[1].readings)} round-2 readings ${fmt(Math.round(DEVICES * REPLAY_SHARE))} or so are replays); ${fmt(t.wrong)} verdicts against the plan`);
+  if (t.lostReadings) say(`  of those readings ${fmt(t.notStored)} not stored (the replies' not_stored), ${fmt(t.uncounted)} in replies without counts (unknown), the rest stored all the same; devices failed in the replies, by code: ${JSON.stringify(Object.fromEntries(t.deviceErrors))}`);
+  say(`readings: ${fmt(t.counted.received)} counted by replies, ${fmt(t.counted.unique)} admitted, ${fmt(t.counted.duplicates_suppressed)} duplicates (${fmt(REPLAYS)} of the ${fmt(f.rounds[1].readings)} round-2 readings are replays); ${fmt(t.wrong)} verdicts against the plan`);
   say(`/v1/health ${polls(f.health)}; /v1/stats ${polls(f.statsLat)}`);
-  say(`workerd (${rss.processes ?? 0} process(es)): RSS peak ${MiB(rss.peak)}, after round 1 ${MiB(f.rssAfterRound1)}, after round 2 ${MiB(f.loadEndRss)}, at the end ${MiB(f.endRss)} (end / after round 1: ${(f.endRss / f.rssAfterRound1).toFixed(2)}); open files up to ${fmt(rss.peakFiles)}`);
+  say(`workerd (${rss.processes ?? 0} process(es) at once, ${rss.pids.size} seen: more means one was restarted): RSS peak ${MiB(rss.peak)}, after round 1 ${MiB(f.rssAfterRound1)}, after round 2 ${MiB(f.loadEndRss)}, at the end ${MiB(f.endRss)} (end / after round 1: ${(f.endRss / f.rssAfterRound1).toFixed(2)}); open files up to ${fmt(rss.peakFiles)}`);
   say(`origin: ${fmt(origin.delivered.size)} distinct keys received of ${fmt(t.admitted.size)} admitted, ${fmt(f.missing)} missing after ${(f.drainMs / 1000).toFixed(1)} s, ${fmt(f.redelivered)} redelivered, ${fmt(f.unexplained)} no reply admitted; ${fmt(origin.posts)} POSTs (${fmt(origin.refused)} answered 503), ${fmt(f.retriedBodies)} bodies sent more than once, ${f.keyChanged} changed key, ${f.bodyChanged} keys reused for another body`);
   const s = f.stats;
-  say(`/v1/stats once quiet (after ${(f.statsSettleMs / 1000).toFixed(1)} s): ${s ? ["devices", "received", "unique", "duplicates_suppressed", "pending_deliveries", "delivered", "failed_attempts"].map((k) => `${k} ${s[k]}${k in t.counted && s[k] !== t.counted[k] ? ` (replies: ${t.counted[k]})` : ""}`).join(", ") : "no answer"}; ledger ${f.ledgerProbe}`);
-  const { nomem, events } = f.log;
-  say(`worker log: ${fmt(nomem)} lines naming SQLITE_NOMEM${[...events].map(([k, e]) => `; ${fmt(e.n)}x ${k}`).join("")}`);
+  say(`/v1/stats once quiet (after ${(f.statsSettleMs / 1000).toFixed(1)} s): ${s ? ["devices", "received", "unique", "duplicates_suppressed", "pending_deliveries", "delivered", "failed_attempts"].map((k) => `${k} ${s[k]}${k in t.counted && s[k] !== t.counted[k] ? ` (replies: ${t.counted[k]})` : ""}`).join(", ") : "no answer"}`);
+  const l = f.ledgers;
+  say(`GET /v1/devices/{id}/readings of ${LEDGER_SAMPLE} devices: ${l.read} read, ${l.agree} hold exactly the keys their replies admitted${l.example ? `; e.g. ${l.example}` : ""}`);
+  const { nomem, events, runtime } = f.log;
+  say(`worker log: ${fmt(nomem)} lines naming SQLITE_NOMEM${[...events].map(([k, e]) => `; ${fmt(e.n)}x ${k}`).join("")}; ${fmt(runtime.n)} runtime error lines${runtime.example ? `, e.g. ${runtime.example}` : ""}`);
   for (const [k, e] of events) say(`  e.g. ${k}: ${e.example}`);
+  for (const x of f.notes) say(`note: ${x}`);
   if (f.failures.length) {
     say(`MISSED ${f.failures.length} target(s):`);
     for (const x of f.failures) say(`  ${x}`);
@@ -663,6 +725,7 @@ function table(runs) {
     ["origin POSTs (503 while down)", (f) => `${fmt(f.origin.posts)} (${fmt(f.origin.refused)})`],
     ["time to deliver every admitted key", (f) => `${(f.drainMs / 1000).toFixed(1)} s`],
     ["Idempotency-Key kept on retries", (f) => (f.keyChanged || f.bodyChanged || f.origin.withoutKey ? "no" : `yes (${fmt(f.retriedBodies)} bodies resent)`)],
+    ["sampled ledgers agreeing with the replies", (f) => `${f.ledgers.agree} of ${LEDGER_SAMPLE}`],
     ["SQLITE_NOMEM lines in the log", (f) => fmt(f.log.nomem)],
     ["targets missed", (f) => fmt(f.failures.length)],
   ];
