@@ -116,17 +116,22 @@ const say = (line) => console.log(`bench:fleet: ${line}`);
 
 /** Stoppers of what this run started, each `{stop(): Promise, kill(): void}` (kill: synchronous, on exit). */
 const children = new Set();
+/** The temporary directories of the run under way (storage, bundle, token file). */
+const dirs = new Set();
 async function stopAll() {
   await Promise.all([...children].map((c) => c.stop().catch(() => {})));
+  for (const d of dirs) fs.rmSync(d, { recursive: true, force: true });
 }
 process.on("exit", () => {
   for (const c of children) c.kill();
+  for (const d of dirs) fs.rmSync(d, { recursive: true, force: true });
 });
 for (const signal of ["SIGINT", "SIGTERM"]) {
   process.on(signal, () => {
     say(`${signal}: stopping the worker and exiting`);
     stopAll().finally(() => process.exit(130));
-    setTimeout(() => process.exit(130), STOP_MS).unref();
+    // A stop waits STOP_MS for SIGTERM, then as long again after SIGKILL.
+    setTimeout(() => process.exit(130), 2 * STOP_MS + 5000).unref();
   });
 }
 const watchdog = setTimeout(() => {
@@ -544,6 +549,7 @@ async function run(target, scenario) {
   const name = `${target === "start" ? "npm start" : "serve:workerd"}, ${scenario === "healthy" ? "healthy origin" : "origin 503 then recovering"}`;
   say(`--- ${name}: ${fmt(DEVICES)} devices, ${PER_REQUEST} a request, ${IN_FLIGHT} in flight`);
   const dir = fs.mkdtempSync(path.join(os.tmpdir(), "rd-fleet-"));
+  dirs.add(dir);
   const failures = [];
   const f = { name, target, scenario, failures };
   const origin = await startOrigin(scenario === "healthy");
@@ -575,6 +581,7 @@ async function run(target, scenario) {
     await worker?.stop();
     await origin.close();
     fs.rmSync(dir, { recursive: true, force: true });
+    dirs.delete(dir);
     return f;
   }
 
@@ -646,6 +653,7 @@ async function run(target, scenario) {
   await worker.stop();
   await origin.close();
   fs.rmSync(dir, { recursive: true, force: true });
+  dirs.delete(dir);
 
   // Figures and checks.
   // Facts, not targets: what they cost shows in the replies and polls.
