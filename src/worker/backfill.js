@@ -23,6 +23,7 @@
 // credential it was sent.
 
 import { countBackfill } from "./fleet.js";
+import { fetchWithin } from "./http.js";
 
 /** The sensors that answer a history request, by codec: the port and the command. */
 const HISTORY = {
@@ -249,14 +250,8 @@ async function post(cfg, target, device_id, row) {
           { "grpc-metadata-authorization": `Bearer ${cfg.CHIRPSTACK_API_TOKEN}` },
           { queueItem: { confirmed: false, fPort: row.f_port, data: frm } },
         ];
-  const res = await fetch(url, {
-    method: "POST",
-    headers: { "content-type": "application/json", ...headers },
-    body: JSON.stringify(body),
-    redirect: "manual",
-    signal: AbortSignal.timeout(cfg.ORIGIN_TIMEOUT_MS),
-  });
-  const text = await res.text().catch(() => "");
+  const init = { method: "POST", headers: { "content-type": "application/json", ...headers }, body: JSON.stringify(body), redirect: "manual" };
+  const { res, text } = await fetchWithin(url, init, cfg.ORIGIN_TIMEOUT_MS, async (res) => ({ res, text: await res.text().catch(() => "") }));
   if (res.ok) return;
   const secret = target.via === "tts" ? target.api_key : cfg.CHIRPSTACK_API_TOKEN;
   const e = new Error(`${target.via} answered ${res.status}: ${text.split(secret).join("[credential]").slice(0, 300)}`);

@@ -90,28 +90,37 @@ ON CONFLICT (name) DO UPDATE SET value = value + excluded.value`;
 // --- device side (run inside a GroupObject, for each of its devices) ---------------
 
 /**
- * The group's tables for the roll-up: each device's counters, and one row per device
- * (`devices`, written when it registers) recording its `incarnation` (a random id
- * drawn with the row: a device whose group storage was reset or restored starts a new
- * one), the current `version` of its figures and the last version its shard
- * `acknowledged`; and the group's one `flush` row, the earliest time its next flush
- * may start.
+ * The group's tables for the roll-up: one row per device (`devices`, written when it
+ * registers) recording its `incarnation` (a random id drawn with the row: a device
+ * whose group storage was reset or restored starts a new one), the current `version`
+ * of its figures, the last version its shard `acknowledged` and its `counters` (JSON,
+ * name → count: one row written per burst, whatever it counts; no index but the key,
+ * so an update writes that one row); and the group's one `flush` row, the earliest
+ * time its next flush may start.
  */
 const FIGURES_SCHEMA = `
-CREATE TABLE IF NOT EXISTS counters (device_id TEXT NOT NULL, name TEXT NOT NULL, value INTEGER NOT NULL, PRIMARY KEY (device_id, name)) WITHOUT ROWID;
 CREATE TABLE IF NOT EXISTS devices (
   device_id TEXT PRIMARY KEY,
   incarnation TEXT NOT NULL,
   version INTEGER NOT NULL,
   acknowledged INTEGER NOT NULL,
-  registered_at INTEGER NOT NULL
+  registered_at INTEGER NOT NULL,
+  counters TEXT NOT NULL DEFAULT '{}'
 );
 CREATE TABLE IF NOT EXISTS flush (id INTEGER PRIMARY KEY CHECK (id = 0), next_flush_at INTEGER NOT NULL);
 `;
 
-/** Adds to a device's named counter in the group's `counters` table. */
-const COUNT_DEVICE = `INSERT INTO counters (device_id, name, value) VALUES (?, ?, ?)
-ON CONFLICT (device_id, name) DO UPDATE SET value = value + excluded.value`;
+/**
+ * Adds `counts` (name → n) to the device's counters and marks its figures changed, in
+ * one row's write.
+ */
+function addCounts(sql, device_id, counts) {
+  const row = sql.exec("SELECT counters FROM devices WHERE device_id = ?", device_id).toArray()[0];
+  if (!row) return;
+  const counters = JSON.parse(row.counters);
+  for (const [name, n] of Object.entries(counts)) if (n) counters[name] = (counters[name] ?? 0) + n;
+  sql.exec("UPDATE devices SET counters = ?, version = version + 1 WHERE device_id = ?", JSON.stringify(counters), device_id);
+}
 
 /** Creates the group's roll-up tables. Idempotent. */
 export function prepareFigures(sql) {
@@ -140,14 +149,15 @@ export async function registerWithShard(env, device_id) {
  * `incarnation`, `version` and `acknowledged` (a device handed over goes on with its
  * own), else a new incarnation from version 0.
  */
-export function addDevice(sql, device_id, { incarnation = crypto.randomUUID(), version = 0, acknowledged = version } = {}) {
+export function addDevice(sql, device_id, { incarnation = crypto.randomUUID(), version = 0, acknowledged = version, counters = {} } = {}) {
   sql.exec(
-    "INSERT OR IGNORE INTO devices (device_id, incarnation, version, acknowledged, registered_at) VALUES (?, ?, ?, ?, ?)",
+    "INSERT OR IGNORE INTO devices (device_id, incarnation, version, acknowledged, registered_at, counters) VALUES (?, ?, ?, ?, ?, ?)",
     device_id,
     incarnation,
     version,
     acknowledged,
     Date.now(),
+    JSON.stringify(counters),
   );
 }
 
@@ -159,9 +169,9 @@ export function addDevice(sql, device_id, { incarnation = crypto.randomUUID(), v
  * counted only when that is (a retried call counts its rejections no second time).
  */
 export function countBurst(sql, device_id, counts, rejectedCodes = {}) {
-  for (const name of COUNTERS) if (counts[name]) sql.exec(COUNT_DEVICE, device_id, name, counts[name]);
-  if (counts.rejected) for (const [code, n] of Object.entries(rejectedCodes)) sql.exec(COUNT_DEVICE, device_id, REJECTED + code, n);
-  noteChange(sql, device_id);
+  const add = Object.fromEntries(COUNTERS.map((name) => [name, counts[name] ?? 0]));
+  if (counts.rejected) for (const [code, n] of Object.entries(rejectedCodes)) add[REJECTED + code] = n;
+  addCounts(sql, device_id, add);
 }
 
 /** `{code: n}`: how many of `rejected` (objects with a `code`: rejections as a reply lists them) have each code. */
@@ -182,8 +192,7 @@ export function sumOf(counts) {
  * the request (backfill.js).
  */
 export function countBackfill(sql, device_id, outcome) {
-  sql.exec(COUNT_DEVICE, device_id, `backfill_${outcome}`, 1);
-  noteChange(sql, device_id);
+  addCounts(sql, device_id, { [`backfill_${outcome}`]: 1 });
 }
 
 /** Marks the device's figures changed (a delivery attempt, a retention delete). */
@@ -265,9 +274,8 @@ function withTimeout(promise, ms) {
  * counters with a label in their name (`rejected:<code>`).
  */
 function figures(sql, device_id) {
-  const rows = sql.exec("SELECT name, value FROM counters WHERE device_id = ?", device_id).toArray();
-  const counters = Object.fromEntries(rows.map((r) => [r.name, r.value]));
-  const labelled = Object.fromEntries(rows.filter((r) => r.name.startsWith(REJECTED)).map((r) => [r.name, r.value]));
+  const counters = JSON.parse(sql.exec("SELECT counters FROM devices WHERE device_id = ?", device_id).one().counters);
+  const labelled = Object.fromEntries(Object.entries(counters).filter(([name]) => name.startsWith(REJECTED)));
   const b = sql
     .exec(
       `SELECT COUNT(*) AS rows,
@@ -492,8 +500,10 @@ export class FleetObject extends DurableObject {
         oldest_undelivered_at INTEGER,
         flushed_at INTEGER NOT NULL
       );
-      CREATE INDEX IF NOT EXISTS device_figures_oldest ON device_figures (oldest_undelivered_at);
-      CREATE INDEX IF NOT EXISTS device_figures_flushed ON device_figures (flushed_at);
+      -- No index but the key: a flush writes each device's one row (an index on its times
+      -- would write two more); summary() reads them all instead, for /v1/stats only.
+      DROP INDEX IF EXISTS device_figures_oldest;
+      DROP INDEX IF EXISTS device_figures_flushed;
       CREATE TABLE IF NOT EXISTS counters (name TEXT PRIMARY KEY, value INTEGER NOT NULL);
       CREATE TABLE IF NOT EXISTS registered (device_id TEXT PRIMARY KEY, at INTEGER NOT NULL);`);
   }
@@ -526,52 +536,63 @@ export class FleetObject extends DurableObject {
    * counter the flush does not name (a device of an earlier version, after a rollback,
    * has no `backfill_*`, no `labelled`) keeps its value: a counter never goes back.
    */
-  apply({ device_id, incarnation, version, oldest_undelivered_at, labelled, ...figures }) {
-    return this.ctx.storage.transactionSync(() => {
-      const row = this.sql.exec("SELECT incarnation, version, figures FROM device_figures WHERE device_id = ?", device_id).toArray()[0];
-      const same = row?.incarnation === incarnation;
-      if (same && row.version >= version) return false;
-      const before = row ? JSON.parse(row.figures) : {};
-      const kept = {};
-      for (const name of SUMMED) {
-        // Counters of an earlier incarnation stay counted; its gauges are replaced.
-        const gauge = BACKLOG.includes(name);
-        const was = same || gauge ? (before[name] ?? 0) : 0;
-        kept[name] = figures[name] ?? (gauge ? 0 : was);
-        const delta = kept[name] - was;
-        if (delta) this.sql.exec(COUNT, name, delta);
-      }
-      // Labelled counters, likewise. A row that a shard of an earlier version wrote has
-      // none: that shard counted its device's rejections without codes (not_recorded).
-      // The device's codes are added when they can all be rejections this flush adds;
-      // else some were counted already, and the codes become the row's starting point
-      // (adding them would take those rejections back out of not_recorded).
-      let wasLabelled = same ? (before.labelled ?? {}) : {};
-      if (same && !before.labelled && labelled && sumOf(labelled) > kept.rejected - (before.rejected ?? 0)) wasLabelled = labelled;
-      kept.labelled = labelled ?? wasLabelled;
-      for (const name of new Set([...Object.keys(kept.labelled), ...Object.keys(wasLabelled)])) {
-        const delta = (kept.labelled[name] ?? 0) - (wasLabelled[name] ?? 0);
-        if (delta) this.sql.exec(COUNT, name, delta);
-      }
-      if (!row) this.sql.exec(COUNT, "devices", 1);
-      this.sql.exec(
-        `INSERT INTO device_figures (device_id, incarnation, version, figures, oldest_undelivered_at, flushed_at) VALUES (?, ?, ?, ?, ?, ?)
-         ON CONFLICT (device_id) DO UPDATE SET incarnation = excluded.incarnation, version = excluded.version,
-           figures = excluded.figures, oldest_undelivered_at = excluded.oldest_undelivered_at, flushed_at = excluded.flushed_at`,
-        device_id,
-        incarnation,
-        version,
-        JSON.stringify(kept),
-        oldest_undelivered_at,
-        Date.now(),
-      );
-      return true;
-    });
+  apply(report) {
+    return this.applyMany([report]) === 1;
+  }
+
+  /**
+   * `apply` of one report, the totals' changes added to `deltas` (name → n) rather than
+   * written: a flush of many devices writes each total once. Call it in a transaction.
+   */
+  applyOne({ device_id, incarnation, version, oldest_undelivered_at, labelled, ...figures }, deltas) {
+    const row = this.sql.exec("SELECT incarnation, version, figures FROM device_figures WHERE device_id = ?", device_id).toArray()[0];
+    const same = row?.incarnation === incarnation;
+    if (same && row.version >= version) return false;
+    const before = row ? JSON.parse(row.figures) : {};
+    const kept = {};
+    for (const name of SUMMED) {
+      // Counters of an earlier incarnation stay counted; its gauges are replaced.
+      const gauge = BACKLOG.includes(name);
+      const was = same || gauge ? (before[name] ?? 0) : 0;
+      kept[name] = figures[name] ?? (gauge ? 0 : was);
+      const delta = kept[name] - was;
+      if (delta) add(deltas, name, delta);
+    }
+    // Labelled counters, likewise. A row that a shard of an earlier version wrote has
+    // none: that shard counted its device's rejections without codes (not_recorded).
+    // The device's codes are added when they can all be rejections this flush adds;
+    // else some were counted already, and the codes become the row's starting point
+    // (adding them would take those rejections back out of not_recorded).
+    let wasLabelled = same ? (before.labelled ?? {}) : {};
+    if (same && !before.labelled && labelled && sumOf(labelled) > kept.rejected - (before.rejected ?? 0)) wasLabelled = labelled;
+    kept.labelled = labelled ?? wasLabelled;
+    for (const name of new Set([...Object.keys(kept.labelled), ...Object.keys(wasLabelled)])) {
+      const delta = (kept.labelled[name] ?? 0) - (wasLabelled[name] ?? 0);
+      if (delta) add(deltas, name, delta);
+    }
+    if (!row) add(deltas, "devices", 1);
+    this.sql.exec(
+      `INSERT INTO device_figures (device_id, incarnation, version, figures, oldest_undelivered_at, flushed_at) VALUES (?, ?, ?, ?, ?, ?)
+       ON CONFLICT (device_id) DO UPDATE SET incarnation = excluded.incarnation, version = excluded.version,
+         figures = excluded.figures, oldest_undelivered_at = excluded.oldest_undelivered_at, flushed_at = excluded.flushed_at`,
+      device_id,
+      incarnation,
+      version,
+      JSON.stringify(kept),
+      oldest_undelivered_at,
+      Date.now(),
+    );
+    return true;
   }
 
   /** `apply` for each of `reports` (a group's flush), in one transaction: how many were applied. */
   applyMany(reports) {
-    return this.ctx.storage.transactionSync(() => reports.filter((r) => this.apply(r)).length);
+    return this.ctx.storage.transactionSync(() => {
+      const deltas = {};
+      const applied = reports.filter((r) => this.applyOne(r, deltas)).length;
+      for (const [name, n] of Object.entries(deltas)) if (n) this.sql.exec(COUNT, name, n);
+      return applied;
+    });
   }
 
   /**
@@ -616,7 +637,7 @@ export class FleetObject extends DurableObject {
     this.sql.exec(COUNT, String(name), 1);
   }
 
-  /** This shard's totals, the oldest undelivered admission among its devices and its newest flush (each an index's end). */
+  /** This shard's totals, the oldest undelivered admission among its devices and its newest flush (a read of every device's row). */
   summary() {
     const totals = Object.fromEntries(this.sql.exec("SELECT name, value FROM counters").toArray().map((r) => [r.name, r.value]));
     const { oldest, last } = this.sql.exec("SELECT (SELECT MIN(oldest_undelivered_at) FROM device_figures) AS oldest, (SELECT MAX(flushed_at) FROM device_figures) AS last").one();

@@ -110,8 +110,9 @@ const DEFAULTS = { attempts: 0, verdict: "admitted" };
 
 /**
  * Writes what `handOver` gave (`tables`) into the group's tables as `device_id`'s,
- * inside the caller's transaction. Returns the device's figures' identity to go on
- * with, `{incarnation, version, acknowledged}`: that of the object's own flushes, so
+ * inside the caller's transaction, but its counters: returned, with the device's
+ * figures' identity to go on with, as `{incarnation, version, acknowledged,
+ * counters}` (for the `devices` row, fleet.js `addDevice`): that of the object's own flushes, so
  * the roll-up applies the group's flushes after them; the version one ahead, so that
  * the group flushes the figures as it now holds them. Storage of 0.1.0, which never
  * flushed, starts a new incarnation.
@@ -149,14 +150,13 @@ export function importDevice(sql, device_id, tables) {
   }
   // 0.1.0 named a counter `duplicates` and kept `pending` and `registered`.
   const renamed = { duplicates: "duplicates_suppressed" };
+  const counters = {};
   for (const c of rows("counters")) {
     if (c.name === "pending" || c.name === "registered") continue;
-    sql.exec(
-      "INSERT INTO counters (device_id, name, value) VALUES (?, ?, ?) ON CONFLICT (device_id, name) DO UPDATE SET value = value + excluded.value",
-      device_id, renamed[c.name] ?? c.name, c.value,
-    );
+    const name = renamed[c.name] ?? c.name;
+    counters[name] = (counters[name] ?? 0) + c.value;
   }
   const flushed = rows("stats_flush")[0];
-  if (!flushed) return { incarnation: crypto.randomUUID(), version: 1, acknowledged: 0 };
-  return { incarnation: flushed.incarnation, version: flushed.version + 1, acknowledged: flushed.acknowledged };
+  if (!flushed) return { incarnation: crypto.randomUUID(), version: 1, acknowledged: 0, counters };
+  return { incarnation: flushed.incarnation, version: flushed.version + 1, acknowledged: flushed.acknowledged, counters };
 }

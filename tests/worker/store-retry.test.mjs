@@ -159,7 +159,7 @@ function counters(dir) {
 for f in sys.argv[2:]:
     c = sqlite3.connect(f)
     if c.execute("SELECT count(*) FROM sqlite_master WHERE name = 'devices'").fetchone()[0] and c.execute("SELECT 1 FROM devices WHERE device_id = ?", (sys.argv[1],)).fetchone():
-        print(json.dumps(dict(c.execute("SELECT name, value FROM counters WHERE device_id = ?", (sys.argv[1],)).fetchall())))`;
+        print(c.execute("SELECT counters FROM devices WHERE device_id = ?", (sys.argv[1],)).fetchone()[0])`;
   return JSON.parse(execFileSync("python3", ["-c", script, DEV, ...databases(dir, "GroupObject")], { encoding: "utf8" }));
 }
 
