@@ -1,15 +1,22 @@
-// Delivery of admitted readings to ORIGIN_URL: the outbox rows of one group object
-// (state 'pending'), of any of its devices, POSTed in batches from its alarm, retried
-// with backoff. A batch holds many devices' readings, each with its `device_id`.
+// Delivery of admitted readings to ORIGIN_URL: the pending rows of one group object,
+// of any of its devices, POSTed in batches from its alarm, retried with backoff. A
+// batch holds many devices' readings, each with its `device_id`.
 //
-// A batch is formed once and stored before its first POST: its rows (the oldest
-// pending rows in no batch yet, at most DELIVERY_BATCH), its body and its
-// Idempotency-Key (the SHA-256 hex of that body). Every retry, also after a
-// restart, sends that body under that key, byte for byte. A group's batches go
-// out one at a time, in order (rowid): rows admitted meanwhile wait for the next
-// batch, so rows go out in admission order (each device's too) and never join a
-// batch already sent. Only a 2xx from
-// ORIGIN_URL itself delivers a batch; a redirect is a failure (never followed).
+// The outbox is a cursor, not a state per row: `outbox.through` is the highest rowid
+// the origin has taken, and a row is delivered when it is `pending` and at or below
+// it. Rows are admitted in rowid order, so a batch is the next pending rows after the
+// cursor, at most DELIVERY_BATCH, and delivering it moves the cursor to its last row:
+// no row is written to deliver it (a reading costs its insert and its delete, and each
+// batch a few rows: its own, the cursor, a line in the `deliveries` log that the
+// ledger reads `delivered_at` and `attempts` from).
+//
+// A batch is formed once and stored before its first POST: its rows' range, its body
+// and its Idempotency-Key (the SHA-256 hex of that body). Every retry, also after a
+// restart, sends that body under that key, byte for byte. A group's batches go out
+// one at a time, in order: rows admitted meanwhile wait for the next batch, so rows go
+// out in admission order (each device's too) and never join a batch already sent.
+// Only a 2xx from ORIGIN_URL itself delivers a batch; a redirect is a failure (never
+// followed).
 //
 // A batch keeps its composition and key only while its fate is unknown (a timeout, a
 // connection error, a 5xx, 408, 409, 425, 429: the origin may have stored it) or the
@@ -18,8 +25,12 @@
 // it: the batch is split in two new batches (new keys), sent at once, first half
 // first; a single reading refused is parked (state 'refused': kept, counted, logged
 // `delivery_refused`, never retried by itself), and the readings after it go on.
+//
+// A batch handed over by a device object of the release before groups (legacy.js) has
+// no range: it is sent as it was, under its key, until the origin takes it; its
+// readings are pending rows of the group too, and go out again in the group's batches
+// (at least once, under the same keys).
 import { isoTime } from "./core.js";
-import { noteChange } from "./fleet.js";
 import { fetchWithin } from "./http.js";
 
 /**
@@ -41,35 +52,72 @@ const QUOTE = 200;
 const REFUSED = new Set([400, 413, 422]);
 
 /**
- * Creates what stable batches need beside the `readings` table (and its `batch_id`
- * column): the `batches` table (the body sent, verbatim) and the index of rows in a
- * batch. Idempotent.
+ * Creates the outbox beside the `readings` table: the cursor, the `batches` (the body
+ * sent, verbatim, and the rows it covers: `first_rowid` … `last_rowid`, null for a
+ * batch handed over) and the `deliveries` log. Idempotent.
  */
 export function prepareOutbox(sql) {
   sql.exec(`
+CREATE TABLE IF NOT EXISTS outbox (id INTEGER PRIMARY KEY CHECK (id = 0), through INTEGER NOT NULL);
+INSERT OR IGNORE INTO outbox (id, through) VALUES (0, 0);
 CREATE TABLE IF NOT EXISTS batches (
-  id TEXT PRIMARY KEY,            -- the Idempotency-Key: SHA-256 hex of body
-  body TEXT NOT NULL              -- the request body, sent verbatim on every attempt
+  seq INTEGER PRIMARY KEY,        -- the order batches go out in
+  id TEXT NOT NULL,               -- the Idempotency-Key: SHA-256 hex of body
+  body TEXT NOT NULL,             -- the request body, sent verbatim on every attempt
+  first_rowid INTEGER,            -- the pending rows it carries are those in this range
+  last_rowid INTEGER,
+  rows INTEGER NOT NULL,
+  attempts INTEGER NOT NULL DEFAULT 0,
+  next_attempt_at INTEGER,
+  last_error TEXT
 );
-CREATE INDEX IF NOT EXISTS readings_by_batch ON readings (batch_id) WHERE batch_id IS NOT NULL;
+-- A delivered batch: its rows' delivery time and attempts, for the ledger; deleted with
+-- its rows by retention.
+CREATE TABLE IF NOT EXISTS deliveries (first_rowid INTEGER PRIMARY KEY, last_rowid INTEGER NOT NULL, delivered_at INTEGER NOT NULL, attempts INTEGER NOT NULL);
 `);
 }
 
 /**
- * Delivers what is due from `storage` (a group object's storage): the open batch
- * if its retry is due, else a new batch of the oldest pending rows; up to ROUNDS
- * batches while the origin accepts them. Throws (after logging
- * `delivery_not_recorded`) when storage refuses a write (`record`).
+ * The rowid of a row inserted now: past every row, and past the cursor, so that it
+ * counts as undelivered even when retention deleted every row up to the cursor (a
+ * plain rowid would reuse those numbers).
  */
-export async function deliver(storage, cfg) {
+export const NEXT_ROWID = "(SELECT MAX(COALESCE((SELECT MAX(rowid) FROM readings), 0), (SELECT through FROM outbox)) + 1)";
+
+/** The outbox cursor: rows at or below it that are `pending` were delivered. */
+export function outboxThrough(sql) {
+  return sql.exec("SELECT through FROM outbox").one().through;
+}
+
+/**
+ * The group's backlog now, counted from its rows (a read of each: done once per object
+ * instance, then kept up by `Backlog`): `{pending, delivered, refused, ledger_rows}`.
+ */
+export function countBacklog(sql) {
+  const through = outboxThrough(sql);
+  return sql
+    .exec(
+      `SELECT COUNT(*) AS ledger_rows,
+              COALESCE(SUM(state = 'pending' AND rowid > ?1), 0) AS pending,
+              COALESCE(SUM(state = 'delivered' OR (state = 'pending' AND rowid <= ?1)), 0) AS delivered,
+              COALESCE(SUM(state = 'refused'), 0) AS refused
+       FROM readings`,
+      through,
+    )
+    .one();
+}
+
+/**
+ * Delivers what is due from `storage` (a group object's storage): the open batch if
+ * its retry is due, else a new batch of the oldest pending rows; up to ROUNDS batches
+ * while the origin accepts them. `backlog` (group.js) hears of every change to the
+ * counts. Throws (after logging `delivery_not_recorded`) when storage refuses a write
+ * (`record`).
+ */
+export async function deliver(storage, cfg, backlog) {
   const sql = storage.sql;
   for (let round = 0; round < ROUNDS; round++) {
     let batch = openBatch(sql);
-    if (batch && batch.rows === 0) {
-      // Nothing of it left to deliver (its rows were deleted by hand): close it.
-      sql.exec("DELETE FROM batches WHERE id = ?", batch.id);
-      continue;
-    }
     if (batch && !due(batch.next_attempt_at, Date.now(), cfg)) return;
     if (!batch) {
       batch = await formBatch(storage, cfg);
@@ -81,86 +129,92 @@ export async function deliver(storage, cfg) {
     const outcome = await post(cfg, batch);
     const t = Date.now();
     if (outcome.error === null) {
+      let taken = 0;
       record(storage, batch, "delivered", () => {
-        sql.exec(
-          "UPDATE readings SET state = 'delivered', delivered_at = ?, attempts = attempts + 1, last_error = NULL, batch_id = NULL WHERE batch_id = ? AND state = 'pending'",
-          t,
-          batch.id,
-        );
-        sql.exec("DELETE FROM batches WHERE id = ?", batch.id);
-        for (const device_id of batch.devices) noteChange(sql, device_id);
+        if (batch.last_rowid !== null) {
+          taken = pendingIn(sql, batch.first_rowid, batch.last_rowid);
+          sql.exec("UPDATE outbox SET through = MAX(through, ?)", batch.last_rowid);
+          sql.exec("INSERT OR REPLACE INTO deliveries (first_rowid, last_rowid, delivered_at, attempts) VALUES (?, ?, ?, ?)", batch.first_rowid, batch.last_rowid, t, batch.attempts + 1);
+        }
+        sql.exec("DELETE FROM batches WHERE seq = ?", batch.seq);
       });
+      backlog.delivered(taken);
       continue;
     }
-    if (REFUSED.has(outcome.status)) {
+    if (REFUSED.has(outcome.status) && batch.last_rowid !== null) {
       log("WARN", "delivery_failed", batch, outcome.error);
-      await refuse(storage, batch, outcome, t);
+      await refuse(storage, batch, outcome, backlog);
       continue;
     }
     const backoff = Math.min(cfg.RETRY_MAX_MS, cfg.RETRY_BASE_MS * 2 ** Math.min(batch.attempts, 40));
     const wait = Math.max(backoff, Math.min(cfg.RETRY_MAX_MS, outcome.retryAfterMs));
     log("WARN", "delivery_failed", batch, outcome.error);
     record(storage, batch, "failed", () => {
-      sql.exec(
-        "UPDATE readings SET attempts = attempts + 1, next_attempt_at = ?, last_error = ? WHERE batch_id = ? AND state = 'pending'",
-        t + wait,
-        outcome.error,
-        batch.id,
-      );
-      // The backlog figures moved: flush them to the roll-up.
-      for (const device_id of batch.devices) noteChange(sql, device_id);
+      sql.exec("UPDATE batches SET attempts = attempts + 1, next_attempt_at = ?, last_error = ? WHERE seq = ?", t + wait, outcome.error, batch.seq);
     });
+    // The backlog figures moved (failed attempts): flushed to the roll-up.
+    backlog.changed();
     return;
   }
 }
 
+/** How many rows in `first` … `last` are pending (a batch's, still to deliver). */
+function pendingIn(sql, first, last) {
+  return sql.exec("SELECT COUNT(*) AS n FROM readings WHERE rowid BETWEEN ? AND ? AND state = 'pending'", first, last).one().n;
+}
+
 /**
- * After a refusal of `batch`'s content: a single reading is parked (`refused`, out of
- * any batch, kept until an operator re-drives it); more are split in two new batches
- * (new bodies, new keys: the origin stored nothing under the old one), due at once
- * and ahead of any other batch, the first half first. The halves follow the body
- * sent, so a row renewed meanwhile keeps its place.
+ * After a refusal of `batch`'s content: a single reading is parked (`refused`, kept
+ * until an operator re-drives it, its attempts and last error on its row, and the
+ * cursor past it); more are split in two new batches (new bodies, new keys: the origin
+ * stored nothing under the old one), due at once and ahead of any other batch, the
+ * first half first. The halves follow the body sent.
  */
-async function refuse(storage, batch, outcome, t) {
+async function refuse(storage, batch, outcome, backlog) {
   const sql = storage.sql;
-  const live = new Set(sql.exec("SELECT key FROM readings WHERE batch_id = ? AND state = 'pending'", batch.id).toArray().map((r) => r.key));
-  const readings = JSON.parse(batch.body).readings.filter((r) => live.has(r.key));
-  const fail = () =>
-    sql.exec(
-      "UPDATE readings SET attempts = attempts + 1, last_error = ?, next_attempt_at = ? WHERE batch_id = ? AND state = 'pending'",
-      outcome.error,
-      t,
-      batch.id,
-    );
+  const readings = JSON.parse(batch.body).readings;
   if (readings.length <= 1) {
+    let refused = 0;
     record(storage, batch, "refused", () => {
-      fail();
-      sql.exec("UPDATE readings SET state = 'refused', next_attempt_at = NULL, batch_id = NULL WHERE batch_id = ? AND state = 'pending'", batch.id);
-      sql.exec("DELETE FROM batches WHERE id = ?", batch.id);
-      for (const device_id of batch.devices) noteChange(sql, device_id);
+      refused = sql.exec(
+        "UPDATE readings SET state = 'refused', attempts = ?, last_error = ?, next_attempt_at = NULL WHERE rowid BETWEEN ? AND ? AND state = 'pending'",
+        batch.attempts + 1,
+        outcome.error,
+        batch.first_rowid,
+        batch.last_rowid,
+      ).rowsWritten;
+      sql.exec("UPDATE outbox SET through = MAX(through, ?)", batch.last_rowid);
+      sql.exec("DELETE FROM batches WHERE seq = ?", batch.seq);
     });
+    backlog.refused(refused);
     for (const r of readings) {
       console.log(JSON.stringify({ level: "ERROR", event: "delivery_refused", device_id: r.device_id, batch: batch.id, key: r.key, status: outcome.status, error: outcome.error }));
     }
     return;
   }
   const mid = Math.ceil(readings.length / 2);
+  // The first row of the second half: where the first half's range ends.
+  const split = sql.exec("SELECT rowid FROM readings WHERE key = ?", readings[mid].key).one().rowid;
   const halves = [];
-  for (const part of [readings.slice(0, mid), readings.slice(mid)]) {
+  for (const [part, first, last] of [
+    [readings.slice(0, mid), batch.first_rowid, split - 1],
+    [readings.slice(mid), split, batch.last_rowid],
+  ]) {
     const body = JSON.stringify({ readings: part });
-    halves.push({ body, keys: part.map((r) => r.key), id: await digest(body) });
+    halves.push({ body, first, last, rows: part.length, id: await digest(body) });
   }
   record(storage, batch, "split", () => {
-    fail();
-    // Ahead of every batch formed so far (batches go out in rowid order).
-    const first = sql.exec("SELECT MIN(rowid) AS at FROM batches").one().at - halves.length;
+    // Ahead of every batch formed so far (batches go out in seq order).
+    const first = sql.exec("SELECT MIN(seq) AS at FROM batches").one().at - halves.length;
     halves.forEach((h, i) => {
-      for (const key of h.keys) sql.exec("UPDATE readings SET batch_id = ? WHERE key = ? AND batch_id = ? AND state = 'pending'", h.id, key, batch.id);
-      sql.exec("INSERT INTO batches (rowid, id, body) VALUES (?, ?, ?)", first + i, h.id, h.body);
+      sql.exec(
+        "INSERT INTO batches (seq, id, body, first_rowid, last_rowid, rows, attempts, next_attempt_at, last_error) VALUES (?, ?, ?, ?, ?, ?, ?, NULL, ?)",
+        first + i, h.id, h.body, h.first, h.last, h.rows, batch.attempts + 1, outcome.error,
+      );
     });
-    sql.exec("DELETE FROM batches WHERE id = ?", batch.id);
-    for (const device_id of batch.devices) noteChange(sql, device_id);
+    sql.exec("DELETE FROM batches WHERE seq = ?", batch.seq);
   });
+  backlog.changed();
 }
 
 /**
@@ -186,11 +240,16 @@ function record(storage, batch, outcome, write) {
  */
 export function nextDelivery(sql, now, cfg) {
   const batch = openBatch(sql);
-  if (batch) return batch.next_attempt_at === null ? now : due(batch.next_attempt_at, now, cfg) ? Math.min(batch.next_attempt_at, now) : batch.next_attempt_at;
-  const oldest = sql.exec("SELECT MIN(next_attempt_at) AS at FROM readings WHERE state = 'pending' AND batch_id IS NULL").one().at;
-  if (oldest === null || oldest === undefined) return null;
-  const at = oldest + DELIVERY_LINGER_MS;
+  if (batch) return due(batch.next_attempt_at, now, cfg) ? Math.min(batch.next_attempt_at ?? now, now) : batch.next_attempt_at;
+  const oldest = firstPending(sql);
+  if (!oldest) return null;
+  const at = oldest.next_attempt_at + DELIVERY_LINGER_MS;
   return due(at, now, cfg) ? Math.min(at, now) : at;
+}
+
+/** The first pending row past the cursor (`{rowid, admitted_at, next_attempt_at}`), or undefined. */
+export function firstPending(sql) {
+  return sql.exec("SELECT rowid, admitted_at, COALESCE(next_attempt_at, admitted_at) AS next_attempt_at FROM readings WHERE rowid > ? AND state = 'pending' ORDER BY rowid LIMIT 1", outboxThrough(sql)).toArray()[0];
 }
 
 /** Whether a retry set for `at` is due at `now`; see nextDelivery. */
@@ -198,31 +257,22 @@ function due(at, now, cfg) {
   return at === null || at <= now || at > now + cfg.RETRY_MAX_MS;
 }
 
-/** The open batch (at most one) with its rows' schedule and `devices` (their ids), or undefined. */
-function openBatch(sql) {
-  const batch = sql
-    .exec(
-      `SELECT b.id, b.body, COUNT(r.key) AS rows, MIN(r.next_attempt_at) AS next_attempt_at,
-              COALESCE(MAX(r.attempts), 0) AS attempts, json_group_array(DISTINCT r.device_id) AS devices
-       FROM (SELECT rowid, id, body FROM batches ORDER BY rowid LIMIT 1) AS b
-       LEFT JOIN readings AS r ON r.batch_id = b.id AND r.state = 'pending'
-       GROUP BY b.id`,
-    )
-    .toArray()[0];
-  if (!batch) return undefined;
-  return { ...batch, devices: JSON.parse(batch.devices).filter((d) => d !== null) };
+/** The open batch (the first), or undefined. */
+export function openBatch(sql) {
+  return sql.exec("SELECT seq, id, body, first_rowid, last_rowid, rows, attempts, next_attempt_at, last_error FROM batches ORDER BY seq LIMIT 1").toArray()[0];
 }
 
 /**
- * Forms a batch of the oldest pending rows in no batch, and stores it (body,
- * Idempotency-Key, membership) before it is sent. Undefined when none waits.
+ * Forms a batch of the oldest pending rows past the cursor, and stores it (body,
+ * Idempotency-Key, range) before it is sent. Undefined when none waits.
  */
 async function formBatch(storage, cfg) {
   const sql = storage.sql;
   const rows = sql
     .exec(
-      `SELECT key, device_id, seq, ts, fill_pct, admitted_at, verdict, conflicts_with, attempts FROM readings
-       WHERE state = 'pending' AND batch_id IS NULL ORDER BY admitted_at, rowid LIMIT ?`,
+      `SELECT rowid, key, device_id, seq, ts, fill_pct, admitted_at, verdict, conflicts_with FROM readings
+       WHERE rowid > ? AND state = 'pending' ORDER BY rowid LIMIT ?`,
+      outboxThrough(sql),
       cfg.DELIVERY_BATCH,
     )
     .toArray();
@@ -240,15 +290,15 @@ async function formBatch(storage, cfg) {
     })),
   });
   const id = await digest(body);
-  // While the digest was awaited a row may have been renewed (re-admitted after its
-  // TTL: same key, same content); it joins with its new admission time, which the
-  // body does not show. Nothing else changes a pending row outside this alarm.
-  // `attempts`: rows tried before an upgrade to stable batches keep their backoff.
-  const attempts = rows.reduce((n, r) => Math.max(n, r.attempts), 0);
-  const batch = { id, body, rows: rows.length, attempts, devices: [...new Set(rows.map((r) => r.device_id))] };
+  // While the digest was awaited a row may have been renewed in place (re-admitted
+  // after its TTL: same key, same content, same rowid): it stays in the batch, with its
+  // new admission time, which the body does not show. Rows admitted meanwhile come after.
+  const batch = { seq: null, id, body, first_rowid: rows[0].rowid, last_rowid: rows[rows.length - 1].rowid, rows: rows.length, attempts: 0, next_attempt_at: null };
   record(storage, batch, "formed", () => {
-    for (const r of rows) sql.exec("UPDATE readings SET batch_id = ? WHERE key = ? AND state = 'pending' AND batch_id IS NULL", id, r.key);
-    sql.exec("INSERT INTO batches (id, body) VALUES (?, ?)", id, body);
+    batch.seq = sql.exec(
+      "INSERT INTO batches (id, body, first_rowid, last_rowid, rows) VALUES (?, ?, ?, ?, ?) RETURNING seq",
+      id, body, batch.first_rowid, batch.last_rowid, batch.rows,
+    ).one().seq;
   });
   return batch;
 }
@@ -318,5 +368,6 @@ function hex(buffer) {
 }
 
 function log(level, event, batch, error) {
-  console.log(JSON.stringify({ level, event, devices: batch.devices.length, batch: batch.id, readings: batch.rows, attempts: batch.attempts + 1, error }));
+  const devices = new Set(JSON.parse(batch.body).readings.map((r) => r.device_id)).size;
+  console.log(JSON.stringify({ level, event, devices, batch: batch.id, readings: batch.rows, attempts: batch.attempts + 1, error }));
 }

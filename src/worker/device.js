@@ -9,27 +9,21 @@ import { config } from "./config.js";
 import { ADMITTED, auditLine, CONFLICT, Deduplicator, DUPLICATE, guarded, HttpError, idempotencyKey, isoTime, logNothingStored, SeqWindow, wasmGeneration } from "./core.js";
 import { backfillStep, backfillView, cancelBackfill } from "./backfill.js";
 import { decodeRaw, decodedView, previewNotDecoded } from "./decode.js";
+import { NEXT_ROWID, openBatch, outboxThrough } from "./delivery.js";
 import { byCode, countBurst, noteChange, NOT_RECORDED, sumOf } from "./fleet.js";
 
 // A key that expired from the seen-set and arrives again is admitted again (the
-// core's TTL semantics), so its row is replaced rather than duplicated. REPLACE
-// (delete + insert) gives the renewed row a new rowid: rows in (admitted_at, rowid)
-// order are the admissions in the order the seen-set made them, which the cold
-// rebuild relies on. A row renewed while its batch is open (sent, not yet answered
-// 2xx) stays in that batch with its attempts, schedule and last error: the reading
-// (same key, hence same content) is already on its way, and the batch is sent
-// unchanged; the row takes only the new admission time, for the seen-set. A row
-// renewed after delivery, or before it joined a batch, starts afresh. A renewed row
-// takes its new admission's verdict (`admitted` or `conflict`) and `conflicts_with`.
-const INSERT = `
-INSERT OR REPLACE INTO readings
-  (key, device_id, seq, ts, fill_pct, admitted_at, burst_id, state, next_attempt_at, attempts, last_error, batch_id, frame, verdict, conflicts_with)
-SELECT n.key, n.device_id, n.seq, n.ts, n.fill_pct, n.admitted_at, n.burst_id,
-       COALESCE(o.state, n.state), COALESCE(o.next_attempt_at, n.next_attempt_at),
-       COALESCE(o.attempts, 0), o.last_error, o.batch_id, n.frame, n.verdict, n.conflicts_with
-FROM (SELECT ? AS key, ? AS device_id, ? AS seq, ? AS ts, ? AS fill_pct, ? AS admitted_at,
-             ? AS burst_id, ? AS state, ? AS next_attempt_at, ? AS frame, ? AS verdict, ? AS conflicts_with) AS n
-LEFT JOIN readings AS o ON o.key = n.key AND o.device_id = n.device_id AND o.state = 'pending' AND o.batch_id IS NOT NULL`;
+// core's TTL semantics), so its row is renewed rather than duplicated (`store`). A row
+// still to deliver is renewed in place: it keeps its rowid, so its place in the outbox
+// (and in an open batch: the reading, same key and content, is already on its way and
+// the batch is sent unchanged); it takes the new admission's time, burst, verdict and
+// `conflicts_with`. A row delivered, refused or ledger-only is replaced (delete and
+// insert): a new rowid, after every row before it, so it is delivered afresh; rows in
+// (admitted_at, rowid) order stay the admissions in the order the seen-set made them,
+// which the cold rebuild relies on.
+const INSERT = `INSERT INTO readings (rowid, key, device_id, seq, ts, fill_pct, admitted_at, burst_id, state, next_attempt_at, frame, verdict, conflicts_with)
+VALUES (${NEXT_ROWID}, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`;
+const RENEW_IN_PLACE = `UPDATE readings SET admitted_at = ?, burst_id = ?, frame = ?, verdict = ?, conflicts_with = ?, forgotten_at = NULL WHERE rowid = ?`;
 
 /** Writes of one burst's transaction, the first included, before it answers 503. */
 const STORE_WRITES = 3;
@@ -274,6 +268,8 @@ export class Device {
       const counts = out.counts;
       // Stored and counted by the earlier call: nothing to write.
       if (out.counted && !counts.received) break;
+      // What the rows stored change in the group's backlog (ledger.js), once committed.
+      const moved = { ledger_rows: 0, pending: 0, delivered: 0, refused: 0 };
       try {
         this.ctx.storage.transactionSync(() => {
           readings.forEach((r, i) => {
@@ -281,7 +277,7 @@ export class Device {
             if (!ADMITTED.has(verdict) || out.forgotten?.has(i)) return;
             if (verdict === CONFLICT && !conflicts.has(i)) conflicts.set(i, this.conflictOf(r.key));
             const conflictsWith = verdict === CONFLICT ? conflicts.get(i) : null;
-            this.sql.exec(INSERT, r.key, device_id, r.seq, r.ts, r.fill_pct, now, burst_id, state, state === "pending" ? now : null, r.frame ?? null, verdict === CONFLICT ? "conflict" : "admitted", conflictsWith);
+            this.store(r, { device_id, now, burst_id, state, verdict: verdict === CONFLICT ? "conflict" : "admitted", conflictsWith }, moved);
           });
           // A retried call counted already observed its seqs with the first one.
           health = windowSeqs && !out.counted ? this.observeSeqs(windowSeqs, out.verdicts, now, context) : null;
@@ -292,6 +288,7 @@ export class Device {
           }
           if (unpark !== null) this.sql.exec("DELETE FROM parked WHERE device_id = ? AND frame = ?", device_id, unpark);
         });
+        for (const [name, n] of Object.entries(moved)) this.group.backlog.add(name, n);
         break;
       } catch (e) {
         // The admitted keys are not stored: forget the seen-set, whose rebuild from
@@ -320,6 +317,27 @@ export class Device {
     await this.scheduleAfterCommit(cfg, context);
     const recovered = health ? health.recovered.map((r) => r.seq) : [];
     return { ok: true, verdicts: out.verdicts, notes, keys: readings === planned ? undefined : readings.map((r) => r.key), counts: out.counts, crossed: out.crossed, recovered, at: now };
+  }
+
+  /**
+   * Writes one admitted reading's row (inside the burst's transaction): a new row, or a
+   * renewal (see INSERT above). Adds to `moved` what it changes in the backlog.
+   */
+  store(r, { device_id, now, burst_id, state, verdict, conflictsWith }, moved) {
+    const old = this.sql.exec("SELECT rowid, state FROM readings WHERE key = ?", r.key).toArray()[0];
+    if (old?.state === "pending" && old.rowid > outboxThrough(this.sql)) {
+      this.sql.exec(RENEW_IN_PLACE, now, burst_id, r.frame ?? null, verdict, conflictsWith, old.rowid);
+      return;
+    }
+    if (old) {
+      this.sql.exec("DELETE FROM readings WHERE rowid = ?", old.rowid);
+      moved.ledger_rows -= 1;
+      if (old.state === "refused") moved.refused -= 1;
+      else if (old.state !== "stored") moved.delivered -= 1;
+    }
+    this.sql.exec(INSERT, r.key, device_id, r.seq, r.ts, r.fill_pct, now, burst_id, state, state === "pending" ? now : null, r.frame ?? null, verdict, conflictsWith);
+    moved.ledger_rows += 1;
+    if (state === "pending") moved.pending += 1;
   }
 
   /**
@@ -824,20 +842,36 @@ export class Device {
         limit,
       )
       .toArray();
+    const through = outboxThrough(this.sql);
+    const open = openBatch(this.sql);
+    // A pending row at or below the cursor was delivered: when and after how many
+    // attempts, its batch's line in `deliveries` says (delivery.js).
+    const delivery = (r) => {
+      if (r.state !== "pending") return { delivery: r.state, attempts: r.attempts, delivered_at: r.delivered_at };
+      if (r.rowid > through) {
+        const inOpen = open && open.first_rowid !== null && r.rowid >= open.first_rowid && r.rowid <= open.last_rowid;
+        return { delivery: "pending", attempts: inOpen ? open.attempts : 0, delivered_at: null };
+      }
+      const line = this.sql.exec("SELECT delivered_at, attempts FROM deliveries WHERE first_rowid <= ? ORDER BY first_rowid DESC LIMIT 1", r.rowid).toArray()[0];
+      return { delivery: "delivered", attempts: line?.attempts ?? 1, delivered_at: line?.delivered_at ?? null };
+    };
     return {
-      readings: rows.map((r) => ({
-        key: r.key,
-        seq: r.seq,
-        ts: r.ts,
-        fill_pct: r.fill_pct,
-        admitted_at: isoTime(r.admitted_at),
-        verdict: r.verdict,
-        conflicts_with: r.conflicts_with,
-        delivery: r.state,
-        attempts: r.attempts,
-        delivered_at: r.delivered_at === null ? null : isoTime(r.delivered_at),
-        forgotten_at: r.forgotten_at === null ? null : isoTime(r.forgotten_at),
-      })),
+      readings: rows.map((r) => {
+        const d = delivery(r);
+        return {
+          key: r.key,
+          seq: r.seq,
+          ts: r.ts,
+          fill_pct: r.fill_pct,
+          admitted_at: isoTime(r.admitted_at),
+          verdict: r.verdict,
+          conflicts_with: r.conflicts_with,
+          delivery: d.delivery,
+          attempts: d.attempts,
+          delivered_at: d.delivered_at === null ? null : isoTime(d.delivered_at),
+          forgotten_at: r.forgotten_at === null ? null : isoTime(r.forgotten_at),
+        };
+      }),
       next: rows.length === limit ? rows[rows.length - 1].rowid : null,
     };
   }
@@ -854,14 +888,27 @@ export class Device {
     const now = Date.now();
     let redriven = 0;
     this.ctx.storage.transactionSync(() => {
-      const chosen = keys === undefined ? " AND device_id = ?" : " AND device_id = ? AND key = ?";
+      // Each row written again after every other (a new rowid: the outbox cursor is past
+      // its old one), oldest first, with its attempts and last error.
+      const chosen = keys === undefined ? "" : " AND key = ?";
+      const rows = [];
       for (const key of keys === undefined ? [undefined] : keys) {
-        const args = key === undefined ? [this.id] : [this.id, String(key)];
-        redriven += this.sql.exec(`SELECT COUNT(*) AS n FROM readings WHERE state = 'refused'${chosen}`, ...args).one().n;
-        this.sql.exec(`UPDATE readings SET state = 'pending', batch_id = NULL, next_attempt_at = ? WHERE state = 'refused'${chosen}`, now, ...args);
+        rows.push(...this.sql.exec(`SELECT rowid, * FROM readings WHERE device_id = ? AND state = 'refused'${chosen}`, this.id, ...(key === undefined ? [] : [String(key)])).toArray());
       }
-      if (redriven) noteChange(this.sql, this.id);
+      const unique = [...new Map(rows.map((r) => [r.rowid, r])).values()].sort((a, b) => a.rowid - b.rowid);
+      rows.length = 0;
+      rows.push(...unique);
+      for (const r of rows) {
+        this.sql.exec("DELETE FROM readings WHERE rowid = ?", r.rowid);
+        this.sql.exec(
+          `INSERT INTO readings (rowid, key, device_id, seq, ts, fill_pct, admitted_at, burst_id, state, attempts, next_attempt_at, delivered_at, last_error, frame, verdict, conflicts_with, forgotten_at)
+           VALUES (${NEXT_ROWID}, ?, ?, ?, ?, ?, ?, ?, 'pending', ?, ?, NULL, ?, ?, ?, ?, ?)`,
+          r.key, r.device_id, r.seq, r.ts, r.fill_pct, r.admitted_at, r.burst_id, r.attempts, now, r.last_error, r.frame, r.verdict, r.conflicts_with, r.forgotten_at,
+        );
+      }
+      redriven = rows.length;
     });
+    this.group.backlog.refused(-redriven);
     if (redriven && cfg.ORIGIN_URL) await this.schedule(cfg);
     return { redriven };
   }

@@ -107,8 +107,27 @@ CREATE TABLE IF NOT EXISTS devices (
   registered_at INTEGER NOT NULL,
   counters TEXT NOT NULL DEFAULT '{}'
 );
-CREATE TABLE IF NOT EXISTS flush (id INTEGER PRIMARY KEY CHECK (id = 0), next_flush_at INTEGER NOT NULL);
+CREATE TABLE IF NOT EXISTS flush (id INTEGER PRIMARY KEY CHECK (id = 0), next_flush_at INTEGER NOT NULL, incarnation TEXT NOT NULL);
 `;
+
+/**
+ * The devices of a group whose figures changed since their last flush, by the
+ * group's `sql`: kept in memory (`trackChanges`), so that no flush or schedule reads
+ * every device's row to find them. A change whose transaction then failed leaves a
+ * mark too: its flush sends the same version again, which the shard ignores.
+ */
+const changed = new WeakMap();
+
+/**
+ * Starts keeping the changed devices of the group whose storage `sql` is: those
+ * whose version is ahead of the acknowledged one (one read of every device's row,
+ * once per object instance). Returns the set.
+ */
+export function trackChanges(sql) {
+  const ids = new Set(sql.exec("SELECT device_id FROM devices WHERE version > acknowledged").toArray().map((r) => r.device_id));
+  changed.set(sql, ids);
+  return ids;
+}
 
 /**
  * Adds `counts` (name → n) to the device's counters and marks its figures changed, in
@@ -120,12 +139,13 @@ function addCounts(sql, device_id, counts) {
   const counters = JSON.parse(row.counters);
   for (const [name, n] of Object.entries(counts)) if (n) counters[name] = (counters[name] ?? 0) + n;
   sql.exec("UPDATE devices SET counters = ?, version = version + 1 WHERE device_id = ?", JSON.stringify(counters), device_id);
+  changed.get(sql)?.add(device_id);
 }
 
 /** Creates the group's roll-up tables. Idempotent. */
 export function prepareFigures(sql) {
   sql.exec(FIGURES_SCHEMA);
-  sql.exec("INSERT OR IGNORE INTO flush (id, next_flush_at) VALUES (0, 0)");
+  sql.exec("INSERT OR IGNORE INTO flush (id, next_flush_at, incarnation) VALUES (0, 0, ?)", crypto.randomUUID());
 }
 
 /** Whether the device has registered in this group (it has a `devices` row). Reads only. */
@@ -140,8 +160,14 @@ export function registered(sql, device_id) {
  * elsewhere (its own object, of the release before groups: group.js hands it over).
  */
 export async function registerWithShard(env, device_id) {
-  // A shard of the earlier release answers nothing: it may know the device.
-  return (await withTimeout(shard(env, device_id).register(device_id), FLUSH_TIMEOUT_MS)) !== false;
+  const s = shard(env, device_id);
+  const claimed = withTimeout(s.claim(device_id), FLUSH_TIMEOUT_MS).catch(async (e) => {
+    if (!/does not implement the method "claim"/.test(String(e?.message))) throw e;
+    // A shard of the earlier release: it registers, and answers nothing (it may know the device).
+    await withTimeout(s.register(device_id), FLUSH_TIMEOUT_MS);
+    return undefined;
+  });
+  return (await claimed) !== false;
 }
 
 /**
@@ -159,6 +185,8 @@ export function addDevice(sql, device_id, { incarnation = crypto.randomUUID(), v
     Date.now(),
     JSON.stringify(counters),
   );
+  // Handed over with figures its shard has not seen as the group now holds them.
+  if (version > acknowledged) changed.get(sql)?.add(device_id);
 }
 
 /**
@@ -198,11 +226,12 @@ export function countBackfill(sql, device_id, outcome) {
 /** Marks the device's figures changed (a delivery attempt, a retention delete). */
 export function noteChange(sql, device_id) {
   sql.exec("UPDATE devices SET version = version + 1 WHERE device_id = ?", device_id);
+  changed.get(sql)?.add(device_id);
 }
 
 /** When the group's alarm must run for the next flush (`now` at the earliest); null if all is flushed. */
-export function flushDue(sql, now) {
-  if (!sql.exec("SELECT 1 FROM devices WHERE version > acknowledged LIMIT 1").toArray().length) return null;
+export function flushDue(sql, now, groupChanged) {
+  if (!changed.get(sql)?.size && !groupChanged) return null;
   return Math.max(sql.exec("SELECT next_flush_at FROM flush").one().next_flush_at, now);
 }
 
@@ -210,17 +239,19 @@ export function flushDue(sql, now) {
 const FLUSH_DEVICES = 500;
 
 /**
- * Sends the figures of the group's changed devices to their shards, if the last
- * attempt is STATS_FLUSH_MS old: one call per shard (a group's devices share one,
- * group.js) of at most FLUSH_DEVICES devices. Never throws: a failure is logged and
- * retried by the alarm.
+ * Sends the figures of the group's changed devices, and the group's own (`group`: its
+ * backlog, group.js `groupReport`, or null when unchanged), to their shards if the
+ * last attempt is STATS_FLUSH_MS old: one call per shard (a group's devices share one,
+ * placement.js) of at most FLUSH_DEVICES devices. Never throws: a failure is logged
+ * and retried by the alarm.
  */
-export async function flush(storage, env, cfg) {
+export async function flush(storage, env, cfg, group = null) {
   const sql = storage.sql;
   const now = Date.now();
   if (sql.exec("SELECT next_flush_at FROM flush").one().next_flush_at > now) return;
-  const dirty = sql.exec("SELECT device_id, incarnation, version FROM devices WHERE version > acknowledged LIMIT ?", FLUSH_DEVICES).toArray();
-  if (!dirty.length) return;
+  const ids = [...(changed.get(sql) ?? [])].slice(0, FLUSH_DEVICES);
+  const dirty = ids.map((id) => sql.exec("SELECT device_id, incarnation, version FROM devices WHERE device_id = ?", id).toArray()[0]).filter(Boolean);
+  if (!dirty.length && !group) return;
   // Recorded before sending, so that even a flush whose outcome is lost waits its turn.
   sql.exec("UPDATE flush SET next_flush_at = ?", now + cfg.STATS_FLUSH_MS);
   const byShard = new Map();
@@ -229,13 +260,27 @@ export async function flush(storage, env, cfg) {
     if (!byShard.has(i)) byShard.set(i, []);
     byShard.get(i).push({ device_id: d.device_id, incarnation: d.incarnation, version: d.version, ...figures(sql, d.device_id) });
   }
+  const own = group && shardOfGroup(group.group);
+  if (group && !byShard.has(own)) byShard.set(own, []);
   await Promise.all(
     [...byShard].map(async ([i, reports]) => {
       try {
-        await withTimeout(applyAll(stub(env, i), reports), FLUSH_TIMEOUT_MS);
+        const { failed } = await withTimeout(applyAll(stub(env, i), reports), FLUSH_TIMEOUT_MS);
+        if (i === own) await withTimeout(applyGroup(stub(env, i), group), FLUSH_TIMEOUT_MS);
+        const refused = new Set(failed.map((f) => f.device_id));
+        const taken = reports.filter((r) => !refused.has(r.device_id));
         storage.transactionSync(() => {
-          for (const r of reports) sql.exec("UPDATE devices SET acknowledged = MAX(acknowledged, ?) WHERE device_id = ?", r.version, r.device_id);
+          for (const r of taken) sql.exec("UPDATE devices SET acknowledged = MAX(acknowledged, ?) WHERE device_id = ?", r.version, r.device_id);
         });
+        // Changed again while this flush was on its way: the next one carries it.
+        for (const r of taken) if (sql.exec("SELECT version FROM devices WHERE device_id = ?", r.device_id).one().version <= r.version) changed.get(sql)?.delete(r.device_id);
+        if (failed.length) {
+          // Tried again with the next flush, after the group's other changed devices.
+          for (const { device_id } of failed) changed.get(sql)?.delete(device_id) && changed.get(sql).add(device_id);
+          const named = failed.slice(0, 20);
+          const versions = named.map((f) => reports.find((r) => r.device_id === f.device_id).version);
+          console.log(JSON.stringify({ level: "WARN", event: "stats_flush_failed", shard: i, devices: failed.length, device_ids: named.map((f) => f.device_id), versions, error: named[0].error }));
+        }
       } catch (e) {
         // The first devices named, with their versions: a log line stays short.
         const named = reports.slice(0, 20);
@@ -245,6 +290,23 @@ export async function flush(storage, env, cfg) {
   );
   // More changed devices than one call carries: the next flush goes on at once.
   if (dirty.length === FLUSH_DEVICES) sql.exec("UPDATE flush SET next_flush_at = ?", now);
+}
+
+/** The shard of a group by its name (`group-<n>`): all its devices' shard (placement.js). */
+function shardOfGroup(name) {
+  return Number(/^group-(\d+)$/.exec(name)?.[1] ?? 0) % SHARDS;
+}
+
+/** The group's own figures applied by its shard; a shard of the earlier release has no place for them (logged once a flush). */
+async function applyGroup(shard, group) {
+  if (!group) return;
+  try {
+    await shard.applyGroup({ group: group.group, incarnation: group.incarnation, version: group.version, ...group.figures });
+  } catch (e) {
+    if (!/does not implement the method "applyGroup"/.test(String(e?.message))) throw e;
+    console.log(JSON.stringify({ level: "WARN", event: "group_figures_not_flushed", group: group.group, error: "the roll-up shard is of an earlier release" }));
+  }
+  group.sent();
 }
 
 /**
@@ -257,6 +319,7 @@ async function applyAll(shard, reports) {
   } catch (e) {
     if (!/does not implement the method "applyMany"/.test(String(e?.message))) throw e;
     for (const r of reports) await shard.apply(r);
+    return { failed: [] };
   }
 }
 
@@ -276,30 +339,19 @@ function withTimeout(promise, ms) {
 function figures(sql, device_id) {
   const counters = JSON.parse(sql.exec("SELECT counters FROM devices WHERE device_id = ?", device_id).one().counters);
   const labelled = Object.fromEntries(Object.entries(counters).filter(([name]) => name.startsWith(REJECTED)));
-  const b = sql
-    .exec(
-      `SELECT COUNT(*) AS rows,
-              SUM(state = 'pending') AS pending,
-              SUM(state = 'delivered') AS delivered,
-              SUM(state = 'refused') AS refused,
-              MIN(CASE WHEN state = 'pending' THEN admitted_at END) AS oldest_pending,
-              SUM(CASE WHEN state = 'pending' THEN attempts ELSE 0 END) AS failed_attempts
-       FROM readings WHERE device_id = ?`,
-      device_id,
-    )
-    .one();
   const out = Object.fromEntries([...COUNTERS, ...BACKFILL].map((name) => [name, counters[name] ?? 0]));
+  // The ledger's backlog is the group's (ledger.js), flushed as the group's own figures.
   return {
     ...out,
-    pending_deliveries: b.pending ?? 0,
-    delivered: b.delivered ?? 0,
-    failed_attempts: b.failed_attempts ?? 0,
-    ledger_rows: b.rows,
-    refused_by_origin: b.refused ?? 0,
+    pending_deliveries: 0,
+    delivered: 0,
+    failed_attempts: 0,
+    ledger_rows: 0,
+    refused_by_origin: 0,
     parked_uplinks: sql.exec("SELECT COUNT(*) AS n FROM parked WHERE device_id = ?", device_id).one().n,
     missing_seqs: sql.exec("SELECT missing FROM seq_window WHERE device_id = ?", device_id).toArray()[0]?.missing ?? 0,
     labelled,
-    oldest_undelivered_at: b.oldest_pending ?? null,
+    oldest_undelivered_at: null,
   };
 }
 
@@ -504,8 +556,19 @@ export class FleetObject extends DurableObject {
       -- would write two more); summary() reads them all instead, for /v1/stats only.
       DROP INDEX IF EXISTS device_figures_oldest;
       DROP INDEX IF EXISTS device_figures_flushed;
+      -- Each group's own figures (its ledger's backlog: ledger.js), as device_figures are a device's.
+      CREATE TABLE IF NOT EXISTS group_figures (
+        group_id TEXT PRIMARY KEY,
+        incarnation TEXT NOT NULL,
+        version INTEGER NOT NULL,
+        figures TEXT NOT NULL,
+        oldest_undelivered_at INTEGER,
+        flushed_at INTEGER NOT NULL
+      );
       CREATE TABLE IF NOT EXISTS counters (name TEXT PRIMARY KEY, value INTEGER NOT NULL);
       CREATE TABLE IF NOT EXISTS registered (device_id TEXT PRIMARY KEY, at INTEGER NOT NULL);`);
+    // by_group: the device is kept by a group object (this release's `claim`), not its own.
+    if (!this.sql.exec("PRAGMA table_info(registered)").toArray().some((c) => c.name === "by_group")) this.sql.exec("ALTER TABLE registered ADD COLUMN by_group INTEGER");
   }
 
   /**
@@ -513,8 +576,24 @@ export class FleetObject extends DurableObject {
    * Returns whether the shard knew the device already (`knows`).
    */
   register(device_id) {
+    if (this.sql.exec("SELECT 1 FROM registered WHERE device_id = ? AND by_group = 1", device_id).toArray().length) {
+      // A device object of the release before groups, still running during a deployment:
+      // it must not start a second memory of a device its group keeps (it answers 503).
+      throw new Error(`device ${JSON.stringify(device_id)} is kept by its group object (a later release): its own object may not write`);
+    }
     const known = this.knows(device_id);
     this.sql.exec("INSERT OR IGNORE INTO registered (device_id, at) VALUES (?, ?)", device_id, Date.now());
+    return known;
+  }
+
+  /**
+   * Records that `device_id`'s group keeps it (before its first write there), so that
+   * its own object of the release before groups may no longer `register`. Returns
+   * whether the shard knew the device already (`knows`).
+   */
+  claim(device_id) {
+    const known = this.knows(device_id);
+    this.sql.exec("INSERT INTO registered (device_id, at, by_group) VALUES (?, ?, 1) ON CONFLICT (device_id) DO UPDATE SET by_group = 1", device_id, Date.now());
     return known;
   }
 
@@ -585,13 +664,55 @@ export class FleetObject extends DurableObject {
     return true;
   }
 
-  /** `apply` for each of `reports` (a group's flush), in one transaction: how many were applied. */
+  /**
+   * Applies a group's own figures (its backlog gauges: BACKLOG names) if newer than the
+   * last applied of the same incarnation; a gauge replaces the one before, so the
+   * totals move by the difference. Returns whether it was applied.
+   */
+  applyGroup({ group, incarnation, version, oldest_undelivered_at, ...figures }) {
+    return this.ctx.storage.transactionSync(() => {
+      const row = this.sql.exec("SELECT incarnation, version, figures FROM group_figures WHERE group_id = ?", group).toArray()[0];
+      if (row?.incarnation === incarnation && row.version >= version) return false;
+      const before = row ? JSON.parse(row.figures) : {};
+      const kept = {};
+      for (const name of BACKLOG) {
+        kept[name] = figures[name] ?? 0;
+        const delta = kept[name] - (before[name] ?? 0);
+        if (delta) this.sql.exec(COUNT, name, delta);
+      }
+      this.sql.exec(
+        `INSERT INTO group_figures (group_id, incarnation, version, figures, oldest_undelivered_at, flushed_at) VALUES (?, ?, ?, ?, ?, ?)
+         ON CONFLICT (group_id) DO UPDATE SET incarnation = excluded.incarnation, version = excluded.version,
+           figures = excluded.figures, oldest_undelivered_at = excluded.oldest_undelivered_at, flushed_at = excluded.flushed_at`,
+        group, incarnation, version, JSON.stringify(kept), oldest_undelivered_at ?? null, Date.now(),
+      );
+      return true;
+    });
+  }
+
+  /**
+   * `apply` for each of `reports` (a group's flush), in one transaction, each report in
+   * its own savepoint: one that cannot be applied (its write refused) keeps none of
+   * its changes and holds back no other. Returns `{applied, failed}`: how many were
+   * applied, and the devices that failed with their errors.
+   */
   applyMany(reports) {
     return this.ctx.storage.transactionSync(() => {
       const deltas = {};
-      const applied = reports.filter((r) => this.applyOne(r, deltas)).length;
+      const failed = [];
+      let applied = 0;
+      for (const r of reports) {
+        const mine = {};
+        try {
+          if (this.ctx.storage.transactionSync(() => this.applyOne(r, mine))) applied += 1;
+        } catch (e) {
+          failed.push({ device_id: r.device_id, error: String(e?.message ?? e) });
+          continue;
+        }
+        for (const [name, n] of Object.entries(mine)) add(deltas, name, n);
+      }
       for (const [name, n] of Object.entries(deltas)) if (n) this.sql.exec(COUNT, name, n);
-      return applied;
+      return { applied, failed };
     });
   }
 
@@ -640,7 +761,13 @@ export class FleetObject extends DurableObject {
   /** This shard's totals, the oldest undelivered admission among its devices and its newest flush (a read of every device's row). */
   summary() {
     const totals = Object.fromEntries(this.sql.exec("SELECT name, value FROM counters").toArray().map((r) => [r.name, r.value]));
-    const { oldest, last } = this.sql.exec("SELECT (SELECT MIN(oldest_undelivered_at) FROM device_figures) AS oldest, (SELECT MAX(flushed_at) FROM device_figures) AS last").one();
+    const { oldest, last } = this.sql
+      .exec(
+        `SELECT MIN(oldest) AS oldest, MAX(last) AS last FROM (
+           SELECT MIN(oldest_undelivered_at) AS oldest, MAX(flushed_at) AS last FROM device_figures
+           UNION ALL SELECT MIN(oldest_undelivered_at), MAX(flushed_at) FROM group_figures)`,
+      )
+      .one();
     return { totals, oldest_undelivered_at: oldest ?? null, last_flush_at: last ?? null };
   }
 }

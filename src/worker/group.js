@@ -28,7 +28,8 @@ import { logNothingStored } from "./core.js";
 import { Device } from "./device.js";
 import { prepareBackfill } from "./backfill.js";
 import { deliver, nextDelivery, prepareOutbox } from "./delivery.js";
-import { addDevice, flush, flushDue, noteChange, prepareFigures, registered, registerWithShard } from "./fleet.js";
+import { addDevice, flush, flushDue, prepareFigures, registered, registerWithShard, trackChanges } from "./fleet.js";
+import { Backlog, retentionDue, retire } from "./ledger.js";
 import { importDevice } from "./legacy.js";
 import { groupName } from "./placement.js";
 
@@ -51,29 +52,28 @@ const LOST_ALARM_MS = 5 * 60_000;
 
 const SCHEMA = `
 CREATE TABLE IF NOT EXISTS readings (
-  key TEXT PRIMARY KEY,           -- the reading's key: it begins with its device id
+  key TEXT PRIMARY KEY,           -- the reading's key: it begins with its device id (rowid: admission order)
   device_id TEXT NOT NULL,
   seq INTEGER NOT NULL,
   ts TEXT NOT NULL,
   fill_pct REAL NOT NULL,
   admitted_at INTEGER NOT NULL,
   burst_id TEXT,
-  state TEXT NOT NULL,            -- stored (ledger only) | pending (to deliver) | delivered | refused (by the origin, until a redrive)
-  attempts INTEGER NOT NULL DEFAULT 0,
+  state TEXT NOT NULL,            -- stored (ledger only) | pending (to deliver; delivered once at or below the outbox
+                                  -- cursor, delivery.js) | refused (by the origin, until a redrive) | delivered (handed over so)
+  attempts INTEGER NOT NULL DEFAULT 0, -- a refused row's; a delivered one's are in deliveries
   next_attempt_at INTEGER,
-  delivered_at INTEGER,
-  last_error TEXT,
-  batch_id TEXT,                  -- the open batch the row is in (delivery.js)
+  delivered_at INTEGER,           -- a row handed over delivered; else in deliveries
+  last_error TEXT,                -- a refused row's
+  batch_id TEXT,                  -- unused (rows handed over had one)
   frame TEXT,                     -- a reading keyed at its receive time: its radio frame (device.js reframe)
   verdict TEXT NOT NULL DEFAULT 'admitted', -- admitted | conflict (admitted with a seq its seen-set held with other content)
   conflicts_with TEXT,            -- a conflict's: the key of the stored reading with its seq
   forgotten_at INTEGER            -- forget(), reset(): NULL unless forgotten
 );
--- A device's rows in admission order: its ledger, its seen-set's rebuild.
+-- A device's rows in admission order: its ledger, its seen-set's rebuild. The outbox and
+-- retention read the table itself in rowid order: no index of their own to write.
 CREATE INDEX IF NOT EXISTS readings_by_device ON readings (device_id, admitted_at);
--- Retention (stored and delivered rows by age) and the outbox (pending rows by due time).
-CREATE INDEX IF NOT EXISTS readings_by_state ON readings (state, admitted_at);
-CREATE INDEX IF NOT EXISTS readings_due ON readings (state, next_attempt_at);
 CREATE INDEX IF NOT EXISTS readings_by_frame ON readings (device_id, frame) WHERE frame IS NOT NULL;
 -- The live readings by time, for a datalog record of one of them (device.js crossPath).
 CREATE INDEX IF NOT EXISTS readings_live_by_ts ON readings (device_id, ts) WHERE frame IS NOT NULL;
@@ -135,6 +135,10 @@ export class GroupObject extends DurableObject {
     this.devices = new Map();
     /** device id → its registration under way (`register`), so that it runs once. */
     this.registering = new Map();
+    /** The group's backlog figures (ledger.js). */
+    this.backlog = new Backlog(this.sql);
+    /** Retention reads from this rowid on (ledger.js `retire`). */
+    this.retentionFrom = 0;
     // A group none of whose devices ever wrote has no tables: the schema is written by
     // the first write, or here when it exists already.
     this.prepared = false;
@@ -148,6 +152,7 @@ export class GroupObject extends DurableObject {
     prepareOutbox(this.sql);
     prepareBackfill(this.sql);
     prepareFigures(this.sql);
+    trackChanges(this.sql);
     this.prepared = true;
   }
 
@@ -195,13 +200,18 @@ export class GroupObject extends DurableObject {
   async registerOnce(device_id) {
     try {
       const known = await registerWithShard(this.env, device_id);
-      const earlier = known && this.env.DEVICES ? await this.env.DEVICES.get(this.env.DEVICES.idFromName(device_id)).handOver() : null;
+      const legacy = known && this.env.DEVICES ? this.env.DEVICES.get(this.env.DEVICES.idFromName(device_id)) : null;
+      const earlier = legacy ? await legacy.handOver() : null;
       if (registered(this.sql, device_id)) return null;
       this.ctx.storage.transactionSync(() => {
         const figures = earlier ? importDevice(this.sql, device_id, earlier.tables) : undefined;
         addDevice(this.sql, device_id, figures);
       });
+      // Its rows are counted again into the group's backlog.
+      if (earlier) this.backlog = new Backlog(this.sql);
       if (earlier) {
+        // Imported: the old object stops (a failure here leaves its alarm, which finds it handed over).
+        await legacy.handedOver().catch((e) => console.log(JSON.stringify({ level: "WARN", event: "handed_over_not_marked", device_id, error: String(e?.message ?? e) })));
         const rows = earlier.tables.readings?.length ?? 0;
         console.log(JSON.stringify({ level: "INFO", event: "device_handed_over", device_id, readings: rows, parked: earlier.tables.parked?.length ?? 0 }));
         await this.schedule(config(this.env));
@@ -290,13 +300,30 @@ export class GroupObject extends DurableObject {
   async alarm() {
     this.prepare();
     const cfg = config(this.env);
-    this.ctx.storage.transactionSync(() => {
-      const cut = this.sql.exec("DELETE FROM readings WHERE state IN ('stored', 'delivered') AND admitted_at <= ? RETURNING device_id", Date.now() - cfg.RETENTION_MS).toArray();
-      for (const device_id of new Set(cut.map((r) => r.device_id))) noteChange(this.sql, device_id);
-    });
-    await flush(this.ctx.storage, this.env, cfg);
-    if (cfg.ORIGIN_URL) await deliver(this.ctx.storage, cfg);
+    const cut = retire(this.ctx.storage, cfg, Date.now(), this.retentionFrom);
+    this.retentionFrom = cut.from;
+    this.backlog.add("ledger_rows", -cut.deleted);
+    this.backlog.add("delivered", -cut.delivered);
+    this.retentionMore = cut.more;
+    await flush(this.ctx.storage, this.env, cfg, this.groupReport());
+    if (cfg.ORIGIN_URL) await deliver(this.ctx.storage, cfg, this.backlog);
     await this.schedule(cfg);
+  }
+
+  /**
+   * The group's own figures for its shard when they changed (its backlog: fleet.js
+   * `flush`), or null: `{group, incarnation, version, figures}`, `version` rising with
+   * every report of this storage (the time, or one past the last).
+   */
+  groupReport() {
+    if (!this.backlog.dirty) return null;
+    const { incarnation } = this.sql.exec("SELECT incarnation FROM flush").one();
+    this.reportVersion = Math.max(Date.now(), (this.reportVersion ?? 0) + 1);
+    const figures = this.backlog.figures();
+    // The group's name, from any of its devices: an object woken by its alarm is not told its own.
+    const device = this.sql.exec("SELECT device_id FROM devices LIMIT 1").toArray()[0];
+    if (!device) return null;
+    return { group: groupName(device.device_id), incarnation, version: this.reportVersion, figures, sent: () => (this.backlog.dirty = false) };
   }
 
   /**
@@ -309,10 +336,8 @@ export class GroupObject extends DurableObject {
   async schedule(cfg) {
     if (!this.prepared) return;
     const now = Date.now();
-    const oldest = this.sql.exec(
-      "SELECT MIN(at) AS at FROM (SELECT MIN(admitted_at) AS at FROM readings WHERE state = 'stored' UNION ALL SELECT MIN(admitted_at) FROM readings WHERE state = 'delivered')",
-    ).one().at;
-    const candidates = [cfg.ORIGIN_URL ? nextDelivery(this.sql, now, cfg) : null, oldest === null ? null : oldest + cfg.RETENTION_MS, flushDue(this.sql, now)].filter(
+    const retention = this.retentionMore ? now : retentionDue(this.sql, cfg, this.retentionFrom);
+    const candidates = [cfg.ORIGIN_URL ? nextDelivery(this.sql, now, cfg) : null, retention, flushDue(this.sql, now, this.backlog.dirty)].filter(
       (t) => t !== null && t !== undefined,
     );
     if (!candidates.length) return;

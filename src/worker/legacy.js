@@ -14,6 +14,7 @@
 //   forwarded to the group, after the hand-over.
 // The object's own rows are kept as they were (a backup), its alarm deleted.
 import { DurableObject } from "cloudflare:workers";
+import { NEXT_ROWID } from "./delivery.js";
 import { group } from "./group.js";
 
 /** The tables a device object of the release before groups may hold, as it named them. */
@@ -33,24 +34,38 @@ export class DeviceObject extends DurableObject {
   }
 
   /**
-   * Every table of this storage, `{table: rows}` (only those present), with `device_id`,
-   * and marks it handed over (its alarm deleted). Null for storage holding nothing.
+   * Every table of this storage, `{table: rows}` (only those present), with `device_id`.
+   * Null for storage holding nothing, or handed over already (`handedOver`: a group
+   * whose own storage was lost since starts the device anew, rather than from this
+   * old copy). Changes nothing: until the group has committed the import, this
+   * object's alarm stays, and hands the device over again if that failed.
    */
-  async handOver() {
+  handOver() {
     const device_id = this.deviceId();
-    if (device_id === null) return null;
+    if (device_id === null || this.isHandedOver()) return null;
     const sql = this.ctx.storage.sql;
     const present = new Set(sql.exec("SELECT name FROM sqlite_master WHERE type = 'table'").toArray().map((r) => r.name));
     const tables = {};
     for (const t of TABLES) if (present.has(t)) tables[t] = sql.exec(`SELECT * FROM ${t}`).toArray();
-    await this.ctx.storage.deleteAlarm();
     return { device_id, tables };
+  }
+
+  /** Marks the storage handed over (the group committed its import) and deletes its alarm. */
+  async handedOver() {
+    this.ctx.storage.sql.exec("CREATE TABLE IF NOT EXISTS handed_over (id INTEGER PRIMARY KEY CHECK (id = 0), at INTEGER NOT NULL)");
+    this.ctx.storage.sql.exec("INSERT OR IGNORE INTO handed_over (id, at) VALUES (0, ?)", Date.now());
+    await this.ctx.storage.deleteAlarm();
+  }
+
+  isHandedOver() {
+    const sql = this.ctx.storage.sql;
+    return sql.exec("SELECT 1 FROM sqlite_master WHERE type = 'table' AND name = 'handed_over'").toArray().length > 0;
   }
 
   /** An alarm armed by the release before groups: the group takes the device over, and delivers what waited. */
   async alarm() {
     const device_id = this.deviceId();
-    if (device_id !== null) await group(this.env, device_id).adopt(device_id);
+    if (device_id !== null && !this.isHandedOver()) await group(this.env, device_id).adopt(device_id);
   }
 
   /**
@@ -122,12 +137,18 @@ export function importDevice(sql, device_id, tables) {
   const value = (r, c) => (r[c] === undefined ? (DEFAULTS[c] ?? null) : r[c]);
   for (const r of rows("readings")) {
     sql.exec(
-      `INSERT OR IGNORE INTO readings (device_id, ${READING_COLUMNS.join(", ")}) VALUES (?${", ?".repeat(READING_COLUMNS.length)})`,
+      `INSERT OR IGNORE INTO readings (rowid, device_id, ${READING_COLUMNS.join(", ")}) VALUES (${NEXT_ROWID}, ?${", ?".repeat(READING_COLUMNS.length)})`,
       device_id,
-      ...READING_COLUMNS.map((c) => value(r, c)),
+      ...READING_COLUMNS.map((c) => (c === "batch_id" ? null : value(r, c))),
     );
   }
-  for (const b of rows("batches")) sql.exec("INSERT OR IGNORE INTO batches (id, body) VALUES (?, ?)", b.id, b.body);
+  // A batch open when the object handed over: sent again as it was, under its key,
+  // ahead of the group's own (delivery.js); its rows are pending rows of the group.
+  for (const b of rows("batches")) {
+    const attempts = Math.max(0, ...rows("readings").filter((r) => r.batch_id === b.id).map((r) => r.attempts ?? 0));
+    const seq = (sql.exec("SELECT MIN(seq) AS at FROM batches").one().at ?? 1) - 1;
+    sql.exec("INSERT INTO batches (seq, id, body, rows, attempts) VALUES (?, ?, ?, ?, ?)", seq, b.id, b.body, JSON.parse(b.body).readings.length, attempts);
+  }
   for (const b of rows("counted_bursts")) sql.exec("INSERT OR IGNORE INTO counted_bursts (burst_id, device_id) VALUES (?, ?)", b.burst_id, device_id);
   for (const c of rows("config")) {
     sql.exec(

@@ -542,7 +542,7 @@ test("a failed write after the origin's 2xx: the rows stay pending, and the same
   const keys = await acrossWriteFailure(o, {
     burst: [reading(DEV, 1, 10), reading(DEV, 2, 20)],
     settled: failedAttempts(1),
-    trigger: "BEFORE UPDATE OF state ON readings WHEN NEW.state = 'delivered'",
+    trigger: "BEFORE UPDATE OF through ON outbox",
     between: () => (healthy = true),
     async during(w) {
       await post(w.call, "/v1/readings", [reading(DEV, 1, 10)]); // wakes the object

@@ -213,7 +213,7 @@ test("a flush the roll-up applied but whose acknowledgement was lost is sent aga
   }
 });
 
-test("a flush the roll-up refused is kept by the device and arrives once after a restart, with no new burst", async () => {
+test("a device's figures the roll-up refused are kept by its group and arrive once after a restart, with no new burst", async () => {
   const dir = tempDir();
   const vars = { STATS_FLUSH_MS: "50" };
   const before = settled(50, { devices: 1, received: 1, unique: 1 }, { ledger_rows: 1 });
@@ -233,14 +233,15 @@ test("a flush the roll-up refused is kept by the device and arrives once after a
     await ingest(second.call, [reading("bin-LOST", 2, 20), reading("bin-LOST", 2, 20)]);
     const [failure] = await until(() => flushFailures(second, "bin-LOST").length && flushFailures(second, "bin-LOST"), "a refused flush");
     assert.match(failure.error, /injected: roll-up write failed/);
-    assert.deepEqual(await figures(second.call), before, "the refused flush changed nothing");
+    // The device's counts were refused; the group's ledger figures (its own row) were not.
+    assert.deepEqual(await figures(second.call), settled(50, { devices: 1, received: 1, unique: 1 }, { ledger_rows: 2 }), "the refused flush changed no device's counts");
   } finally {
     await second.mf.dispose();
   }
   sqlite(shards, "DROP TRIGGER refuse_flush");
   const third = await start({ persist: dir, vars });
   try {
-    // Only the device's own alarm, restored from storage, can bring this.
+    // Only the group's alarm, restored from storage, can bring this.
     await quiet(third.call, settled(50, { devices: 1, received: 3, unique: 2, duplicates_suppressed: 1 }, { ledger_rows: 2 }));
   } finally {
     await third.mf.dispose();

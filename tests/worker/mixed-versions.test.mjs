@@ -38,8 +38,13 @@ import fs from "node:fs";
 import path from "node:path";
 import { execFileSync } from "node:child_process";
 import { isDeepStrictEqual } from "node:util";
-import { start, post, get, putConfig, readingsOf, until, tempDir, origin, logged, TOKEN } from "./harness.mjs";
+import { start, post, get, putConfig, readingsOf, until, tempDir, origin, logged, databases, sqlite, TOKEN } from "./harness.mjs";
 import { EM500, history, live, tts } from "./em500.mjs";
+import { groupName } from "../../src/worker/placement.js";
+
+const pkgUrl = new URL("../../pkg/", import.meta.url);
+const pkg = await import(new URL("reconnect_dedupe.js", pkgUrl));
+pkg.initSync({ module: fs.readFileSync(new URL("reconnect_dedupe_bg.wasm", pkgUrl)) });
 
 const PREVIOUS = "2e911b47cd29c4cd099c16da16f854aab889ef5c";
 const root = new URL("../../", import.meta.url).pathname;
@@ -108,6 +113,18 @@ async function failingOrigin() {
   let healthy = false;
   const o = await origin({ answer: () => ({ status: healthy ? 200 : 503 }) });
   return { o, heal: () => (healthy = true), vars: { ORIGIN_URL: o.url, RETRY_BASE_MS: "100", RETRY_MAX_MS: "200" } };
+}
+
+/** `run(version, during)`: `during(w)` on a worker of `version` (previous or current) on the storage in `dir`, stopped after. */
+function runner(dir, vars) {
+  return async (version, during) => {
+    const w = await mixed(version, { persist: dir, vars });
+    try {
+      return await during(w);
+    } finally {
+      await w.mf.dispose();
+    }
+  };
 }
 
 /** The origin's requests carrying readings of `device_id`. */
@@ -254,6 +271,113 @@ test("upgrade: a device the previous release stored that never sends again is ha
     );
   } finally {
     await o.close();
+  }
+});
+
+test("upgrade: a hand-over whose import fails strands nothing: once the fault is gone the old object's backlog is delivered, though its device never sends again", { skip }, async () => {
+  // D's old object keeps an undelivered backlog, its alarm armed for the retry. The
+  // first hand-over fails inside the group's import (a trigger refusing D's rows in
+  // the group's database, made by a neighbour's first write, then dropped again).
+  // Nothing of D is in the group then; the old object must still hand over and
+  // deliver, as a quiet device's does (the test above), when its alarm comes.
+  const D = "up-strand";
+  const G = "up-neighbour-20"; // groupOf(G) === groupOf(D)
+  let healthy = false;
+  const o = await origin({ answer: () => ({ status: healthy ? 200 : 503 }) });
+  // The old object's retry is due 15 s after its first attempt: after the three runs below.
+  const vars = { ORIGIN_URL: o.url, RETRY_BASE_MS: "15000", RETRY_MAX_MS: "15000" };
+  const dir = tempDir();
+  let keys;
+  const run = runner(dir, vars);
+  try {
+    await run(previous, async (w) => {
+      keys = (await ingest(w.call, [reading(D, 1, 10), reading(D, 2, 20)])).admitted.map((a) => a.key);
+      await until(() => requestsOf(o, D).length, "the first delivery attempt");
+      // Flushed: the old object's alarm is left for the retry only.
+      await statsWhen(w.call, (s) => s.received === 2 && s.failed_attempts === 2, "the old object's flush");
+    });
+    await run(current, async (w) => ingest(w.call, [reading(G, 1, 10)]));
+    const groups = databases(dir, "GroupObject");
+    sqlite(groups, `CREATE TRIGGER refuse_import BEFORE INSERT ON readings WHEN NEW.device_id = '${D}' BEGIN SELECT RAISE(ABORT, 'injected'); END;`);
+    await run(current, async (w) => {
+      const res = await post(w.call, "/v1/readings", [reading(D, 3, 30)]);
+      const body = await res.json();
+      assert.equal(res.status, 503, JSON.stringify(body));
+      assert.deepEqual(body.errors.map((e) => e.code), ["device_unavailable"]);
+    });
+    sqlite(groups, "DROP TRIGGER refuse_import;");
+    healthy = true;
+    await run(current, async (w) => {
+      // Nothing is sent to D: its old object's alarm (due by now, or within seconds) must hand it over.
+      await until(() => keys.every((k) => o.accepted().includes(k)), "D's backlog delivered", 25_000).catch(() =>
+        assert.fail(`D's backlog stranded in its old object: nothing handed over or delivered in 25 s; handed over: ${JSON.stringify(logged(w, "device_handed_over"))}`),
+      );
+    });
+  } finally {
+    await o.close();
+    fs.rmSync(dir, { recursive: true, force: true });
+  }
+});
+
+test("during a deployment, a device first seen by this release's worker and then by the previous one has one memory: the previous one's object stores nothing", { skip }, async () => {
+  // Both workers run (a gradual deployment; or an old worker's request in flight
+  // after `wrangler deploy`), and D's own object still runs the previous release's
+  // code (an object keeps its version until it restarts). This release's worker
+  // stores D's reading in D's group (its first contact: the shard knew nothing of D,
+  // so nothing is handed over, and the group claims D at its shard); the previous
+  // one's copy goes to D's own object, whose registration the shard now refuses: it
+  // stores nothing and answers 503 (retry_later), rather than keeping a second ledger
+  // and seen-set of D that nothing would ever hand over.
+  const D = "dp-split";
+  const w = await mixed({ worker: "previous", devices: "previous", shards: "current" });
+  try {
+    const text = JSON.stringify([reading(D, 1, 10)]);
+    const plan = JSON.parse(pkg.parseUplink("readings", new TextEncoder().encode(text), { maxReadings: 10_000 }));
+    // This release's worker's call (index.js ingest), made directly: the harness runs one stateless tier.
+    const ns = await w.mf.getDurableObjectNamespace("GROUPS");
+    const [first] = await ns.get(ns.idFromName(groupName(D))).ingestMany([
+      { device_id: D, readings: plan.devices[0].readings, refused: 0, refused_codes: {}, raw: null, downlink: null, route: "readings", burst_id: "dp-split-1", attempt: 0 },
+    ]);
+    assert.deepEqual([first.ok, [...first.verdicts]], [true, [0]], JSON.stringify(first));
+    // The previous release's worker, the same reading again.
+    const res = await post(w.call, "/v1/readings", [reading(D, 1, 10)]);
+    const again = await res.json();
+    assert.deepEqual([res.status, again.unique, again.not_stored], [503, 0, [0]], `admitted a second time by D's own object: ${JSON.stringify(again)}`);
+    assert.match(again.errors[0].message, /kept by its group object/);
+  } finally {
+    await w.mf.dispose();
+  }
+});
+
+test("upgrade, then the group's storage is lost: the handed-over device keeps counting in /v1/stats, its old object's backup is not taken again as its figures", { skip }, async () => {
+  // rollup-faults.test.mjs: a group whose storage was reset goes on counting (its new
+  // incarnation adds to the old). A device handed over from its old object is known
+  // to its shard, so the group's new storage asks that object again: it still holds
+  // its rows as it had them at the hand-over (kept as a backup), with their figures'
+  // incarnation and version, long overtaken by the group's flushes.
+  const D = "up-lost";
+  const dir = tempDir();
+  const run = runner(dir);
+  try {
+    await run(previous, async (w) => {
+      await ingest(w.call, [reading(D, 1, 10), reading(D, 2, 20), reading(D, 3, 30)]);
+      await statsWhen(w.call, (s) => s.received === 3, "the old object's flush");
+    });
+    await run(current, async (w) => {
+      for (let seq = 4; seq <= 6; seq++) await ingest(w.call, [reading(D, seq, seq * 10)]);
+      await statsWhen(w.call, (s) => s.received === 6, "the group's flushes");
+    });
+    fs.rmSync(path.join(dir, "-GroupObject"), { recursive: true, force: true });
+    await run(current, async (w) => {
+      const seven = await ingest(w.call, [reading(D, 7, 70)]);
+      assert.equal(seven.unique, 1, JSON.stringify(seven));
+      // Seven readings received since the start, whatever the group's storage went through.
+      await new Promise((r) => setTimeout(r, 1_500));
+      const s = await statsWhen(w.call, () => true, "stats");
+      assert.deepEqual([s.devices, s.received], [1, 7], `after the loss: ${JSON.stringify(counted(s))}`);
+    });
+  } finally {
+    fs.rmSync(dir, { recursive: true, force: true });
   }
 });
 

@@ -67,10 +67,11 @@ test("forget: the same reading sent again is admitted again; its row stays in th
   assert.deepEqual(again.verdicts, [{ index: 0, verdict: "admitted", key }]);
   assert.equal((await ingest([r1])).duplicates_suppressed, 1, "remembered again once re-admitted");
   const renewed = await readingsOf(call, D);
+  // Still to deliver, the row is renewed in place: its place in the ledger and the outbox.
   assert.deepEqual(renewed.map((r) => [r.key, r.forgotten_at]), [
-    [first.admitted[1].key, null],
     [key, null],
-  ], "one row per key: the re-admission replaced it");
+    [first.admitted[1].key, null],
+  ], "one row per key: the re-admission renewed it");
 
   // The origin comes back: both readings reach it, in the batch formed before the forget.
   opened = true;

@@ -170,3 +170,32 @@ test("a roll-up shard that cannot be read makes /v1/stats a coded 503 to retry, 
     fs.rmSync(dir, { recursive: true, force: true });
   }
 });
+
+test("a device whose figures its roll-up shard cannot apply does not keep the other devices of its group out of /v1/stats", async () => {
+  // Two devices of one group (placement.js groupOf: group 62): the group flushes both
+  // to their shard in one applyMany call. The shard refuses only POISON's row (a
+  // trigger on it, as a write that fails for one device's figures), so HEALTHY's new
+  // readings must still reach /v1/stats: with one object per device they did, each
+  // device flushing on its own.
+  const POISON = "bin-P1";
+  const HEALTHY = "bin-P144";
+  const dir = tempDir();
+  let w = await start({ persist: dir, vars: VARS });
+  try {
+    await ingest(w.call, [reading(POISON, 1, 10), reading(HEALTHY, 1, 10)]);
+    await settles(w.call, counters, { devices: 2, received: 2, unique: 2, duplicates_suppressed: 0, rejected: 0 }, "both devices flushed");
+  } finally {
+    await w.mf.dispose();
+  }
+  sqlite(databases(dir, "FleetObject"), `CREATE TRIGGER poison BEFORE UPDATE ON device_figures WHEN NEW.device_id = '${POISON}' BEGIN SELECT RAISE(ABORT, 'injected'); END;`);
+  w = await start({ persist: dir, vars: VARS });
+  try {
+    await ingest(w.call, [reading(POISON, 2, 20)]);
+    await ingest(w.call, [reading(HEALTHY, 2, 20), reading(HEALTHY, 3, 30)]);
+    // POISON's second reading cannot be counted; HEALTHY's two are.
+    await settles(w.call, (s) => s.received, 4, "HEALTHY's readings counted though POISON's figures are refused");
+  } finally {
+    await w.mf.dispose();
+    fs.rmSync(dir, { recursive: true, force: true });
+  }
+});
