@@ -10,7 +10,7 @@ import { ADMITTED, auditLine, CONFLICT, Deduplicator, DUPLICATE, guarded, HttpEr
 import { backfillStep, backfillView, cancelBackfill } from "./backfill.js";
 import { decodeRaw, decodedView, previewNotDecoded } from "./decode.js";
 import { NEXT_ROWID, openBatch, outboxThrough } from "./delivery.js";
-import { byCode, countBurst, noteChange, NOT_RECORDED, sumOf } from "./fleet.js";
+import { byCode, countBurst, forgetWindow, NOT_RECORDED, sumOf } from "./fleet.js";
 
 // A key that expired from the seen-set and arrives again is admitted again (the
 // core's TTL semantics), so its row is renewed rather than duplicated (`store`). A row
@@ -45,11 +45,23 @@ export const UNPARK_PER_CALL = 1_000;
 /** Operator events one device's history keeps (`record`): the oldest go first. */
 export const HISTORY_EVENTS = 1_000;
 /**
- * The rows whose keys the seen-set holds, newest first (parameters: the TTL's start,
+ * A device's rows, found by its keys' prefix on the key's index (parameters: the
+ * prefix `<device_id>:`, its end `<device_id>;`, the device id: `ownRows`): a key
+ * begins with its device's id and a colon, and a device id that another begins with
+ * is told apart by its column. No index of its own: each would be one more row
+ * written per reading.
+ */
+const OWN = "key > ? AND key < ? AND device_id = ?";
+
+/** The parameters of OWN for `device_id`. */
+const ownRows = (device_id) => [`${device_id}:`, `${device_id};`, device_id];
+
+/**
+ * The rows whose keys the seen-set holds, newest first (parameters: OWN's, the TTL's start,
  * MAX_KEYS_PER_DEVICE): admitted within the TTL, not forgotten by an operator
  * (`forget`, `reset`), the newest MAX_KEYS_PER_DEVICE of them. What `seen` rebuilds from.
  */
-const NEWEST_LIVE = "SELECT rowid AS id, key, admitted_at FROM readings WHERE device_id = ? AND admitted_at > ? AND forgotten_at IS NULL ORDER BY admitted_at DESC, rowid DESC LIMIT ?";
+const NEWEST_LIVE = `SELECT rowid AS id, key, admitted_at FROM readings WHERE ${OWN} AND admitted_at > ? AND forgotten_at IS NULL ORDER BY admitted_at DESC, rowid DESC LIMIT ?`;
 
 export class Device {
   /** `group`: the GroupObject holding the device (its `sql`, `ctx`, `env`, schema and alarm). */
@@ -105,7 +117,7 @@ export class Device {
     // The newest MAX_KEYS_PER_DEVICE rows within the TTL, replayed oldest first: what
     // the cap would have kept anyway, so the rebuild is linear in the keys it holds.
     // Rows an operator forgot are left out: their keys are admitted again.
-    const rows = this.sql.exec(NEWEST_LIVE, this.id, now - cfg.TTL_MS, cfg.MAX_KEYS_PER_DEVICE).toArray().reverse();
+    const rows = this.sql.exec(NEWEST_LIVE, ...ownRows(this.id), now - cfg.TTL_MS, cfg.MAX_KEYS_PER_DEVICE).toArray().reverse();
     const keys = rows.map((r) => r.key).join("\n");
     const times = Float64Array.from(rows, (r) => r.admitted_at);
     this.dedup = Deduplicator.fromKeys(keys, times, { ttlMs: cfg.TTL_MS, maxKeys: cfg.MAX_KEYS_PER_DEVICE });
@@ -281,7 +293,7 @@ export class Device {
           });
           // A retried call counted already observed its seqs with the first one.
           health = windowSeqs && !out.counted ? this.observeSeqs(windowSeqs, out.verdicts, now, context) : null;
-          countBurst(this.sql, device_id, health ? { ...counts, recovered_seqs: health.recovered.length, seq_resets: health.resets.length } : counts, rejected);
+          countBurst(this.sql, device_id, health ? { ...counts, recovered_seqs: health.recovered.length, seq_resets: health.resets.length } : counts, rejected, health?.window);
           if (!counts.unique) this.countedWithoutRows(burst_id);
           if (counterRef !== null && counterRef !== undefined) {
             this.sql.exec("INSERT OR REPLACE INTO codec_state (device_id, counter_ref) VALUES (?, ?)", device_id, counterRef);
@@ -475,8 +487,8 @@ export class Device {
         if (seen.kind === "recovered") health.recovered.push({ seq, delay_ms: seen.delay_ms });
         if (seen.kind === "reset") health.resets.push({ from: seen.from, to: seen.to });
       }
-      const missing = guarded(() => window.totals()).missing;
-      this.sql.exec("INSERT OR REPLACE INTO seq_window (device_id, bytes, missing) VALUES (?, ?, ?)", this.id, guarded(() => window.toBytes()), missing);
+      // Written with the burst's counts, in the device's one row (fleet.js countBurst).
+      health.window = { bytes: guarded(() => window.toBytes()), missing: guarded(() => window.totals()).missing };
     });
     return health;
   }
@@ -497,10 +509,10 @@ export class Device {
    * window starts: the burst is not refused for them. The caller frees it.
    */
   seqWindow(context = {}) {
-    const row = this.prepared ? this.sql.exec("SELECT bytes FROM seq_window WHERE device_id = ?", this.id).toArray()[0] : undefined;
-    if (!row) return new SeqWindow();
+    const bytes = this.prepared ? this.sql.exec("SELECT window FROM devices WHERE device_id = ?", this.id).toArray()[0]?.window : undefined;
+    if (bytes == null) return new SeqWindow();
     try {
-      return guarded(() => SeqWindow.fromBytes(new Uint8Array(row.bytes)));
+      return guarded(() => SeqWindow.fromBytes(new Uint8Array(bytes)));
     } catch (e) {
       if (e?.code !== "invalid_snapshot") throw e;
       console.log(JSON.stringify({ level: "WARN", event: "seq_window_unreadable", device_id: context.device_id, error: String(e?.message ?? e) }));
@@ -807,10 +819,9 @@ export class Device {
    * there was no window.
    */
   restartWindow() {
-    if (!this.sql.exec("SELECT 1 FROM seq_window WHERE device_id = ?", this.id).toArray().length) return null;
+    if (this.sql.exec("SELECT window FROM devices WHERE device_id = ?", this.id).toArray()[0]?.window == null) return null;
     const deleted = this.withWindow({}, (window) => ({ highest: window.highest ?? null, missing: window.totals().missing, gaps: window.gaps().length }));
-    this.sql.exec("DELETE FROM seq_window WHERE device_id = ?", this.id);
-    noteChange(this.sql, this.id); // the roll-up's missing_seqs gauge moved with it
+    forgetWindow(this.sql, this.id); // the roll-up's missing_seqs gauge moves with it
     return deleted;
   }
 
@@ -836,8 +847,8 @@ export class Device {
     const rows = this.sql
       .exec(
         `SELECT rowid, key, seq, ts, fill_pct, admitted_at, verdict, conflicts_with, state, attempts, delivered_at, forgotten_at
-         FROM readings WHERE device_id = ? AND rowid > ? ORDER BY rowid LIMIT ?`,
-        this.id,
+         FROM readings WHERE ${OWN} AND rowid > ? ORDER BY rowid LIMIT ?`,
+        ...ownRows(this.id),
         after,
         limit,
       )
@@ -893,7 +904,7 @@ export class Device {
       const chosen = keys === undefined ? "" : " AND key = ?";
       const rows = [];
       for (const key of keys === undefined ? [undefined] : keys) {
-        rows.push(...this.sql.exec(`SELECT rowid, * FROM readings WHERE device_id = ? AND state = 'refused'${chosen}`, this.id, ...(key === undefined ? [] : [String(key)])).toArray());
+        rows.push(...this.sql.exec(`SELECT rowid, * FROM readings WHERE ${OWN} AND state = 'refused'${chosen}`, ...ownRows(this.id), ...(key === undefined ? [] : [String(key)])).toArray());
       }
       const unique = [...new Map(rows.map((r) => [r.rowid, r])).values()].sort((a, b) => a.rowid - b.rowid);
       rows.length = 0;
@@ -935,7 +946,7 @@ export class Device {
     let detail;
     try {
       this.ctx.storage.transactionSync(() => {
-        const held = row.forgotten_at === null && this.sql.exec(`SELECT 1 FROM (${NEWEST_LIVE}) WHERE id = ?`, this.id, now - cfg.TTL_MS, cfg.MAX_KEYS_PER_DEVICE, row.rowid).toArray().length > 0;
+        const held = row.forgotten_at === null && this.sql.exec(`SELECT 1 FROM (${NEWEST_LIVE}) WHERE id = ?`, ...ownRows(this.id), now - cfg.TTL_MS, cfg.MAX_KEYS_PER_DEVICE, row.rowid).toArray().length > 0;
         const at = row.forgotten_at ?? now;
         this.sql.exec("UPDATE readings SET forgotten_at = ? WHERE rowid = ?", at, row.rowid);
         detail = { key, seq: row.seq, admitted_at: isoTime(row.admitted_at), held, forgotten_at: isoTime(at) };
@@ -968,8 +979,8 @@ export class Device {
     let detail;
     try {
       this.ctx.storage.transactionSync(() => {
-        const held = this.sql.exec(`SELECT COUNT(*) AS n FROM (${NEWEST_LIVE})`, this.id, now - cfg.TTL_MS, cfg.MAX_KEYS_PER_DEVICE).one().n;
-        const forgotten = this.sql.exec("UPDATE readings SET forgotten_at = ? WHERE device_id = ? AND forgotten_at IS NULL", now, this.id).rowsWritten;
+        const held = this.sql.exec(`SELECT COUNT(*) AS n FROM (${NEWEST_LIVE})`, ...ownRows(this.id), now - cfg.TTL_MS, cfg.MAX_KEYS_PER_DEVICE).one().n;
+        const forgotten = this.sql.exec(`UPDATE readings SET forgotten_at = ? WHERE ${OWN} AND forgotten_at IS NULL`, now, ...ownRows(this.id)).rowsWritten;
         const seq_window = this.restartWindow();
         const counter_ref = this.counterRef();
         this.sql.exec("DELETE FROM codec_state WHERE device_id = ?", this.id);

@@ -7,11 +7,12 @@
 //   rows. Every change (a burst, a delivery attempt, a retention delete) bumps the
 //   device's `version` in the transaction that makes it.
 // * From the group's alarm, at most once per STATS_FLUSH_MS, the group sends the
-//   figures of every device whose version is ahead of the last acknowledged one,
-//   whole, each with its version, to their roll-up shard in one call: one of SHARDS
-//   FleetObjects, picked by a fixed hash of the device id (the group's own hash mod
-//   SHARDS: all of a group's devices share a shard). A version is only marked
-//   acknowledged after the shard answered.
+//   figures of every device that changed since the shard last took them, whole, each
+//   with its version, to their roll-up shard in one call: one of SHARDS FleetObjects,
+//   picked by a fixed hash of the device id (the group's own hash mod SHARDS: all of a
+//   group's devices share a shard). A device is only taken off the changed list after
+//   the shard answered; which devices changed is kept in memory, and after a restart
+//   the group sends them all again.
 // * A shard holds one row per device (the registry: a device appears when it
 //   registers) and running totals. It applies a device's figures only when the
 //   version is newer than its row's, adding the difference to the totals in one
@@ -105,7 +106,9 @@ CREATE TABLE IF NOT EXISTS devices (
   version INTEGER NOT NULL,
   acknowledged INTEGER NOT NULL,
   registered_at INTEGER NOT NULL,
-  counters TEXT NOT NULL DEFAULT '{}'
+  counters TEXT NOT NULL DEFAULT '{}',
+  window BLOB,                    -- its sequence window (the core's SeqWindow, toBytes()), or NULL before the first seq that feeds it
+  missing INTEGER NOT NULL DEFAULT 0 -- that window's open missing seqs, for the roll-up's missing_seqs gauge
 );
 CREATE TABLE IF NOT EXISTS flush (id INTEGER PRIMARY KEY CHECK (id = 0), next_flush_at INTEGER NOT NULL, incarnation TEXT NOT NULL);
 `;
@@ -119,9 +122,10 @@ CREATE TABLE IF NOT EXISTS flush (id INTEGER PRIMARY KEY CHECK (id = 0), next_fl
 const changed = new WeakMap();
 
 /**
- * Starts keeping the changed devices of the group whose storage `sql` is: those
- * whose version is ahead of the acknowledged one (one read of every device's row,
- * once per object instance). Returns the set.
+ * Starts keeping the changed devices of the group whose storage `sql` is: every device
+ * that ever changed (one read of every device's row, once per object instance; the
+ * group does not write down which versions its shard took, so it sends them all again
+ * and the shard ignores those it has). Returns the set.
  */
 export function trackChanges(sql) {
   const ids = new Set(sql.exec("SELECT device_id FROM devices WHERE version > acknowledged").toArray().map((r) => r.device_id));
@@ -131,14 +135,23 @@ export function trackChanges(sql) {
 
 /**
  * Adds `counts` (name → n) to the device's counters and marks its figures changed, in
- * one row's write.
+ * one row's write, with its sequence window's new state (`window`: `{bytes,
+ * missing}`) when the burst fed it.
  */
-function addCounts(sql, device_id, counts) {
+function addCounts(sql, device_id, counts, window = null) {
   const row = sql.exec("SELECT counters FROM devices WHERE device_id = ?", device_id).toArray()[0];
   if (!row) return;
   const counters = JSON.parse(row.counters);
   for (const [name, n] of Object.entries(counts)) if (n) counters[name] = (counters[name] ?? 0) + n;
-  sql.exec("UPDATE devices SET counters = ?, version = version + 1 WHERE device_id = ?", JSON.stringify(counters), device_id);
+  if (window) {
+    sql.exec("UPDATE devices SET counters = ?, window = ?, missing = ?, version = version + 1 WHERE device_id = ?", JSON.stringify(counters), window.bytes, window.missing, device_id);
+  } else sql.exec("UPDATE devices SET counters = ?, version = version + 1 WHERE device_id = ?", JSON.stringify(counters), device_id);
+  changed.get(sql)?.add(device_id);
+}
+
+/** Deletes the device's sequence window and marks its figures changed (its missing seqs leave them). */
+export function forgetWindow(sql, device_id) {
+  sql.exec("UPDATE devices SET window = NULL, missing = 0, version = version + 1 WHERE device_id = ?", device_id);
   changed.get(sql)?.add(device_id);
 }
 
@@ -175,15 +188,17 @@ export async function registerWithShard(env, device_id) {
  * `incarnation`, `version` and `acknowledged` (a device handed over goes on with its
  * own), else a new incarnation from version 0.
  */
-export function addDevice(sql, device_id, { incarnation = crypto.randomUUID(), version = 0, acknowledged = version, counters = {} } = {}) {
+export function addDevice(sql, device_id, { incarnation = crypto.randomUUID(), version = 0, acknowledged = version, counters = {}, window = null } = {}) {
   sql.exec(
-    "INSERT OR IGNORE INTO devices (device_id, incarnation, version, acknowledged, registered_at, counters) VALUES (?, ?, ?, ?, ?, ?)",
+    "INSERT OR IGNORE INTO devices (device_id, incarnation, version, acknowledged, registered_at, counters, window, missing) VALUES (?, ?, ?, ?, ?, ?, ?, ?)",
     device_id,
     incarnation,
     version,
     acknowledged,
     Date.now(),
     JSON.stringify(counters),
+    window?.bytes ?? null,
+    window?.missing ?? 0,
   );
   // Handed over with figures its shard has not seen as the group now holds them.
   if (version > acknowledged) changed.get(sql)?.add(device_id);
@@ -196,10 +211,10 @@ export function addDevice(sql, device_id, { incarnation = crypto.randomUUID(), v
  * `byCode`) are the burst's rejected readings by code, adding up to `counts.rejected`;
  * counted only when that is (a retried call counts its rejections no second time).
  */
-export function countBurst(sql, device_id, counts, rejectedCodes = {}) {
+export function countBurst(sql, device_id, counts, rejectedCodes = {}, window = null) {
   const add = Object.fromEntries(COUNTERS.map((name) => [name, counts[name] ?? 0]));
   if (counts.rejected) for (const [code, n] of Object.entries(rejectedCodes)) add[REJECTED + code] = n;
-  addCounts(sql, device_id, add);
+  addCounts(sql, device_id, add, window);
 }
 
 /** `{code: n}`: how many of `rejected` (objects with a `code`: rejections as a reply lists them) have each code. */
@@ -221,12 +236,6 @@ export function sumOf(counts) {
  */
 export function countBackfill(sql, device_id, outcome) {
   addCounts(sql, device_id, { [`backfill_${outcome}`]: 1 });
-}
-
-/** Marks the device's figures changed (a delivery attempt, a retention delete). */
-export function noteChange(sql, device_id) {
-  sql.exec("UPDATE devices SET version = version + 1 WHERE device_id = ?", device_id);
-  changed.get(sql)?.add(device_id);
 }
 
 /** When the group's alarm must run for the next flush (`now` at the earliest); null if all is flushed. */
@@ -269,10 +278,10 @@ export async function flush(storage, env, cfg, group = null) {
         if (i === own) await withTimeout(applyGroup(stub(env, i), group), FLUSH_TIMEOUT_MS);
         const refused = new Set(failed.map((f) => f.device_id));
         const taken = reports.filter((r) => !refused.has(r.device_id));
-        storage.transactionSync(() => {
-          for (const r of taken) sql.exec("UPDATE devices SET acknowledged = MAX(acknowledged, ?) WHERE device_id = ?", r.version, r.device_id);
-        });
-        // Changed again while this flush was on its way: the next one carries it.
+        // Nothing is written to remember what the shard took (a row per device and flush):
+        // after a restart the group sends every device again (`trackChanges`), and the
+        // shard applies none it has. Changed again while this flush was on its way: the
+        // next one carries it.
         for (const r of taken) if (sql.exec("SELECT version FROM devices WHERE device_id = ?", r.device_id).one().version <= r.version) changed.get(sql)?.delete(r.device_id);
         if (failed.length) {
           // Tried again with the next flush, after the group's other changed devices.
@@ -349,7 +358,7 @@ function figures(sql, device_id) {
     ledger_rows: 0,
     refused_by_origin: 0,
     parked_uplinks: sql.exec("SELECT COUNT(*) AS n FROM parked WHERE device_id = ?", device_id).one().n,
-    missing_seqs: sql.exec("SELECT missing FROM seq_window WHERE device_id = ?", device_id).toArray()[0]?.missing ?? 0,
+    missing_seqs: sql.exec("SELECT missing FROM devices WHERE device_id = ?", device_id).one().missing,
     labelled,
     oldest_undelivered_at: null,
   };

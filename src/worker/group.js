@@ -71,9 +71,8 @@ CREATE TABLE IF NOT EXISTS readings (
   conflicts_with TEXT,            -- a conflict's: the key of the stored reading with its seq
   forgotten_at INTEGER            -- forget(), reset(): NULL unless forgotten
 );
--- A device's rows in admission order: its ledger, its seen-set's rebuild. The outbox and
--- retention read the table itself in rowid order: no index of their own to write.
-CREATE INDEX IF NOT EXISTS readings_by_device ON readings (device_id, admitted_at);
+-- A device's rows are found by its keys' prefix (device.js OWN), the outbox and
+-- retention read the table in rowid order: no other index to write with every reading.
 CREATE INDEX IF NOT EXISTS readings_by_frame ON readings (device_id, frame) WHERE frame IS NOT NULL;
 -- The live readings by time, for a datalog record of one of them (device.js crossPath).
 CREATE INDEX IF NOT EXISTS readings_live_by_ts ON readings (device_id, ts) WHERE frame IS NOT NULL;
@@ -105,10 +104,6 @@ CREATE TABLE IF NOT EXISTS parked (
 CREATE INDEX IF NOT EXISTS parked_by_time ON parked (device_id, parked_at);
 -- The application-counter reference of a device's codec (DF703): one row, or none.
 CREATE TABLE IF NOT EXISTS codec_state (device_id TEXT PRIMARY KEY, counter_ref INTEGER NOT NULL);
--- A device's sequence window (the core's SeqWindow, its toBytes()): one row, or none
--- before the first reading that feeds it (windowSeqs). \`missing\`: its totals' open
--- missing seqs, written with the bytes, for the roll-up's missing_seqs gauge.
-CREATE TABLE IF NOT EXISTS seq_window (device_id TEXT PRIMARY KEY, bytes BLOB NOT NULL, missing INTEGER NOT NULL);
 -- Each device's history of operator events (GET /v1/devices/{id}/history): key_forgotten,
 -- device_reset, device_config; the last HISTORY_EVENTS of them. AUTOINCREMENT: an id is
 -- never reused after trimming, so a page's cursor stays valid.

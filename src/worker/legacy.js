@@ -160,7 +160,6 @@ export function importDevice(sql, device_id, tables) {
     sql.exec("INSERT OR IGNORE INTO parked (device_id, frame, raw, rows, route, burst_id, parked_at) VALUES (?, ?, ?, ?, ?, ?, ?)", device_id, p.frame, p.raw, p.rows, p.route, p.burst_id, p.parked_at);
   }
   for (const c of rows("codec_state")) sql.exec("INSERT OR REPLACE INTO codec_state (device_id, counter_ref) VALUES (?, ?)", device_id, c.counter_ref);
-  for (const w of rows("seq_window")) sql.exec("INSERT OR REPLACE INTO seq_window (device_id, bytes, missing) VALUES (?, ?, ?)", device_id, w.bytes, w.missing);
   for (const e of [...rows("operator_events")].sort((a, b) => a.id - b.id)) {
     sql.exec("INSERT INTO operator_events (device_id, at, event, detail) VALUES (?, ?, ?, ?)", device_id, e.at, e.event, e.detail);
   }
@@ -177,7 +176,9 @@ export function importDevice(sql, device_id, tables) {
     const name = renamed[c.name] ?? c.name;
     counters[name] = (counters[name] ?? 0) + c.value;
   }
+  const w = rows("seq_window")[0];
+  const window = w ? { bytes: w.bytes, missing: w.missing } : null;
   const flushed = rows("stats_flush")[0];
-  if (!flushed) return { incarnation: crypto.randomUUID(), version: 1, acknowledged: 0, counters };
-  return { incarnation: flushed.incarnation, version: flushed.version + 1, acknowledged: flushed.acknowledged, counters };
+  if (!flushed) return { incarnation: crypto.randomUUID(), version: 1, acknowledged: 0, counters, window };
+  return { incarnation: flushed.incarnation, version: flushed.version + 1, acknowledged: flushed.acknowledged, counters, window };
 }

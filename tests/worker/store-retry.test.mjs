@@ -204,7 +204,7 @@ test("a retried call (attempt > 0) answers readings its burst already stored as 
 test("a burst its device cannot admit (its stored keys are corrupt) still writes its audit line: burst_not_stored", async () => {
   // The seen-set is rebuilt from the stored keys on a cold start; one that is not a
   // key makes the rebuild, and so the admission, fail before anything is written.
-  await withFault("UPDATE readings SET key = 'corrupt' WHERE seq = 1;", async (w) => {
+  await withFault("UPDATE readings SET key = device_id || ':corrupt' WHERE seq = 1;", async (w) => {
     const res = await post(w.call, "/v1/readings", [reading(2), reading(3, 30)]);
     const body = await res.json();
     assert.equal(res.status, 503, JSON.stringify(body));
@@ -233,7 +233,7 @@ test("a simulated uplink on a device whose stored keys are corrupt: a coded erro
     } finally {
       await first.mf.dispose();
     }
-    sqlite(databases(dir, "GroupObject"), "UPDATE readings SET key = 'corrupt';");
+    sqlite(databases(dir, "GroupObject"), "UPDATE readings SET key = device_id || ':corrupt';");
     const w = await start({ persist: dir });
     try {
       const real = await post(w.call, "/v1/uplinks/ttn", uplink(2, false));
