@@ -184,6 +184,15 @@ export async function registerWithShard(env, device_id) {
 }
 
 /**
+ * `registerWithShard` for several devices of one shard in one call: whether the shard
+ * knew each. Throws when the shard did not confirm, or is of the earlier release (then
+ * each device registers on its own).
+ */
+export async function claimAtShard(env, device_ids) {
+  return withTimeout(shard(env, device_ids[0]).claimMany(device_ids), FLUSH_TIMEOUT_MS);
+}
+
+/**
  * The device's `devices` row (it is registered in the group): its figures'
  * `incarnation`, `version` and `acknowledged` (a device handed over goes on with its
  * own), else a new incarnation from version 0.
@@ -593,6 +602,11 @@ export class FleetObject extends DurableObject {
     const known = this.knows(device_id);
     this.sql.exec("INSERT OR IGNORE INTO registered (device_id, at) VALUES (?, ?)", device_id, Date.now());
     return known;
+  }
+
+  /** `claim` for each of `device_ids` (a group's devices new in one call), in one transaction: whether each was known. */
+  claimMany(device_ids) {
+    return this.ctx.storage.transactionSync(() => device_ids.map((id) => this.claim(id)));
   }
 
   /**

@@ -28,7 +28,7 @@ import { logNothingStored } from "./core.js";
 import { Device } from "./device.js";
 import { prepareBackfill } from "./backfill.js";
 import { deliver, nextDelivery, prepareOutbox } from "./delivery.js";
-import { addDevice, flush, flushDue, prepareFigures, registered, registerWithShard, trackChanges } from "./fleet.js";
+import { addDevice, claimAtShard, flush, flushDue, prepareFigures, registered, registerWithShard, trackChanges } from "./fleet.js";
 import { Backlog, retentionDue, retire } from "./ledger.js";
 import { importDevice } from "./legacy.js";
 import { groupName } from "./placement.js";
@@ -217,6 +217,30 @@ export class GroupObject extends DurableObject {
     return null;
   }
 
+  /**
+   * Registers the devices of `device_ids` this group does not know yet with their
+   * shard in one call (a request naming many new devices: a fleet's first round), those
+   * the shard did not know in one transaction here. A device the shard knew (storage
+   * of the release before groups) is left to `register`, as is every device when the
+   * call fails: each then registers on its own, and answers for itself.
+   */
+  async registerNew(device_ids) {
+    this.prepare();
+    const fresh = [...new Set(device_ids)].filter((id) => !this.registering.has(id) && !registered(this.sql, id));
+    if (fresh.length < 2) return;
+    let known;
+    try {
+      known = await claimAtShard(this.env, fresh);
+    } catch {
+      return;
+    }
+    this.ctx.storage.transactionSync(() => {
+      fresh.forEach((id, i) => {
+        if (known[i] === false) addDevice(this.sql, id);
+      });
+    });
+  }
+
   /** Takes over `device_id`'s storage of the release before groups now (its object's alarm asks: legacy.js). */
   async adopt(device_id) {
     const failed = await this.register(device_id);
@@ -231,6 +255,7 @@ export class GroupObject extends DurableObject {
    * `device_unavailable` (its readings not stored); the others are not held back by it.
    */
   async ingestMany(calls) {
+    await this.registerNew(calls.map((c) => c.device_id));
     const out = [];
     for (const c of calls) {
       try {
