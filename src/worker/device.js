@@ -294,13 +294,13 @@ export class Device {
           // A retried call counted already observed its seqs with the first one.
           health = windowSeqs && !out.counted ? this.observeSeqs(windowSeqs, out.verdicts, now, context) : null;
           countBurst(this.sql, device_id, health ? { ...counts, recovered_seqs: health.recovered.length, seq_resets: health.resets.length } : counts, rejected, health?.window);
-          if (!counts.unique) this.countedWithoutRows(burst_id);
           if (counterRef !== null && counterRef !== undefined) {
             this.sql.exec("INSERT OR REPLACE INTO codec_state (device_id, counter_ref) VALUES (?, ?)", device_id, counterRef);
           }
           if (unpark !== null) this.sql.exec("DELETE FROM parked WHERE device_id = ? AND frame = ?", device_id, unpark);
         });
         for (const [name, n] of Object.entries(moved)) this.group.backlog.add(name, n);
+        if (!counts.unique) this.countedWithoutRows(burst_id);
         break;
       } catch (e) {
         // The admitted keys are not stored: forget the seen-set, whose rebuild from
@@ -409,16 +409,21 @@ export class Device {
   /**
    * Remembers a burst counted without a row of its own (only duplicates, refused or
    * parked readings), so that a retried call of it counts nothing again
-   * (`recognise`, `park`). Call it inside the transaction that counts the burst.
+   * (`recognise`, `park`). Call it once the transaction that counts the burst has
+   * committed. In the group's memory, not its storage (two rows written per
+   * duplicate): the worker's retry follows its call within the same request, so only
+   * a group restarted in between would count such a burst twice (its counts, never a
+   * reading).
    */
   countedWithoutRows(burst_id) {
-    this.sql.exec("INSERT OR REPLACE INTO counted_bursts (burst_id, device_id) VALUES (?, ?)", burst_id, this.id);
-    this.sql.exec("DELETE FROM counted_bursts WHERE rowid <= (SELECT MAX(rowid) FROM counted_bursts) - ?", COUNTED_BURSTS);
+    const counted = this.group.counted;
+    counted.add(`${this.id}\n${burst_id}`);
+    if (counted.size > COUNTED_BURSTS) counted.delete(counted.values().next().value);
   }
 
-  /** Whether `burst_id` was counted without a row of its own (`countedWithoutRows`). Reads only. */
+  /** Whether `burst_id` was counted without a row of its own (`countedWithoutRows`). */
   countedAlready(burst_id) {
-    return this.sql.exec("SELECT 1 FROM counted_bursts WHERE burst_id = ? AND device_id = ?", burst_id, this.id).toArray().length > 0;
+    return this.group.counted.has(`${this.id}\n${burst_id}`);
   }
 
   /**
@@ -581,8 +586,8 @@ export class Device {
             counts.parked = rows;
           }
           countBurst(this.sql, device_id, counts, { [answer.code]: rows });
-          this.countedWithoutRows(burst_id);
         });
+        if (counts.received) this.countedWithoutRows(burst_id);
         break;
       } catch (e) {
         if (write < STORE_WRITES) {

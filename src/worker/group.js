@@ -33,8 +33,12 @@ import { Backlog, retentionDue, retire } from "./ledger.js";
 import { importDevice } from "./legacy.js";
 import { groupName } from "./placement.js";
 
-/** Devices a group keeps in memory (their seen-sets); the least recently used go first. */
-const CACHED_DEVICES = 2_048;
+/**
+ * Devices a group keeps in memory (their seen-sets, ~1.3 KB each at 40 keys); the least
+ * recently used go first. More than a group of a 1 000 000-bin fleet holds (~3 900), so
+ * a steady fleet rebuilds no seen-set from its rows.
+ */
+const CACHED_DEVICES = 8_192;
 
 /**
  * How long past its time an alarm the object still reports as set is taken as lost,
@@ -76,9 +80,6 @@ CREATE TABLE IF NOT EXISTS readings (
 CREATE INDEX IF NOT EXISTS readings_by_frame ON readings (device_id, frame) WHERE frame IS NOT NULL;
 -- The live readings by time, for a datalog record of one of them (device.js crossPath).
 CREATE INDEX IF NOT EXISTS readings_live_by_ts ON readings (device_id, ts) WHERE frame IS NOT NULL;
--- The last bursts counted that stored no row of a device (only duplicates or refused
--- readings): a retried call of one counts nothing again (recognise). At most COUNTED_BURSTS rows.
-CREATE TABLE IF NOT EXISTS counted_bursts (burst_id TEXT NOT NULL, device_id TEXT NOT NULL, PRIMARY KEY (burst_id, device_id));
 -- Each device's bin and sensor (PUT /v1/devices/{id}/config): one row, or none.
 CREATE TABLE IF NOT EXISTS config (
   device_id TEXT PRIMARY KEY,
@@ -132,6 +133,8 @@ export class GroupObject extends DurableObject {
     this.registering = new Map();
     /** The group's backlog figures (ledger.js). */
     this.backlog = new Backlog(this.sql);
+    /** Bursts counted without a row of their own, by device (device.js `countedWithoutRows`). */
+    this.counted = new Set();
     /** Retention reads from this rowid on (ledger.js `retire`). */
     this.retentionFrom = 0;
     // A group none of whose devices ever wrote has no tables: the schema is written by

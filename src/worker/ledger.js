@@ -3,10 +3,8 @@
 // up in memory rather than counted at every flush or written at every change.
 import { countBacklog, firstPending, openBatch, outboxThrough } from "./delivery.js";
 
-/** Rows one retention pass looks at, at most (the alarm comes back at once for more). */
+/** Rows one retention pass deletes, at most (the alarm comes back at once for more). */
 const RETENTION_ROWS = 5_000;
-/** Rows a retention pass reads at a time. */
-const WINDOW = 500;
 
 /**
  * The group's backlog figures, counted from its rows once per object instance (the
@@ -87,22 +85,14 @@ export function retire(storage, cfg, now, from) {
   const gone = [];
   let delivered = 0;
   let at = from;
-  let stop = false;
-  while (!stop && gone.length < RETENTION_ROWS) {
-    const rows = sql.exec("SELECT rowid, state, admitted_at FROM readings WHERE rowid > ? ORDER BY rowid LIMIT ?", at, WINDOW).toArray();
-    if (!rows.length) break;
-    for (const r of rows) {
-      if (r.admitted_at > cut || (r.state !== "refused" && !done(r, through))) {
-        stop = true;
-        break;
-      }
-      if (r.state !== "refused") {
-        gone.push(r.rowid);
-        if (r.state !== "stored") delivered += 1;
-      }
-      at = r.rowid;
+  // Read one row at a time, and no further than the first that stays: a row read is billed.
+  for (const r of sql.exec("SELECT rowid, state, admitted_at FROM readings WHERE rowid > ? ORDER BY rowid", from)) {
+    if (gone.length >= RETENTION_ROWS || r.admitted_at > cut || (r.state !== "refused" && !done(r, through))) break;
+    if (r.state !== "refused") {
+      gone.push(r.rowid);
+      if (r.state !== "stored") delivered += 1;
     }
-    if (rows.length < WINDOW) break;
+    at = r.rowid;
   }
   if (gone.length) {
     storage.transactionSync(() => {
@@ -125,7 +115,11 @@ export function retire(storage, cfg, now, from) {
  */
 export function retentionDue(sql, cfg, from) {
   const through = outboxThrough(sql);
-  const rows = sql.exec("SELECT rowid, state, admitted_at FROM readings WHERE rowid > ? ORDER BY rowid LIMIT 16", from).toArray();
-  const first = rows.find((r) => r.state !== "refused");
+  let first;
+  for (const r of sql.exec("SELECT rowid, state, admitted_at FROM readings WHERE rowid > ? ORDER BY rowid LIMIT 16", from)) {
+    if (r.state === "refused") continue;
+    first = r;
+    break;
+  }
   return first && done(first, through) ? first.admitted_at + cfg.RETENTION_MS : null;
 }

@@ -149,7 +149,6 @@ export function importDevice(sql, device_id, tables) {
     const seq = (sql.exec("SELECT MIN(seq) AS at FROM batches").one().at ?? 1) - 1;
     sql.exec("INSERT INTO batches (seq, id, body, rows, attempts) VALUES (?, ?, ?, ?, ?)", seq, b.id, b.body, JSON.parse(b.body).readings.length, attempts);
   }
-  for (const b of rows("counted_bursts")) sql.exec("INSERT OR IGNORE INTO counted_bursts (burst_id, device_id) VALUES (?, ?)", b.burst_id, device_id);
   for (const c of rows("config")) {
     sql.exec(
       "INSERT OR REPLACE INTO config (device_id, codec, bin_depth_mm, offset_mm, reporting_period_s, backfill, updated_at) VALUES (?, ?, ?, ?, ?, ?, ?)",
