@@ -109,9 +109,13 @@ export function retire(storage, cfg, now, from) {
 }
 
 /**
- * When retention next has a row to delete: the admission of the first row from `from`
- * on (refused rows passed over) plus RETENTION_MS, if that row is done; null when none
- * is (the next delivery schedules again).
+ * When retention next has rows to delete: the admission of the first row from `from`
+ * on (refused rows passed over) plus RETENTION_MS and `slack`, if that row is done;
+ * null when none is (the next delivery schedules again). The slack (a tenth of the
+ * retention, at most an hour) lets one alarm delete what a busy group admitted over
+ * that time rather than wake for every row as it comes due (each alarm is a billed
+ * request); an alarm run for delivery or a flush deletes what is due anyway. So a row
+ * is kept at least RETENTION_MS, and at most that and the slack.
  */
 export function retentionDue(sql, cfg, from) {
   const through = outboxThrough(sql);
@@ -121,5 +125,6 @@ export function retentionDue(sql, cfg, from) {
     first = r;
     break;
   }
-  return first && done(first, through) ? first.admitted_at + cfg.RETENTION_MS : null;
+  const slack = Math.min(cfg.RETENTION_MS / 10, 3_600_000);
+  return first && done(first, through) ? first.admitted_at + cfg.RETENTION_MS + slack : null;
 }
