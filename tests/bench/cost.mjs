@@ -1,70 +1,182 @@
 // `npm run bench:cost`: what Cloudflare bills per uplink (issue 21, "Cost per reading"),
-// counted in workerd, and the monthly bill of a fleet from Cloudflare's published prices.
+// counted in workerd for a steady fleet, and the monthly bill of that fleet from
+// Cloudflare's published prices.
+//
+// The fleet: --fleet bins (1 000 000), each reporting every --period-s (600 s): F/P
+// uplinks/s in all, F/P/GROUPS per group object (src/worker/placement.js; 6.5/s for the
+// defaults). The bench drives --groups K of the GROUPS groups (4, picked with the seed)
+// at exactly that per-group rate, in real time: each group's uplinks evenly spaced, one
+// device each, the groups' schedules offset from one another, every uplink its own
+// POST sent at its time whatever the replies before it do (as sensors do). Device ids
+// are picked (seeded) so that `groupOf(id)` falls in those K groups; each device sends
+// one uplink a phase, its readings dated a period apart (successive phases stand for
+// successive periods), so a phase of L + W seconds takes ~rate × (L + W) devices a group.
+//
+// Each driven group holds --group-devices devices (F/GROUPS, 3 906), as a fleet's: the
+// kinds' devices and bystanders, registered with one reading each in the setup (many
+// devices a POST) and silent afterwards, so that whatever a group does per device it
+// holds (a scan of its devices' rows) costs what it costs in the fleet.
+//
+// Each kind of uplink has a phase of its own: a lead-in of --lead-in-s (STATS_FLUSH_MS
+// and 2 s: 12 s; the groups' alarms, deliveries and roll-up flushes settle into their
+// rhythm, and what a group does once per start is done), then the window of
+// --window-s (30 s). Everything metered that starts in the window is divided
+// by the uplinks sent in it: every call the runtime makes into an object (the uplinks'
+// RPCs, the groups' alarms, their flushes to the roll-up), the rows the SQL cursors read
+// and write, setAlarm, the origin POSTs that arrive, the time objects are held by
+// pending timers, workerd's CPU. After the window the phase runs until quiet (no call
+// running, no alarm or setTimeout due within ALARM_HORIZON_MS, every admitted reading at
+// the origin); then GET /v1/stats must show exactly what the replies counted, the origin
+// every admitted key, and the groups met must be the K picked.
 //
 // The worker runs as tests/bench/metered-worker.js (src/worker/ with a meter on every
-// Durable Object class index.js exports, whatever their names): per call into an object,
-// the SQL cursors' own rowsRead / rowsWritten (what Cloudflare bills, index entries
-// included), every setAlarm (a row written), every storage method by name, its wall time;
-// and the timers that keep an object from hibernating. The origin is a local HTTP server
-// that counts the POSTs it gets.
+// Durable Object class index.js exports). The groups and the roll-up shards (objects
+// serving many devices, which a fleet keeps busy) are started before each phase and kept
+// from eviction during it without a product call: warm. A device's state in its group's
+// memory (its seen-set) is as warm as in the fleet: when a group keeps more devices in
+// memory (group.js CACHED_DEVICES) than a fleet's holds, a storage's phases run on one
+// worker and its devices stay in memory, and one more phase, the ledger's new reading
+// after a restart, gives a device's rebuild from its rows (paid once per group start);
+// else a worker is started afresh for each phase and each uplink pays the rebuild, as in
+// that fleet (a device reporting once a period has left the cache by its next reading).
+// What a group pays once per start (its constructor; the statements before the window
+// that the window did not run) is reported per group, apart: a fleet's groups never
+// idle, and pay it once per deploy or move, not per uplink.
 //
-// Each kind of uplink is measured over a window of its own: N uplinks of that kind, one
-// per device (N devices), sent one at a time to a freshly started worker on the same
-// storage (so every object starts cold, as it does for a sensor reporting every 10
-// minutes); the window lasts until quiet (no call running, no alarm or setTimeout due
-// within ALARM_HORIZON_MS, every admitted reading at the origin, every meter line read)
-// and everything metered in it is divided by N: the uplink's own call, and the alarms,
-// deliveries and roll-up flushes it caused. Afterwards (outside the window) GET
-// /v1/stats must show every reading the replies counted, and the origin every admitted
-// key. Alarms due later than the horizon (retention, a week on) fall outside the window,
-// so retention is a kind of its own: the same new reading on a worker whose
-// LEDGER_RETENTION_MS and TTL_MS are RETENTION_MS, its window running until the rows
-// are deleted (/v1/stats ledger_rows 0) and flushed.
+// Kinds: on one storage, a new native reading, the duplicate of it (the same reading
+// re-sent), a raw DF703 frame through LORIOT decoded with the device's configuration, a
+// raw frame parked (no configuration); on a storage of its own, the new reading and its
+// duplicate with a 7-day ledger (--ledger-rows rows a device, in --ledger-groups of the K
+// groups: its setup writes ~3 000 rows/s a group; the seen-set capped at the keys a
+// fleet's device holds within TTL_MS, as its rows are admitted within seconds here);
+// on another, the new
+// reading's whole life with retention (TTL_MS = LEDGER_RETENTION_MS = RETENTION_MS:
+// in the steady state a group deletes rows at the rate it admits them, as a 7-day
+// retention does once the fleet is 7 days old).
 //
-// Prints figures; asserts nothing about time. Exits non-zero when something is wrong: an
-// answer other than 200, a reply that is not the kind's verdict, an object call that
-// threw, the origin missing a reading, /v1/stats not matching the replies, no quiet.
+// Also printed: the calls by class and method, and the statements that read or write the
+// most rows (the meter's `by_sql`), per uplink.
 //
-//   node tests/bench/cost.mjs [--devices N] [--ledger-devices N] [--ledger-rows N]
-//                             [--seed N] [--flush-ms N] [--json FILE]
+// Prints figures; asserts nothing about time or price. Exits 1 when something is wrong:
+// an answer other than 200, a reply that is not the kind's verdict, an object call that
+// threw, the origin missing a reading, /v1/stats not exact once quiet, a group met that
+// is not one of the K, no quiet; 2 on a bad option.
+//
+//   node tests/bench/cost.mjs [--fleet 1000000] [--period-s 600] [--groups 4]
+//                             [--window-s 30] [--lead-in-s 12] [--ledger-rows 1008]
+//                             [--ledger-groups 1] [--group-devices 3906] [--seed 21]
+//                             [--flush-ms 10000] [--json FILE]
 import { execFileSync } from "node:child_process";
 import fs from "node:fs";
 import { get, origin, post, putConfig, start, tempDir } from "../worker/harness.mjs";
 import { cpuNs, fmt, machine, workerdPids } from "./in-workerd.mjs";
-import { option } from "./workload.mjs";
 import { rng32 } from "../../www/sim.js";
+import { GROUPS, groupOf } from "../../src/worker/placement.js";
 
-const DEVICES = option("devices", 24);
-const LEDGER_DEVICES = option("ledger-devices", 4);
-const LEDGER_ROWS = option("ledger-rows", 7 * 144); // 7 days of a reading every 10 minutes
-const SEED = option("seed", 21);
-const FLUSH_MS = option("flush-ms", 2_000); // STATS_FLUSH_MS
+const root = new URL("../../", import.meta.url).pathname;
+
+/** `--name N`: a number, or `dflt`; a bad one ends the run (exit 2). */
+function option(name, dflt, { min = 1, max = Infinity, integer = true } = {}) {
+  const i = process.argv.indexOf(`--${name}`);
+  if (i < 0) return dflt;
+  const v = Number(process.argv[i + 1]);
+  if (!Number.isFinite(v) || (integer && !Number.isInteger(v)) || v < min || v > max) {
+    console.error(`bench:cost: --${name} ${process.argv[i + 1] ?? ""}: a ${integer ? "whole " : ""}number from ${min}${max < Infinity ? ` to ${max}` : ""} expected`);
+    process.exit(2);
+  }
+  return v;
+}
+
+/** A whole-number default of wrangler.toml [vars] (the deployed worker's), or `dflt`. */
+function tomlVar(name, dflt) {
+  try {
+    const m = fs.readFileSync(`${root}wrangler.toml`, "utf8").match(new RegExp(`^${name}\\s*=\\s*"?(\\d+)"?`, "m"));
+    return m ? Number(m[1]) : dflt;
+  } catch {
+    return dflt;
+  }
+}
+
+/** A constant of group.js, read from its source (the module imports cloudflare:workers), or null. */
+function groupConstant(name) {
+  try {
+    const m = fs.readFileSync(`${root}src/worker/group.js`, "utf8").match(new RegExp(`const ${name} = ([\\d_]+);`));
+    return m ? Number(m[1].replaceAll("_", "")) : null;
+  } catch {
+    return null;
+  }
+}
+
+const FLEET_BINS = option("fleet", 1_000_000);
+const PERIOD_S = option("period-s", 600);
+const K = option("groups", 4, { max: GROUPS });
+const WINDOW_S = option("window-s", 30);
+const SEED = option("seed", 21, { min: 0 });
+const FLUSH_MS = option("flush-ms", tomlVar("STATS_FLUSH_MS", 10_000)); // the deployed STATS_FLUSH_MS
+const LEAD_S = option("lead-in-s", Math.ceil(FLUSH_MS / 1000) + 2, { min: 0 }); // a flush and what a group does once per start
+const LEDGER_DAYS = 7;
+const LEDGER_ROWS = option("ledger-rows", Math.round((LEDGER_DAYS * 86_400) / PERIOD_S)); // 7 days of readings
+const LEDGER_GROUPS = option("ledger-groups", 1, { max: K });
+/** Devices each driven group holds, as a fleet's: the kinds' and bystanders (registered, silent in the windows). */
+const GROUP_DEVICES = option("group-devices", Math.round(FLEET_BINS / GROUPS));
+/** Devices one request may name (wrangler.toml MAX_DEVICES_PER_REQUEST): bystanders are registered that many a POST. */
+const DEVICES_PER_REQUEST = tomlVar("MAX_DEVICES_PER_REQUEST", 100);
 const at = process.argv.indexOf("--json");
 const JSON_OUT = at > 0 ? process.argv[at + 1] : null;
 
 const SCRIPT = "tests/bench/metered-worker.js";
-/** Alarms and setTimeouts due within this are waited for; later ones (retention) are outside the window. */
+/** Uplinks a group gets per second: the fleet's F/P over GROUPS. */
+const RATE = FLEET_BINS / PERIOD_S / GROUPS;
+/** A phase: lead-in and window, seconds. */
+const PHASE_S = LEAD_S + WINDOW_S;
+if (PHASE_S > PERIOD_S) {
+  console.error(`bench:cost: --lead-in-s + --window-s (${PHASE_S} s) must not exceed --period-s (${PERIOD_S} s): a device sends once a period`);
+  process.exit(2);
+}
+/** Devices of one kind in each group: one uplink each a phase. */
+const PER_GROUP = Math.ceil(RATE * PHASE_S) + 1;
+if (RATE * WINDOW_S < 1) {
+  console.error(`bench:cost: ${fmt(RATE, 3)} uplinks/s a group sends no uplink in a ${WINDOW_S} s window: make --window-s longer`);
+  process.exit(2);
+}
+/** Alarms and setTimeouts due within this are waited for; later ones (retention, a week on) are not. */
 const ALARM_HORIZON_MS = 120_000;
-/** How often shared objects are woken during a window: well within workerd's 10 s of inactivity before eviction. */
+/** How often shared objects are woken during a phase: well within workerd's 10 s of inactivity before eviction. */
 const KEEP_WARM_MS = 3_000;
-/** A window not quiet by then is a failure. */
-const PHASE_DEADLINE_MS = 180_000;
+/** A phase not quiet by then (after its last uplink) is a failure. */
+const QUIET_DEADLINE_MS = 300_000;
+/** Setup requests under way at once (not measured). */
+const SETUP_AT_ONCE = 8;
+/** Readings a setup burst of the ledger carries. */
+const LEDGER_BURST = 504;
 /** The retention (and TTL) of the retention kind's worker. */
 const RETENTION_MS = 1_000;
 /** Cloudflare bills duration for 128 MB per object ("Duration ... GB-s", footnote 5): 128 MB / 1 GB, as its examples compute. */
 const GB_PER_OBJECT = 0.128;
 const DAY = 86_400_000;
+const TTL_MS = 6 * 3_600_000;
 const T0 = Date.parse("2026-07-16T00:00:00Z");
-const VARS = { TTL_MS: String(6 * 3_600_000), LEDGER_RETENTION_MS: String(7 * DAY), STATS_FLUSH_MS: String(FLUSH_MS), ORIGIN_TIMEOUT_MS: "10000" };
+const VARS = { TTL_MS: String(TTL_MS), LEDGER_RETENTION_MS: String(LEDGER_DAYS * DAY), STATS_FLUSH_MS: String(FLUSH_MS), ORIGIN_TIMEOUT_MS: "10000" };
+/** Keys a device's seen-set holds in a fleet: its readings within the TTL. */
+const LIVE_KEYS = Math.max(1, Math.ceil(TTL_MS / (PERIOD_S * 1000)));
+const CACHED_DEVICES = groupConstant("CACHED_DEVICES");
+const DEVICES_PER_GROUP = FLEET_BINS / GROUPS;
+/**
+ * Whether a fleet's device is still in its group's memory at its next reading: its group
+ * keeps more devices in memory (group.js CACHED_DEVICES) than it holds. Then a storage's
+ * phases run on one worker, its devices warm; else a worker is started afresh for each
+ * phase, no device in memory (least recently used first, a device reporting once a
+ * period has been dropped by its next reading).
+ */
+const WARM_DEVICES = CACHED_DEVICES !== null && CACHED_DEVICES >= Math.max(DEVICES_PER_GROUP, GROUP_DEVICES);
 const DF703_CONFIG = { codec: "dingtek/df703", bin_depth_mm: 2500, offset_mm: 100 };
 const DF703_FRAME = "800001011107d000190000000000010081"; // tests/fixtures/webhooks/raw/loriot-df703-rx.json
 
 // --- the fleet and the prices ---------------------------------------------------------
 
-const FLEET = { bins: 1_000_000, periodMin: 10, replayShare: 0.2, days: 30 };
-const READINGS_PER_MONTH = (FLEET.bins * FLEET.days * 24 * 60) / FLEET.periodMin;
+const FLEET = { bins: FLEET_BINS, periodMin: PERIOD_S / 60, replayShare: 0.2, days: 30 };
+const READINGS_PER_MONTH = (FLEET.bins * FLEET.days * 86_400) / PERIOD_S;
 const REPLAYS_PER_MONTH = (READINGS_PER_MONTH * FLEET.replayShare) / (1 - FLEET.replayShare);
-
 const DO_PRICING = "https://developers.cloudflare.com/durable-objects/platform/pricing/";
 const WORKERS_PRICING = "https://developers.cloudflare.com/workers/platform/pricing/";
 // Where the storage lines were read: the page's stored copy (search tool) ends before its
@@ -87,7 +199,9 @@ const PRICES = {
 
 // --- the run --------------------------------------------------------------------------
 
-const rand = rng32(SEED);
+/** Placement (groups, their offsets, device ids) and readings' values: two seeded streams. */
+const place = rng32(SEED);
+const rand = rng32(SEED ^ 0x5bd1e995);
 const fail = (message) => {
   throw new Error(message);
 };
@@ -95,31 +209,112 @@ const sleep = (ms) => new Promise((r) => setTimeout(r, ms));
 const iso = (ms) => new Date(ms).toISOString();
 const hub = await origin();
 
+/** The K groups driven (seeded), and each one's offset in its schedule (a fraction of its spacing). */
+const DRIVEN = [];
+while (DRIVEN.length < K) {
+  const g = Math.floor(place() * GROUPS);
+  if (!DRIVEN.includes(g)) DRIVEN.push(g);
+}
+const OFFSET = new Map(DRIVEN.map((g) => [g, place()]));
+const LEDGER_DRIVEN = DRIVEN.slice(0, LEDGER_GROUPS);
+
 /** The classes the meter wraps (GET /__meter): every one index.js exports that extends DurableObject. */
 const METERED = new Set();
 /** Every device id the bench uses, in upper case: an object named otherwise serves many devices. */
 const DEVICE_NAMES = new Set();
-/** The ids of a kind's devices: `prefix` + 16 hex digits in all (a DevEUI for the raw kinds). */
-function ids(prefix, n) {
-  const out = Array.from({ length: n }, (_, i) => `${prefix}${(SEED * 1000 + i).toString(16).toUpperCase().padStart(16 - prefix.length, "0")}`);
-  for (const id of out) DEVICE_NAMES.add(id.toUpperCase());
-  return out;
+
+/**
+ * PER_GROUP device ids in each of `groups` (`groupOf(id)`): `prefix` and hex digits, 16
+ * characters in all (a DevEUI for the raw kinds), counting up from a seeded start.
+ * Returns a Map group → its ids.
+ */
+function fleetIds(prefix, groups, count = () => PER_GROUP) {
+  const digits = 16 - prefix.length;
+  const byGroup = new Map(groups.map((g) => [g, []]));
+  const want = new Map(groups.map((g) => [g, count(g)]));
+  let left = groups.reduce((t, g) => t + want.get(g), 0);
+  for (let c = Math.floor(place() * 2 ** 32); left; c++) {
+    const id = `${prefix}${(c % 16 ** digits).toString(16).toUpperCase().padStart(digits, "0")}`;
+    const g = groupOf(id);
+    const list = byGroup.get(g);
+    if (!list || list.length >= want.get(g)) continue;
+    list.push(id);
+    DEVICE_NAMES.add(id.toUpperCase());
+    left -= 1;
+  }
+  return byGroup;
 }
-const reading = (device_id, seq) => [{ device_id, seq, ts: iso(T0 + seq * 600_000), fill_pct: Math.round(rand() * 1000) / 10 }];
+const all = (byGroup) => [...byGroup.values()].flat();
+
+/**
+ * Setup jobs registering bystanders in `storage`'s groups (`kinds`: the Maps of the
+ * kinds' devices there), so that each group holds GROUP_DEVICES devices as a fleet's
+ * does: one native reading each, DEVICES_PER_REQUEST devices of one group a POST.
+ * Returns `{jobs(w, keys), count}`.
+ */
+function bystanders(storage, prefix, groups, kinds) {
+  const theirs = (g) => kinds.reduce((t, k) => t + (k.get(g)?.length ?? 0), 0);
+  const ids = fleetIds(prefix, groups, (g) => Math.max(0, GROUP_DEVICES - theirs(g)));
+  const requests = [...ids.values()].flatMap((list) => Array.from({ length: Math.ceil(list.length / DEVICES_PER_REQUEST) }, (_, i) => list.slice(i * DEVICES_PER_REQUEST, (i + 1) * DEVICES_PER_REQUEST)));
+  return {
+    count: all(ids).length,
+    jobs: (w, keys) => requests.map((devices) => () => storage.uplink(w, ...native(devices.map((id) => reading(id, 1))), keys)),
+  };
+}
+
+const reading = (device_id, seq) => ({ device_id, seq, ts: iso(T0 + seq * PERIOD_S * 1000), fill_pct: Math.round(rand() * 1000) / 10 });
 /** Frame `counter` of a DF703 as LORIOT posts it: the fixture's frame, its level (bytes 5-6) and counter (bytes 13-14) set. */
 function df703(eui, counter) {
   const bytes = Buffer.from(DF703_FRAME, "hex");
   bytes.writeUInt16BE(300 + Math.floor(rand() * 2000), 5);
   bytes.writeUInt16BE(counter, 13);
-  return { cmd: "rx", EUI: eui, ts: T0 + counter * 600_000, ack: false, bat: 254, fcnt: counter, port: 3, data: bytes.toString("hex") };
+  return { cmd: "rx", EUI: eui, ts: T0 + counter * PERIOD_S * 1000, ack: false, bat: 254, fcnt: counter, port: 3, data: bytes.toString("hex") };
+}
+const native = (body, verdict = "admitted") => ["/v1/readings", body, verdict];
+const loriot = (body, verdict) => ["/v1/uplinks/loriot", body, verdict];
+
+/**
+ * A phase's schedule: each group's devices one uplink each (`make(id)`: `[route, body,
+ * verdict]`), 1/RATE s apart from the group's offset on, for PHASE_S seconds; sorted by
+ * time. `t`: ms from the phase's start; `inWindow`: after the lead-in.
+ */
+function schedule(byGroup, make) {
+  const out = [];
+  for (const [g, ids] of byGroup) {
+    ids.forEach((id, j) => {
+      const t = ((OFFSET.get(g) + j) / RATE) * 1000;
+      if (t < PHASE_S * 1000) out.push({ t, g, id, inWindow: t >= LEAD_S * 1000, uplink: make(id) });
+    });
+  }
+  return out.sort((a, b) => a.t - b.t);
 }
 
-/** One worker's storage (a directory), started afresh for each window. */
+/** The keys the origin accepted so far (a Set kept up to date; a request's body is dropped once read). */
+const accepted = (() => {
+  const keys = new Set();
+  let read = 0;
+  return () => {
+    for (; read < hub.requests.length; read++) {
+      const r = hub.requests[read];
+      r.readings = r.body?.readings?.length ?? 0;
+      if (r.ok) for (const x of r.body?.readings ?? []) keys.add(x.key);
+      r.body = null;
+      r.raw = null;
+    }
+    return keys;
+  };
+})();
+
+/**
+ * One worker's storage (a directory); `groups`: those its devices are in. Its worker runs
+ * through its phases when WARM_DEVICES (`close` stops it), else is started afresh for each.
+ */
 class Storage {
-  constructor(name, vars) {
+  constructor(name, vars, groups) {
     this.name = name;
     this.dir = tempDir();
     this.vars = { ORIGIN_URL: hub.url, ...VARS, ...vars };
+    this.groups = new Set(groups.map((g) => `group-${g}`));
     this.totals = { received: 0, unique: 0, duplicates_suppressed: 0, rejected: 0, parked: 0 };
     this.sizes = new Map(); // object → its database's last size
     this.objects = new Map(); // object → {class, name}
@@ -127,29 +322,31 @@ class Storage {
   }
 
   /**
-   * Starts the worker, runs `send(w, keys)` (which posts the window's uplinks and pushes
-   * each admitted key on `keys`), waits for quiet, checks the origin and /v1/stats, stops
-   * the worker. Returns the window's figures per uplink (`send` returns the uplink count).
+   * Starts the worker, wakes the shared objects met so far and keeps them awake, runs
+   * `send(w, keys)` (which posts the phase's uplinks, pushes each admitted key on `keys`
+   * and returns `{n, w0, w1, cpuNs, late}` for a measured window, `{}` for a setup),
+   * waits for quiet, checks the origin, /v1/stats and the groups met, stops the worker.
+   * Returns the window's figures per uplink.
    */
-  async window(name, send, check = () => {}) {
-    const w = await start({ persist: this.dir, script: SCRIPT, vars: this.vars });
-    // Objects that serve many devices are busy in a real fleet: warm, kept so.
+  async phase(name, send, { check = () => {}, restart = false } = {}) {
+    if (restart || !WARM_DEVICES) await this.close();
+    const fresh = !this.w;
+    if (fresh) this.w = await start({ persist: this.dir, script: SCRIPT, vars: this.vars });
+    const w = this.w;
     const warm = () => wake(w, this.shared());
     let keepWarm;
     try {
       await warm();
+      const first = meterLines(w).length; // this phase's lines: from here on
       keepWarm = setInterval(() => warm().catch(() => {}), KEEP_WARM_MS);
-      const firstPost = hub.requests.length;
-      const cpu0 = workerdCpuNs();
+      const skew = await clockSkew(w);
       const t0 = Date.now();
       const keys = [];
-      const n = await send(w, keys);
-      const lines = await quiet(w, keys, name);
-      const cpu = workerdCpuNs() - cpu0;
-      const seconds = (Date.now() - t0) / 1000;
+      const sent = await send(w, keys);
+      const lines = (await quiet(w, keys, name)).slice(first);
       clearInterval(keepWarm);
-      const posts = hub.requests.slice(firstPost);
-      const got = new Set(hub.accepted());
+      const seconds = (Date.now() - t0) / 1000;
+      const got = accepted();
       const lost = keys.filter((k) => !got.has(k));
       if (lost.length) fail(`${name}: the origin lacks ${lost.length} admitted readings (${lost.slice(0, 3).join(", ")})`);
       const unreadable = lines.reduce((t, l) => t + (l.unreadable_cursors ?? 0), 0);
@@ -158,23 +355,58 @@ class Storage {
       if (thrown.length) fail(`${name}: ${thrown.length} object calls threw; the first: ${thrown[0].class}.${thrown[0].method}: ${thrown[0].error}`);
       for (const l of lines.filter((x) => x.event === "meter")) {
         if (l.db_bytes !== null) this.sizes.set(l.object, l.db_bytes);
-        this.objects.set(l.object, { class: l.class, name: l.name });
+        // An object started by a wake (by its id) does not know its name: the name it was met by before.
+        this.objects.set(l.object, { class: l.class, name: l.name ?? this.objects.get(l.object)?.name ?? null });
         this.classes.add(l.class);
       }
+      const nameOf = (object) => this.objects.get(object)?.name ?? null;
+      const strays = [...new Set(lines.map((l) => nameOf(l.object)).filter((n) => /^group-\d+$/.test(n ?? "") && !this.groups.has(n)))];
+      if (strays.length) fail(`${name}: met ${strays.join(", ")}, not one of the groups driven (${[...this.groups].join(", ")}): placement.js groupOf is not where the worker puts these devices`);
       const stats = (await get(w.call, "/v1/stats")).body;
       for (const [k, v] of Object.entries(this.totals)) {
-        if (stats[k] !== v) fail(`${name}: /v1/stats ${k} is ${stats[k]} once quiet, the replies counted ${v}: the window ended before the figures were flushed`);
+        if (stats[k] !== v) fail(`${name}: /v1/stats ${k} is ${stats[k]} once quiet, the replies counted ${v}: the figures are not exact`);
       }
       if (stats.pending_deliveries !== 0) fail(`${name}: /v1/stats pending_deliveries ${stats.pending_deliveries} once quiet`);
       check(stats);
-      // A device flushes its figures at most every STATS_FLUSH_MS: the next window's
-      // uplinks come later than that, as a sensor's next reading does.
-      await sleep(FLUSH_MS);
-      return { name, n, seconds, cpuNs: cpu, ...figures(lines, posts, n, (object) => this.isShared(object)) };
+      if (sent.w0 === undefined) return { name, seconds };
+      // The window, on workerd's clock (the meter's lines) and on this process's (the origin's).
+      const inWindow = (l) => l.at >= sent.w0 + skew && l.at < sent.w1 + skew;
+      const posts = hub.requests.filter((r) => r.at >= sent.w0 && r.at < sent.w1);
+      const window = figures(lines, inWindow, posts, sent.n, (object) => this.isShared(object));
+      // What the objects paid once for this start of the worker, per group: the
+      // constructors (the wakes), and the statements of the lead-in that the window
+      // never ran (what a group does once per start: a count of its rows, ...).
+      const isGroup = (object) => /^group-\d+$/.test(nameOf(object) ?? "");
+      const groups = new Set(lines.filter((l) => isGroup(l.object)).map((l) => l.object)).size || 1;
+      const steady = new Set(window.bySql.map((t) => t.sql));
+      const once = {};
+      for (const l of lines.filter((x) => x.event === "meter" && x.at < sent.w0 + skew)) {
+        for (const [sql, [, r, wr]] of Object.entries(l.by_sql ?? {})) {
+          if (steady.has(sql)) continue;
+          const t = (once[sql] ??= { sql, rowsRead: 0, rowsWritten: 0 });
+          t.rowsRead += r / groups;
+          t.rowsWritten += wr / groups;
+        }
+      }
+      const wakes = lines.filter((l) => l.kind === "wake" && isGroup(l.object));
+      const groupStart = !fresh ? null : {
+        constructorRowsRead: wakes.reduce((t, l) => t + l.rows_read, 0) / groups,
+        rowsRead: Object.values(once).reduce((t, x) => t + x.rowsRead, 0),
+        rowsWritten: Object.values(once).reduce((t, x) => t + x.rowsWritten, 0),
+        statements: Object.values(once).sort((a, b) => b.rowsRead - a.rowsRead).slice(0, 3),
+      };
+      return { name, n: sent.n, seconds, cpuNs: sent.cpuNs, late: sent.late, skew, groupStart, ...window };
     } finally {
       clearInterval(keepWarm);
-      await w.mf.dispose();
+      if (!WARM_DEVICES) await this.close();
     }
+  }
+
+  /** Stops the worker, if it runs. */
+  async close() {
+    const w = this.w;
+    this.w = null;
+    await w?.mf.dispose();
   }
 
   /** Whether an object serves many devices: it is not named after one of the bench's devices. */
@@ -195,13 +427,13 @@ class Storage {
     if (res.status !== 200) fail(`POST ${route} answered ${res.status}: ${text.slice(0, 300)}`);
     const reply = JSON.parse(text);
     const verdicts = reply.verdicts.map((v) => v.verdict);
-    if (!verdicts.length || verdicts.some((v) => v !== verdict)) fail(`POST ${route}: verdicts ${verdicts.join(", ")}, expected ${verdict}: ${text.slice(0, 300)}`);
+    if (!verdicts.length || verdicts.some((v) => v !== verdict)) fail(`POST ${route}: verdicts ${[...new Set(verdicts)].join(", ")}, expected ${verdict}: ${text.slice(0, 300)}`);
     this.totals.received += reply.received;
     this.totals.unique += reply.unique;
     this.totals.duplicates_suppressed += reply.duplicates_suppressed;
     this.totals.rejected += reply.rejected.length;
     this.totals.parked += reply.parked?.length ?? 0;
-    keys.push(...reply.admitted.map((a) => a.key));
+    for (const a of reply.admitted) keys.push(a.key);
     return reply;
   }
 
@@ -211,12 +443,13 @@ class Storage {
     if (r.body.unparked.uplinks !== 0) fail(`PUT /v1/devices/${id}/config unparked ${r.body.unparked.uplinks} uplinks; the bench configures before any uplink`);
   }
 
-  /** Σ database sizes / devices: what a device costs on disk, shared objects' share included. */
-  bytesPerDevice(devices) {
-    return [...this.sizes.values()].reduce((t, b) => t + b, 0) / devices;
+  /** Σ database sizes (each object's last seen). */
+  bytes() {
+    return [...this.sizes.values()].reduce((t, b) => t + b, 0);
   }
 
-  remove() {
+  async remove() {
+    await this.close();
     fs.rmSync(this.dir, { recursive: true, force: true });
   }
 }
@@ -224,6 +457,17 @@ class Storage {
 /** CPU time of the workerd processes so far (ns), every isolate and SQLite included. */
 function workerdCpuNs() {
   return workerdPids(process.pid).reduce((t, pid) => t + cpuNs(pid), 0);
+}
+
+/** How far workerd's clock (the meter's) is ahead of this process's, ms: the median of 5 readings. */
+async function clockSkew(w) {
+  const skews = [];
+  for (let i = 0; i < 5; i++) {
+    const before = Date.now();
+    const m = await (await w.mf.dispatchFetch("http://bench/__meter")).json();
+    skews.push(m.now - (before + Date.now()) / 2);
+  }
+  return skews.sort((a, b) => a - b)[2];
 }
 
 /** Starts (or keeps from eviction) the objects `ids`, without a product call (metered-worker.js `wake`). */
@@ -234,9 +478,14 @@ async function wake(w, ids) {
   if (woken !== ids.length) fail(`woke ${woken} of ${ids.length} shared objects`);
 }
 
-/** The meter's lines so far (parsed). */
+/** The meter's lines so far (parsed), read on from where the last call stopped. */
 function meterLines(w) {
-  return w.lines.filter((l) => l.startsWith('{"event":"meter')).map((l) => JSON.parse(l));
+  const cache = (w.meterCache ??= { read: 0, lines: [] });
+  for (; cache.read < w.lines.length; cache.read++) {
+    const l = w.lines[cache.read];
+    if (l.startsWith('{"event":"meter')) cache.lines.push(JSON.parse(l));
+  }
+  return cache.lines;
 }
 
 /**
@@ -246,36 +495,73 @@ function meterLines(w) {
  * read; twice in a row, 100 ms apart. Returns the meter lines.
  */
 async function quiet(w, keys, name) {
-  const deadline = Date.now() + PHASE_DEADLINE_MS;
+  const deadline = Date.now() + QUIET_DEADLINE_MS;
   let calm = 0;
   for (;;) {
     const m = await (await w.mf.dispatchFetch("http://bench/__meter")).json();
     for (const c of m.classes) METERED.add(c);
     const lines = meterLines(w);
     const soon = m.now + ALARM_HORIZON_MS;
-    const got = new Set(hub.accepted());
+    const got = accepted();
     const waiting = {
       running: m.running,
       alarms: m.alarms.filter((t) => t <= soon).length,
       timers: m.timers.filter((t) => t.kind === "setTimeout" && t.due <= soon).length,
       unread: m.lines - lines.length,
-      undelivered: keys.filter((k) => !got.has(k)).length,
+      undelivered: m.running ? null : keys.reduce((n, k) => n + (got.has(k) ? 0 : 1), 0), // null: not counted while calls run
     };
     calm = Object.values(waiting).every((v) => v === 0) ? calm + 1 : 0;
     if (calm >= 2) return lines;
-    if (Date.now() > deadline) fail(`${name}: not quiet after ${PHASE_DEADLINE_MS / 1000} s: ${JSON.stringify(waiting)}`);
+    if (Date.now() > deadline) fail(`${name}: not quiet after ${QUIET_DEADLINE_MS / 1000} s: ${JSON.stringify(waiting)}`);
     await sleep(100);
   }
 }
 
 /**
- * A window's meter lines and origin POSTs as figures per uplink (÷ n): Durable Object
- * requests (calls the runtime made: RPC, alarm, fetch), rows, setAlarms, storage calls,
- * cold starts, the calls by class and method, and time: `activeMs` (per object, the
- * union of its calls), `heldMs` (what pending timers add to it: an object with a timer
- * pending cannot hibernate) and `billedMs` (their union, per object).
+ * Sends `plan` (a schedule) in real time, each uplink at its time whatever the replies
+ * before it do; marks the window (this process's clock) and workerd's CPU at its edges.
+ * Returns `{n, w0, w1, cpuNs, late}` (`late`: the latest an uplink was sent, ms).
  */
-function figures(lines, posts, n, isShared) {
+async function drive(storage, w, keys, plan) {
+  const start = Date.now() + 200;
+  const w0 = start + LEAD_S * 1000;
+  const w1 = w0 + WINDOW_S * 1000;
+  const mark = (t) => new Promise((r) => setTimeout(() => r(workerdCpuNs()), Math.max(0, t - Date.now())));
+  const cpu = Promise.all([mark(w0), mark(w1)]);
+  const sends = [];
+  let late = 0;
+  for (const u of plan) {
+    const due = start + u.t;
+    if (due - Date.now() > 1) await sleep(due - Date.now());
+    late = Math.max(late, Date.now() - due);
+    const p = storage.uplink(w, ...u.uplink, keys);
+    p.catch(() => {}); // looked at below
+    sends.push(p);
+  }
+  const [cpu0, cpu1] = await cpu;
+  for (const r of await Promise.allSettled(sends)) if (r.status === "rejected") throw r.reason;
+  return { n: plan.filter((u) => u.inWindow).length, lead: plan.filter((u) => !u.inWindow).length, w0, w1, cpuNs: cpu1 - cpu0, late };
+}
+
+/** Runs `jobs` (async functions), SETUP_AT_ONCE at a time. */
+async function atOnce(jobs) {
+  let next = 0;
+  const lane = async () => {
+    while (next < jobs.length) await jobs[next++]();
+  };
+  await Promise.all(Array.from({ length: SETUP_AT_ONCE }, lane));
+}
+
+/**
+ * A window's meter lines (those that start in it: `inWindow`) and origin POSTs as
+ * figures per uplink (÷ n): Durable Object requests (calls the runtime made: RPC, alarm,
+ * fetch), rows, setAlarms, storage calls, cold starts, the calls by class and method,
+ * and time: `activeMs` (per object, the union of its calls), `heldMs` (what pending
+ * timers add to it: an object with a timer pending cannot hibernate) and `billedMs`
+ * (their union, per object).
+ */
+function figures(allLines, inWindow, posts, n, isShared) {
+  const lines = allLines.filter((l) => inWindow(l) && l.kind !== "wake");
   const calls = lines.filter((l) => l.event === "meter" && l.kind !== "background");
   const work = lines.filter((l) => l.event === "meter");
   const sum = (key) => work.reduce((t, l) => t + l[key], 0);
@@ -283,8 +569,19 @@ function figures(lines, posts, n, isShared) {
   for (const c of calls) byMethod[`${c.class}.${c.method}`] = (byMethod[`${c.class}.${c.method}`] ?? 0) + 1;
   const storage = {};
   for (const l of work) for (const [k, v] of Object.entries(l.storage)) storage[k] = (storage[k] ?? 0) + v;
-  const time = timeOf(calls, lines.filter((l) => l.event === "meter_timer"));
+  const bySql = {};
+  for (const l of work) {
+    for (const [sql, [k, r, wr]] of Object.entries(l.by_sql ?? {})) {
+      const t = (bySql[sql] ??= { sql, statements: 0, rowsRead: 0, rowsWritten: 0 });
+      t.statements += k / n;
+      t.rowsRead += r / n;
+      t.rowsWritten += wr / n;
+    }
+  }
+  const settled = allLines.filter((l) => l.event === "meter_timer" && l.phase === "settled");
+  const time = timeOf(calls, [...lines.filter((l) => l.event === "meter_timer" && l.phase === "set"), ...settled]);
   const per = (x) => x / n;
+  const byClass = (cls) => calls.filter((c) => c.class === cls);
   return {
     requests: per(calls.length),
     rowsRead: per(sum("rows_read") + sum("kv_rows_read")),
@@ -294,13 +591,16 @@ function figures(lines, posts, n, isShared) {
     cold: per(calls.filter((c) => c.cold).length),
     coldShared: per(calls.filter((c) => c.cold && isShared(c.object)).length),
     sharedTouched: new Set(calls.filter((c) => isShared(c.object)).map((c) => c.object)).size,
+    alarmsPerGroup: byClass("GroupObject").filter((c) => c.kind === "alarm").length,
     originPosts: per(posts.length),
-    originReadings: per(posts.reduce((t, p) => t + (p.body?.readings?.length ?? 0), 0)),
+    originReadings: per(posts.reduce((t, p) => t + (p.readings ?? 0), 0)),
     activeMs: per(time.active),
     heldMs: per(time.billed - time.active),
     billedMs: per(time.billed),
+    unattributedMs: per(time.unattributed),
     byMethod: Object.fromEntries(Object.entries(byMethod).map(([k, v]) => [k, per(v)])),
     storage: Object.fromEntries(Object.entries(storage).map(([k, v]) => [k, per(v)])),
+    bySql: Object.values(bySql),
   };
 }
 
@@ -311,10 +611,15 @@ function timeOf(calls, timerLines) {
   for (const c of calls) of(c.object).calls.push([c.at, c.at + c.wall_ms]);
   const settled = new Map(timerLines.filter((t) => t.phase === "settled").map((t) => [t.id, t.at]));
   let unattributed = 0;
+  /** How much of `span` the calls of `object` cover. */
+  const covered = (object, [from, to]) => (spans.get(object)?.calls ?? []).reduce((t, [a, b]) => t + Math.max(0, Math.min(b, to) - Math.max(a, from)), 0);
   for (const t of timerLines.filter((l) => l.phase === "set")) {
-    // A timer still pending at the window's end holds its object until it is due.
+    // A timer still pending at the end holds its object until it is due.
     const span = [t.at, settled.get(t.id) ?? t.at + t.delay_ms];
-    if (t.object) of(t.object).timers.push(span);
+    // A timer set while several objects' calls ran (the meter could not tell whose):
+    // the one whose calls cover it most, as a timer of a call is cleared when it ends.
+    const owner = t.object ?? (t.candidates ?? []).reduce((best, o) => (best === null || covered(o, span) > covered(best, span) ? o : best), null);
+    if (owner) of(owner).timers.push(span);
     else unattributed += span[1] - span[0];
   }
   let active = 0;
@@ -323,7 +628,7 @@ function timeOf(calls, timerLines) {
     active += union(s.calls);
     billed += union([...s.calls, ...s.timers]);
   }
-  return { active, billed };
+  return { active, billed, unattributed };
 }
 
 /** The length of the union of intervals `[from, to]`. */
@@ -337,110 +642,149 @@ function union(spans) {
   }
   return total;
 }
-
 // --- the kinds ------------------------------------------------------------------------
 
 const started = Date.now();
 const commit = (() => {
   try {
-    return execFileSync("git", ["rev-parse", "--short", "HEAD"], { encoding: "utf8", stdio: ["ignore", "pipe", "ignore"] }).trim();
+    const head = execFileSync("git", ["rev-parse", "--short", "HEAD"], { encoding: "utf8", stdio: ["ignore", "pipe", "ignore"] }).trim();
+    const dirty = execFileSync("git", ["status", "--porcelain", "--", "src"], { encoding: "utf8", stdio: ["ignore", "pipe", "ignore"] }).trim();
+    return dirty ? `${head} (src/ modified)` : head;
   } catch {
     return "unknown";
   }
 })();
+const ledgerDevices = PER_GROUP * LEDGER_GROUPS;
 console.log(`reconnect-dedupe cost per uplink (issue 21)  ${new Date().toISOString()}  commit ${commit}`);
 console.log(machine());
 console.log(
-  `seed ${SEED}; ${DEVICES} devices per kind, one uplink each per window; ledger kinds: ${LEDGER_DEVICES} devices with ${LEDGER_ROWS} rows; ` +
-    `TTL_MS 6 h, LEDGER_RETENTION_MS 7 d, STATS_FLUSH_MS ${FLUSH_MS}, ORIGIN_TIMEOUT_MS 10000; origin answering 200 on 127.0.0.1`,
+  `Fleet: ${fmt(FLEET_BINS)} bins, one uplink each every ${PERIOD_S} s: ${fmt(FLEET_BINS / PERIOD_S, 1)} uplinks/s in all, ` +
+    `${fmt(RATE, 3)} uplinks/s per group (÷ ${GROUPS} groups), one every ${fmt(1000 / RATE, 1)} ms. ` +
+    `Driven: ${K} groups (${DRIVEN.join(", ")}; seed ${SEED}) at that rate, ${PER_GROUP} devices a group per kind, one uplink each a phase; ` +
+    `a phase: ${LEAD_S} s lead-in, then the ${WINDOW_S} s window measured (~${fmt(RATE * WINDOW_S * K, 0)} uplinks).`,
+);
+console.log(
+  `Worker: TTL_MS 6 h, LEDGER_RETENTION_MS ${LEDGER_DAYS} d, STATS_FLUSH_MS ${FLUSH_MS} (wrangler.toml's), ORIGIN_TIMEOUT_MS 10000, DELIVERY_BATCH as deployed; ` +
+    `origin answering 200 on 127.0.0.1. Ledger kinds: ${LEDGER_GROUPS} group(s) (${LEDGER_DRIVEN.join(", ")}), ${fmt(ledgerDevices)} devices with ${fmt(LEDGER_ROWS)} rows each. ` +
+    `Each driven group holds ${fmt(GROUP_DEVICES)} devices, as a fleet's (F ÷ ${GROUPS}): the kinds' and bystanders, registered with one reading each in the setup and silent in the windows.`,
 );
 
 /**
- * POSTs `uplinks` (`[route, body, verdict]` each, one at a time) in a window of
- * `storage`'s; every reply's verdicts must be the uplink's `verdict`. Returns the
- * window's figures per uplink, as kind `key` (`label`), or nothing for a setup window.
+ * Measures one kind: a phase of `storage`'s sending `plan` in real time. Returns its
+ * figures per uplink of the window, as kind `key` (`label`).
  */
-async function kind(storage, key, label, uplinks, check) {
-  const figures = await storage.window(
-    key,
-    async (w, keys) => {
-      for (const [route, body, verdict] of uplinks) await storage.uplink(w, route, body, verdict, keys);
-      return uplinks.length;
-    },
-    check,
-  );
-  return label ? { key, label, ...figures } : undefined;
+async function kind(storage, key, label, plan, options) {
+  const groups = new Set(plan.map((u) => u.g)).size;
+  const figures = await storage.phase(key, (w, keys) => drive(storage, w, keys, plan), options);
+  console.log(`  measured ${key}: ${figures.n} uplinks in the ${WINDOW_S} s window, ${fmt(figures.n / groups / WINDOW_S, 3)}/s a group; phase ${fmt(figures.seconds, 0)} s`);
+  return { key, label, groups, ...figures };
 }
 
-const native = (body, verdict = "admitted") => ["/v1/readings", body, verdict];
-const loriot = (body, verdict) => ["/v1/uplinks/loriot", body, verdict];
+/** A setup phase of `storage`'s (not measured): `jobs(w, keys)` (async functions), SETUP_AT_ONCE at a time. */
+async function setup(storage, name, jobs) {
+  const t = Date.now();
+  await storage.phase(name, async (w, keys) => {
+    await atOnce(jobs(w, keys));
+    return {};
+  });
+  console.log(`  set up ${name} (not measured): ${fmt((Date.now() - t) / 1000, 0)} s`);
+}
 
 /**
- * Measures every kind, each in its window: on the main worker (a device's first reading,
- * then new readings, duplicates, raw and parked uplinks), on the ledger's worker and on
- * the retention worker. Returns `{kinds, classes, bytesPerDevice}`.
+ * Measures every kind, each in its phase: on the main storage (new readings,
+ * duplicates, raw and parked uplinks), on the ledger's and on the retention's. Returns
+ * `{kinds, classes, bytesPerDevice}`.
  */
 async function measure() {
   const kinds = [];
-  const main = new Storage("main", {});
-  const bins = ids("cost-n", DEVICES);
-  const configured = ids("DF703C", DEVICES);
-  const unconfigured = ids("DF703B", DEVICES);
+  const main = new Storage("main", {}, DRIVEN);
+  const bins = fleetIds("cost-n", DRIVEN);
+  const configured = fleetIds("DF703C", DRIVEN);
+  const unconfigured = fleetIds("DF703B", DRIVEN);
+  const mainBystanders = bystanders(main, "cost-b", DRIVEN, [bins, configured, unconfigured]);
   try {
-    // Not measured: the raw devices' configuration and first frames, the first parked frames.
-    await main.window("setup", async (w, keys) => {
-      for (const id of configured) await main.configure(w, id, DF703_CONFIG);
-      for (const id of configured) await main.uplink(w, ...loriot(df703(id, 1), "admitted"), keys);
-      for (const id of unconfigured) await main.uplink(w, ...loriot(df703(id, 1), "parked"), keys);
-      return 1;
-    });
-    kinds.push(await kind(main, "first", "new reading, the device's first", bins.map((id) => native(reading(id, 1)))));
-    const second = bins.map((id) => reading(id, 2));
-    kinds.push(await kind(main, "new", "new reading", second.map((body) => native(body))));
-    kinds.push(await kind(main, "duplicate", "duplicate of it", second.map((body) => native(body, "duplicate"))));
-    kinds.push(await kind(main, "raw", "raw DF703 (LORIOT), decoded, new frame", configured.map((id) => loriot(df703(id, 2), "admitted"))));
-    kinds.push(await kind(main, "parked", "raw DF703, parked (no configuration)", unconfigured.map((id) => loriot(df703(id, 2), "parked"))));
+    // Not measured: every device's first uplink (its registration with its shard), the
+    // raw devices' configuration, the bystanders.
+    await setup(main, "main", (w, keys) => [
+      ...mainBystanders.jobs(w, keys),
+      ...all(bins).map((id) => () => main.uplink(w, ...native([reading(id, 1)]), keys)),
+      ...all(configured).map((id) => async () => {
+        await main.configure(w, id, DF703_CONFIG);
+        await main.uplink(w, ...loriot(df703(id, 1), "admitted"), keys);
+      }),
+      ...all(unconfigured).map((id) => () => main.uplink(w, ...loriot(df703(id, 1), "parked"), keys)),
+    ]);
+    const second = new Map(all(bins).map((id) => [id, [reading(id, 2)]]));
+    kinds.push(await kind(main, "new", "new reading", schedule(bins, (id) => native(second.get(id)))));
+    kinds.push(await kind(main, "duplicate", "duplicate of it (re-sent)", schedule(bins, (id) => native(second.get(id), "duplicate"))));
+    kinds.push(await kind(main, "raw", "raw DF703 (LORIOT), decoded", schedule(configured, (id) => loriot(df703(id, 2), "admitted"))));
+    kinds.push(await kind(main, "parked", "raw DF703, parked (no config)", schedule(unconfigured, (id) => loriot(df703(id, 2), "parked"))));
   } finally {
-    main.remove();
+    await main.remove();
   }
 
-  // The 7-day ledger, on a worker of its own: its storage per device is the ledger's.
-  // Its readings are dated 10 minutes apart over 7 days and admitted now.
-  const ledger = new Storage("ledger", {});
-  const ledgerIds = ids("cost-l", LEDGER_DEVICES);
+  // The 7-day ledger, on a storage of its own: its storage per device is the ledger's.
+  // Its rows are admitted in the setup, within seconds: a seen-set rebuilt from them
+  // would hold all of them, where a fleet's holds the readings of the last TTL_MS
+  // (LIVE_KEYS). MAX_KEYS_PER_DEVICE = LIVE_KEYS makes it hold (and read) what a fleet's does.
+  const ledger = new Storage("ledger", { MAX_KEYS_PER_DEVICE: String(LIVE_KEYS) }, LEDGER_DRIVEN);
+  const ledgerIds = fleetIds("cost-l", LEDGER_DRIVEN);
+  const ledgerBystanders = bystanders(ledger, "cost-c", LEDGER_DRIVEN, [ledgerIds]);
   let bytesPerDevice;
   try {
-    const BURST = 504;
-    const bursts = ledgerIds.flatMap((id) =>
-      Array.from({ length: Math.ceil(LEDGER_ROWS / BURST) }, (_, b) =>
-        native(Array.from({ length: Math.min(BURST, LEDGER_ROWS - b * BURST) }, (_, k) => reading(id, b * BURST + k + 1)[0])),
-      ),
+    const bursts = Math.ceil(LEDGER_ROWS / LEDGER_BURST);
+    const devices = all(ledgerIds);
+    await setup(ledger, "ledger bystanders", (w, keys) => ledgerBystanders.jobs(w, keys));
+    const withoutLedgers = ledger.bytes();
+    // Device-major within each burst round: every group busy at once.
+    await setup(ledger, "ledger", (w, keys) =>
+      Array.from({ length: bursts }, (_, b) =>
+        devices.map((id) => () =>
+          ledger.uplink(w, ...native(Array.from({ length: Math.min(LEDGER_BURST, LEDGER_ROWS - b * LEDGER_BURST) }, (_, k) => reading(id, b * LEDGER_BURST + k + 1))), keys),
+        ),
+      ).flat(),
     );
-    await kind(ledger, "ledger setup", null, bursts);
-    const next = ledgerIds.map((id) => reading(id, LEDGER_ROWS + 1));
-    kinds.push(await kind(ledger, "ledgerNew", `new reading, ${fmt(LEDGER_ROWS)}-row ledger`, next.map((body) => native(body))));
-    kinds.push(await kind(ledger, "ledgerDuplicate", `duplicate, ${fmt(LEDGER_ROWS)}-row ledger`, next.map((body) => native(body, "duplicate"))));
-    bytesPerDevice = ledger.bytesPerDevice(LEDGER_DEVICES);
+    const next = new Map(devices.map((id) => [id, [reading(id, LEDGER_ROWS + 1)]]));
+    kinds.push(await kind(ledger, "ledgerNew", `new reading, ${fmt(LEDGER_ROWS)}-row ledger`, schedule(ledgerIds, (id) => native(next.get(id)))));
+    kinds.push(await kind(ledger, "ledgerDuplicate", `duplicate, ${fmt(LEDGER_ROWS)}-row ledger`, schedule(ledgerIds, (id) => native(next.get(id), "duplicate"))));
+    if (WARM_DEVICES) {
+      // The same devices' next reading after a restart of the worker: groups warm (woken),
+      // no device in memory. Its difference from ledgerNew is a device's rebuild, paid once
+      // per start of its group.
+      const after = new Map(devices.map((id) => [id, [reading(id, LEDGER_ROWS + 2)]]));
+      const label = `  the same, device not in memory (after a restart)`;
+      kinds.push(await kind(ledger, "ledgerCold", label, schedule(ledgerIds, (id) => native(after.get(id))), { restart: true }));
+    }
+    // What the ledger's devices, with their ledgers, added to the databases (the groups' and the shards').
+    bytesPerDevice = (ledger.bytes() - withoutLedgers) / devices.length;
   } finally {
-    ledger.remove();
+    await ledger.remove();
   }
 
-  // Retention: the new reading's whole life, on a worker whose rows expire after RETENTION_MS.
-  const short = new Storage("retention", { TTL_MS: String(RETENTION_MS), LEDGER_RETENTION_MS: String(RETENTION_MS) });
-  const retained = ids("cost-r", DEVICES);
+  // Retention: the new reading's whole life, on a storage whose rows expire after RETENTION_MS.
+  const short = new Storage("retention", { TTL_MS: String(RETENTION_MS), LEDGER_RETENTION_MS: String(RETENTION_MS) }, DRIVEN);
+  const retained = fleetIds("cost-r", DRIVEN);
+  const shortBystanders = bystanders(short, "cost-s", DRIVEN, [retained]);
   try {
-    await kind(short, "retention setup", null, retained.map((id) => native(reading(id, 1))));
+    await setup(short, "retention", (w, keys) => [...shortBystanders.jobs(w, keys), ...all(retained).map((id) => () => short.uplink(w, ...native([reading(id, 1)]), keys))]);
     const deleted = (stats) => {
-      if (stats.ledger_rows !== 0) fail(`retention: /v1/stats ledger_rows ${stats.ledger_rows} once quiet; retention deleted nothing in the window`);
+      if (stats.ledger_rows !== 0) fail(`retention: /v1/stats ledger_rows ${stats.ledger_rows} once quiet; retention did not delete every row`);
     };
-    kinds.push(await kind(short, "life", `new reading, whole life (retention ${RETENTION_MS / 1000} s)`, retained.map((id) => native(reading(id, 2))), deleted));
+    kinds.push(await kind(short, "life", `new reading, whole life (retention ${RETENTION_MS / 1000} s)`, schedule(retained, (id) => native([reading(id, 2)])), { check: deleted }));
   } finally {
-    short.remove();
+    await short.remove();
     await hub.close();
   }
-  return { kinds, classes: new Set([...main.classes, ...ledger.classes, ...short.classes]), bytesPerDevice };
+  return {
+    kinds,
+    classes: new Set([...main.classes, ...ledger.classes, ...short.classes]),
+    bytesPerDevice,
+    ledgerDevices: all(ledgerIds).length,
+    bystanders: { main: mainBystanders.count, ledger: ledgerBystanders.count, retention: shortBystanders.count },
+  };
 }
 
+console.log("");
 let measured;
 try {
   measured = await measure();
@@ -454,45 +798,111 @@ const { kinds, classes, bytesPerDevice } = measured;
 
 const byKey = Object.fromEntries(kinds.map((k) => [k.key, k]));
 const METRICS = ["requests", "rowsRead", "rowsWritten", "setAlarms", "originPosts", "activeMs", "heldMs", "billedMs", "cold", "coldShared"];
-// Retention's share: the whole life minus the same reading without retention in the window.
+// Retention's share: the whole life minus the same reading without retention.
 const share = Object.fromEntries(METRICS.map((m) => [m, byKey.life[m] - byKey.new[m]]));
-kinds.push({ key: "share", label: "  retention's share (whole life − new reading)", n: byKey.life.n, ...share, byMethod: {}, storage: {} });
+kinds.push({ key: "share", label: "  retention's share (life − new)", n: byKey.life.n, ...share, byMethod: {}, storage: {} });
 
 const cpuMsPer = (k) => (k.cpuNs ? k.cpuNs / 1e6 / k.n : 0);
-console.log(`\nMetered: ${[...METERED].join(", ")} (every class src/worker/index.js exports that extends DurableObject); met in the windows: ${[...classes].sort().join(", ")}`);
+console.log(`\nMetered: ${[...METERED].join(", ")} (every class src/worker/index.js exports that extends DurableObject); met in the phases: ${[...classes].sort().join(", ")}`);
+const cacheLine =
+  CACHED_DEVICES === null
+    ? `group.js's CACHED_DEVICES could not be read, so no device is taken to stay in its group's memory: a worker is started afresh for each phase and every uplink pays its device's rebuild (an upper bound)`
+    : WARM_DEVICES
+      ? `a group of this fleet holds ${fmt(DEVICES_PER_GROUP)} devices and keeps up to ${fmt(CACHED_DEVICES)} in memory (group.js CACHED_DEVICES), so a device is still in memory at its next reading: ` +
+        `a storage's phases run on one worker, from its setup on, its devices and groups warm as a fleet's`
+      : `a group of this fleet holds ${fmt(DEVICES_PER_GROUP)} devices and keeps ${fmt(CACHED_DEVICES)} in memory (group.js CACHED_DEVICES, least recently used first), so a device reporting once a period ` +
+        `has been dropped by its next reading: a worker is started afresh for each phase, no device in memory, and each uplink pays its device's rebuild from its rows, as in the fleet`;
 console.log(
-  `Window of a kind: its N uplinks, one per device, sent one at a time to a worker started afresh (objects named after a device start cold, as a sensor's do ` +
-    `between readings 10 minutes apart; objects that serve many devices, met in earlier windows, are woken before and during the window without a product call, ` +
-    `as a real fleet keeps them busy; "cold shared" counts those it still met cold); until quiet (no call running, no alarm or setTimeout due within ${ALARM_HORIZON_MS / 1000} s, ` +
-    `every admitted reading at the origin); everything metered in it ÷ N: the uplink's own calls, the alarms, deliveries and roll-up flushes it caused. ` +
-    `Retention (due 7 d later) is outside those windows; its kind runs the new reading on a worker with LEDGER_RETENTION_MS = TTL_MS = ${RETENTION_MS / 1000} s until its row is deleted and flushed.`,
+  `Steady state: a phase per kind; ${K} groups driven at ${fmt(RATE, 3)} uplinks/s each (the fleet's per-group rate), every uplink its own POST at its time; ` +
+    `everything metered that starts in the ${WINDOW_S} s window (after a ${LEAD_S} s lead-in) ÷ the uplinks sent in it: the uplinks' calls, the groups' alarms ` +
+    `(deliveries, retention), their flushes to the roll-up, rows, setAlarm, origin POSTs, timers. ` +
+    `Shared objects stay warm: the groups and the roll-up shards are started before each phase and woken every ${KEEP_WARM_MS / 1000} s during it without a product call, ` +
+    `as a fleet's traffic keeps them ("cold shared" counts those still met cold). Devices: ${cacheLine}.`,
+);
+console.log(
+  `Ledger: its ${fmt(LEDGER_ROWS)} rows a device are admitted within seconds in the setup; a fleet's device holds in its seen-set only those of the last 6 h (TTL_MS), ` +
+    `${LIVE_KEYS} at one a period, so the ledger's worker runs with MAX_KEYS_PER_DEVICE = ${LIVE_KEYS}: its seen-set holds the ${LIVE_KEYS} newest keys, as a fleet's does. ` +
+    `Its groups hold its devices' ${fmt(LEDGER_ROWS)} rows each and the bystanders' one: a statement whose rows grow with a group's whole readings table ` +
+    `(a fleet's: ~${fmt((GROUP_DEVICES * LEDGER_ROWS) / 1e6, 1)} million rows) reads fewer here than there (the statements' list below shows what each reads).`,
+);
+if (byKey.ledgerCold) {
+  const rebuild = Object.fromEntries(["rowsRead", "rowsWritten", "activeMs"].map((m) => [m, byKey.ledgerCold[m] - byKey.ledgerNew[m]]));
+  const perDay = 86_400 / PERIOD_S;
+  console.log(
+    `A device's rebuild (its seen-set and state read back from its rows when it is not in memory: "${byKey.ledgerCold.label.trim()}" − "${byKey.ledgerNew.label}"): ` +
+      `${fmt(rebuild.rowsRead, 1)} rows read, ${fmt(rebuild.rowsWritten, 2)} written, ${fmt(rebuild.activeMs, 2)} ms, per device. Paid once per start of its group ` +
+      `(every device of it once), not per uplink: at one start a day, ÷ ${fmt(perDay)} uplinks a device a day, ${fmt(rebuild.rowsRead / perDay, 2)} rows read per uplink, left out of the bill.`,
+  );
+}
+const starts = kinds.filter((k) => k.groupStart);
+if (starts.length) {
+  const most = (key) => Math.max(0, ...starts.map((k) => k.groupStart[key]));
+  const heaviest = [...starts].sort((a, b) => b.groupStart.rowsRead - a.groupStart.rowsRead)[0];
+  console.log(
+    `A group's start (its constructor and what it does once per start: the statements before the window that the window did not run, its shard's share included; ` +
+      `up to ${fmt(most("rowsRead"), 0)} rows read and ${fmt(most("rowsWritten"), 0)} written a group, the most by ` +
+      `${heaviest.groupStart.statements.map((t) => `"${t.sql.slice(0, 60)}…" ${fmt(t.rowsRead, 0)}`).join(", ")} in ${heaviest.key}) ` +
+      `is paid per start of the object, not per uplink, and kept out of the windows (the lead-in, ${LEAD_S} s: a flush, STATS_FLUSH_MS, and 2 s). ` +
+      `A fleet's groups never idle (one uplink every ${fmt(1000 / RATE, 0)} ms): a group starts again on a deploy or a move of its object; at one start a day that is ` +
+      `${fmt(most("rowsRead") / (RATE * 86_400), 4)} rows read and ${fmt(most("rowsWritten") / (RATE * 86_400), 4)} written per uplink, left out of the bill.`,
+  );
+}
+console.log(
+  `Retention (due ${LEDGER_DAYS} d later) is measured on a storage with LEDGER_RETENTION_MS = TTL_MS = ${RETENTION_MS / 1000} s, until every row is deleted and flushed: ` +
+    `in the steady state a group deletes rows as fast as it admits them, whatever the retention.`,
 );
 console.log(
   `Time: "active" is each object's calls (their union, per object, wall clock in workerd); "held" what pending timers add (an object with a timer pending cannot hibernate; ` +
-    `Cloudflare bills it as duration). CPU is the workerd process's (every isolate, SQLite and the meter itself): an upper bound of the Worker's CPU time.\n`,
+    `Cloudflare bills it as duration). CPU is the workerd process's in the window (every isolate, SQLite and the meter itself): an upper bound of the Worker's CPU time.\n`,
 );
 const cols = [
-  ["DO req", (k) => k.requests, 2],
+  ["DO req", (k) => k.requests, 3],
   ["rows read", (k) => k.rowsRead, 1],
-  ["rows written", (k) => k.rowsWritten, 1],
-  ["+ setAlarm", (k) => k.setAlarms, 2],
-  ["origin POSTs", (k) => k.originPosts, 2],
-  ["cold starts", (k) => k.cold, 2],
-  ["cold shared", (k) => k.coldShared, 2],
-  ["active ms", (k) => k.activeMs, 1],
-  ["held ms", (k) => k.heldMs, 0],
-  ["CPU ms", cpuMsPer, 1],
+  ["rows written", (k) => k.rowsWritten, 2],
+  ["+ setAlarm", (k) => k.setAlarms, 3],
+  ["origin POSTs", (k) => k.originPosts, 3],
+  ["cold shared", (k) => k.coldShared, 3],
+  ["active ms", (k) => k.activeMs, 2],
+  ["held ms", (k) => k.heldMs, 2],
+  ["CPU ms", cpuMsPer, 2],
 ];
-const width = 46;
+const width = 44;
 console.log(`${"per uplink".padEnd(width)}${cols.map(([h]) => h.padStart(13)).join("")}`);
 for (const k of kinds) {
   console.log(`${`${k.label}${k.n && k.key !== "share" ? ` (N ${k.n})` : ""}`.padEnd(width)}${cols.map(([, f, d]) => (k.key === "share" && f === cpuMsPer ? "" : fmt(f(k), d)).padStart(13)).join("")}`);
 }
-console.log("\nCalls per uplink, by class and method (each one billed request), and storage calls:");
+const negative = METRICS.filter((m) => share[m] < 0);
+if (negative.length) {
+  console.log(
+    `  (retention's share is below 0 in ${negative.join(", ")}: the two storages' groups hold different rows (the retention storage's are deleted), which ` +
+      `the statements that read through a group's rows see; the bill counts max(0, share))`,
+  );
+}
+console.log("\nCalls per uplink, by class and method (each one billed request), storage calls, and the window:");
 for (const k of kinds.filter((x) => x.key !== "share")) {
-  const calls = Object.entries(k.byMethod).map(([m, v]) => `${m} ${fmt(v, 2)}`).join(", ");
-  const storage = Object.entries(k.storage).map(([m, v]) => `${m} ${fmt(v, 2)}`).join(", ");
-  console.log(`  ${k.label}: ${calls}${storage ? `; storage: ${storage}` : ""}; shared objects met: ${k.sharedTouched} (${fmt(k.n / Math.max(1, k.sharedTouched), 1)} uplinks each)`);
+  const calls = Object.entries(k.byMethod).map(([m, v]) => `${m} ${fmt(v, 3)}`).join(", ");
+  const storage = Object.entries(k.storage).map(([m, v]) => `${m} ${fmt(v, 3)}`).join(", ");
+  console.log(
+    `  ${k.label}: ${calls}${storage ? `; storage: ${storage}` : ""}; ${fmt(k.originReadings, 2)} readings per origin POST's share; ` +
+      `${fmt(k.alarmsPerGroup / k.groups / WINDOW_S, 2)} group alarms/s a group; ${k.sharedTouched} shared objects met; ` +
+      `sent at most ${fmt(k.late, 0)} ms late; timers of no object ${fmt(k.unattributedMs, 2)} ms (counted as held)` +
+      (k.groupStart
+        ? `; a group's start (before the window: its constructor and the statements the window did not run, per group): ` +
+          `${fmt(k.groupStart.rowsRead, 0)} rows read (${fmt(k.groupStart.constructorRowsRead, 0)} by the constructor), ${fmt(k.groupStart.rowsWritten, 0)} written`
+        : ""),
+  );
+}
+
+console.log("\nStatements that read or write the most rows, per uplink (statements, rows read, rows written; the meter's by_sql):");
+for (const k of kinds.filter((x) => x.key !== "share")) {
+  const top = (key) => [...k.bySql].sort((a, b) => b[key] - a[key]).filter((t) => t[key] >= 0.05).slice(0, 3);
+  const seen = new Set();
+  console.log(`  ${k.label}:`);
+  for (const t of [...top("rowsRead"), ...top("rowsWritten")]) {
+    if (seen.has(t.sql)) continue;
+    seen.add(t.sql);
+    console.log(`    ${fmt(t.statements, 2).padStart(6)} ${fmt(t.rowsRead, 1).padStart(8)} ${fmt(t.rowsWritten, 2).padStart(7)}  ${t.sql}`);
+  }
 }
 
 // The bill: every new reading as the ledger's new reading plus retention's share, every
@@ -526,11 +936,12 @@ const cost = (item, qty) => {
   return p.per === undefined ? p.price * qty : (Math.max(0, qty - p.included) / p.per) * p.price;
 };
 console.log(
-  `\nMonthly bill, ${fmt(FLEET.bins)} bins every ${FLEET.periodMin} minutes for ${FLEET.days} days: ${fmt(READINGS_PER_MONTH / 1e9, 2)} billion new readings and ` +
-    `${fmt(REPLAYS_PER_MONTH / 1e9, 2)} billion replays (${FLEET.replayShare * 100} % of uplinks), a ${fmt(LEDGER_ROWS)}-row (7-day) ledger per bin. ` +
+  `\nMonthly bill, ${fmt(FLEET.bins)} bins every ${fmt(FLEET.periodMin, 1)} minutes for ${FLEET.days} days: ${fmt(READINGS_PER_MONTH / 1e9, 2)} billion new readings and ` +
+    `${fmt(REPLAYS_PER_MONTH / 1e9, 2)} billion replays (${FLEET.replayShare * 100} % of uplinks), a ${fmt(LEDGER_ROWS)}-row (${LEDGER_DAYS}-day) ledger per bin; ` +
+    `per-uplink figures measured at ${fmt(RATE, 3)} uplinks/s a group. ` +
     `A new reading costs the ledger's new reading plus retention's share, a replay the ledger's duplicate. ` +
     `Duration: billed time (active + held) × ${GB_PER_OBJECT * 1000} MB (Cloudflare bills 128 MB per object while active or unable to hibernate; the time is workerd's on this machine). ` +
-    `Storage: ${fmt(bytesPerDevice / 1024, 0)} KiB per bin (Σ database sizes of the ledger worker ÷ its ${LEDGER_DEVICES} devices, shared objects included; GB = 10^9 bytes).`,
+    `Storage: ${fmt(bytesPerDevice / 1024, 0)} KiB per bin (what the ledger's ${fmt(measured.ledgerDevices)} devices with their ledgers added to the databases of the ledger's storage, groups' and shards', ÷ ${fmt(measured.ledgerDevices)}; GB = 10^9 bytes).`,
 );
 let total = 0;
 for (const [item, qty] of Object.entries(usage)) {
@@ -567,9 +978,11 @@ const targets = [
   ["$ per million readings", "≤ 6", perMillion, perMillion <= 6],
 ];
 console.log("\nIssue 21's targets (steady fleet), measured:");
-for (const [what, target, value, met] of targets) console.log(`  ${met ? "met    " : "not met"}  ${what}: ${fmt(value, 2)} (target ${target})`);
+for (const [what, target, value, met] of targets) console.log(`  ${met ? "met    " : "not met"}  ${what}: ${fmt(value, 3)} (target ${target})`);
 console.log(`\nRun took ${fmt((Date.now() - started) / 1000, 0)} s.`);
 
 if (JSON_OUT) {
-  fs.writeFileSync(JSON_OUT, JSON.stringify({ commit, seed: SEED, devices: DEVICES, kinds, perNew, bytesPerDevice, usage, total, perMillion, prices: PRICES }, null, 2));
+  const params = { fleet: FLEET_BINS, periodS: PERIOD_S, groups: DRIVEN, ratePerGroup: RATE, windowS: WINDOW_S, leadInS: LEAD_S, perGroup: PER_GROUP, ledgerRows: LEDGER_ROWS, ledgerGroups: LEDGER_GROUPS, flushMs: FLUSH_MS };
+  fs.writeFileSync(JSON_OUT, JSON.stringify({ commit, seed: SEED, params, kinds, perNew, bytesPerDevice, usage, total, perMillion, prices: PRICES }, null, 2));
 }
+process.exit(0);

@@ -8,6 +8,7 @@
 // * `rows_read`, `rows_written`: the sums of the SQL cursors' own counters
 //   (`cursor.rowsRead`, `cursor.rowsWritten`, what Cloudflare bills, index entries
 //   included), read when the call has settled;
+// * `by_sql`: the same per statement text, `{sql: [statements, rows read, rows written]}`;
 // * `set_alarms` (each billed as a row written), `storage`: every call of a
 //   `ctx.storage` method (transactionSync, sync, getAlarm, the KV methods, ...) by name,
 //   and `kv_rows_read` / `kv_rows_written`, the keys the KV methods get / put or delete
@@ -18,11 +19,14 @@
 // (its constructor; work a call left running): totals are exact, and with calls of one
 // object interleaved at their awaits the split between those calls is approximate.
 // Work an object does while none of its calls runs (a promise a call did not await)
-// gets a line of its own, `kind: "background"`, not a request.
+// gets a line of its own, `kind: "background"`, not a request; so does the constructor
+// of an object the bench started (`kind: "wake"`, below).
 //
 // Timers (setTimeout, AbortSignal.timeout) set while an object's call runs are written
 // as `meter_timer` lines (set, and settled: fired or cleared): a pending timer keeps an
-// object from hibernating, and Cloudflare bills duration for it.
+// object from hibernating, and Cloudflare bills duration for it. With calls of several
+// objects running, a timer is the object's whose code the meter saw run last (`current`),
+// when that is one of them; else it names none, and lists them (`candidates`).
 //
 // GET /__meter answers the isolate's live figures (calls running, alarms set and not
 // yet run, timers pending, lines written), so the bench knows when all is quiet without
@@ -68,6 +72,13 @@ function keysOf(method, first) {
 
 /** The ids of the objects with a call running now. */
 const runningObjects = () => [...live.running.keys()];
+/**
+ * The object whose code ran last, as far as the meter saw: a call's start, a storage
+ * call. A timer set while calls of several objects run is that object's when it is one
+ * of them (the code that sets a timer has touched its storage or just begun, with no
+ * await between, in the product's calls); otherwise it is no single object's.
+ */
+let current = null;
 
 class Meter {
   constructor(className, ctx) {
@@ -85,16 +96,21 @@ class Meter {
   }
 
   static empty() {
-    return { rows_read: 0, rows_written: 0, statements: 0, set_alarms: 0, kv_rows_read: 0, kv_rows_written: 0, storage: {} };
+    return { rows_read: 0, rows_written: 0, statements: 0, set_alarms: 0, kv_rows_read: 0, kv_rows_written: 0, storage: {}, by_sql: {} };
   }
 
-  track(cursor) {
+  track(cursor, query) {
+    current = this.object;
     this.pending.statements += 1;
-    this.cursors.push({ cursor, read: 0, written: 0 });
+    const sql = statementOf(query);
+    this.cursors.push({ cursor, sql, read: 0, written: 0 });
+    const s = (this.pending.by_sql[sql] ??= [0, 0, 0]);
+    s[0] += 1;
     this.outsideCall();
   }
 
   storageCall(name, args) {
+    current = this.object;
     this.pending.storage[name] = (this.pending.storage[name] ?? 0) + 1;
     const kv = name.replace(/^kv\./, "");
     if (kv === "get") this.pending.kv_rows_read += keysOf(kv, args[0]);
@@ -119,18 +135,20 @@ class Meter {
 
   /**
    * The bench's wake-up call (`__meterWake`), not a product call: an object started by it
-   * is warm for its first call, and what its constructor did is not counted.
+   * is warm for its first call. What its constructor did is written as a line of its own,
+   * `kind: "wake"`, not a request: what an object pays each time it starts.
    */
   wake() {
     if (this.calls || this.woken) return;
     this.woken = true;
-    this.line({});
+    write(this.line({ method: null, kind: "wake", at: this.constructedAt, wall_ms: now() - this.constructedAt, cold: true }));
   }
 
   begin(method) {
     const cold = this.calls === 0 && !this.woken;
     const at = cold ? Math.min(this.constructedAt, now()) : now();
     const call = { method, at, cold };
+    current = this.object;
     this.calls += 1;
     this.inFlight += 1;
     live.running.set(this.object, (live.running.get(this.object) ?? 0) + 1);
@@ -164,6 +182,11 @@ class Meter {
         const written = t.cursor.rowsWritten;
         counts.rows_read += read - t.read;
         counts.rows_written += written - t.written;
+        if (read !== t.read || written !== t.written) {
+          const s = (counts.by_sql[t.sql] ??= [0, 0, 0]);
+          s[1] += read - t.read;
+          s[2] += written - t.written;
+        }
         t.read = read;
         t.written = written;
       } catch {
@@ -185,6 +208,12 @@ class Meter {
   }
 }
 
+/** A statement's text as `by_sql` names it: white space collapsed, at most 160 characters. */
+function statementOf(query) {
+  const text = String(query).replace(/\s+/g, " ").trim();
+  return text.length > 160 ? `${text.slice(0, 157)}...` : text;
+}
+
 /** Wraps `ctx.storage` (its methods, its SQL, its KV) so that `meter` counts what it is asked. */
 function instrument(ctx, meter) {
   const storage = ctx.storage;
@@ -199,7 +228,7 @@ function instrument(ctx, meter) {
     const exec = sql.exec;
     sql.exec = function exec_(...args) {
       const cursor = exec.apply(sql, args);
-      meter.track(cursor);
+      meter.track(cursor, args[0]);
       return cursor;
     };
   }
@@ -319,7 +348,8 @@ function timerSet(kind, delay) {
   const objects = runningObjects();
   if (!objects.length) return () => {};
   const id = ++timerIds;
-  const timer = { id, kind, at: now(), delay_ms: Math.max(0, Number(delay) || 0), object: objects.length === 1 ? objects[0] : null };
+  const object = objects.length === 1 ? objects[0] : objects.includes(current) ? current : null;
+  const timer = { id, kind, at: now(), delay_ms: Math.max(0, Number(delay) || 0), object, ...(object ? {} : { candidates: objects }) };
   live.timers.set(id, timer);
   write({ event: "meter_timer", phase: "set", ...timer });
   return (how) => {
