@@ -666,7 +666,8 @@ console.log(
 console.log(
   `Worker: TTL_MS 6 h, LEDGER_RETENTION_MS ${LEDGER_DAYS} d, STATS_FLUSH_MS ${FLUSH_MS} (wrangler.toml's), ORIGIN_TIMEOUT_MS 10000, DELIVERY_BATCH as deployed; ` +
     `origin answering 200 on 127.0.0.1. Ledger kinds: ${LEDGER_GROUPS} group(s) (${LEDGER_DRIVEN.join(", ")}), ${fmt(ledgerDevices)} devices with ${fmt(LEDGER_ROWS)} rows each. ` +
-    `Each driven group holds ${fmt(GROUP_DEVICES)} devices, as a fleet's (F ÷ ${GROUPS}): the kinds' and bystanders, registered with one reading each in the setup and silent in the windows.`,
+    `Each driven group holds ${fmt(GROUP_DEVICES)} devices${GROUP_DEVICES === Math.round(DEVICES_PER_GROUP) ? `, as a fleet's (F ÷ ${GROUPS})` : ` (a fleet's: ${fmt(DEVICES_PER_GROUP)})`}: ` +
+      `the kinds' and bystanders, registered with one reading each in the setup and silent in the windows.`,
 );
 
 /**
@@ -752,7 +753,7 @@ async function measure() {
       // no device in memory. Its difference from ledgerNew is a device's rebuild, paid once
       // per start of its group.
       const after = new Map(devices.map((id) => [id, [reading(id, LEDGER_ROWS + 2)]]));
-      const label = `  the same, device not in memory (after a restart)`;
+      const label = "  the same, device cold (restart)";
       kinds.push(await kind(ledger, "ledgerCold", label, schedule(ledgerIds, (id) => native(after.get(id))), { restart: true }));
     }
     // What the ledger's devices, with their ledgers, added to the databases (the groups' and the shards').
@@ -829,7 +830,7 @@ if (byKey.ledgerCold) {
   const rebuild = Object.fromEntries(["rowsRead", "rowsWritten", "activeMs"].map((m) => [m, byKey.ledgerCold[m] - byKey.ledgerNew[m]]));
   const perDay = 86_400 / PERIOD_S;
   console.log(
-    `A device's rebuild (its seen-set and state read back from its rows when it is not in memory: "${byKey.ledgerCold.label.trim()}" − "${byKey.ledgerNew.label}"): ` +
+    `A device's rebuild (its seen-set and state read back from its rows when it is not in memory: the ledger's new reading after a restart of the worker, groups woken warm, − the same warm): ` +
       `${fmt(rebuild.rowsRead, 1)} rows read, ${fmt(rebuild.rowsWritten, 2)} written, ${fmt(rebuild.activeMs, 2)} ms, per device. Paid once per start of its group ` +
       `(every device of it once), not per uplink: at one start a day, ÷ ${fmt(perDay)} uplinks a device a day, ${fmt(rebuild.rowsRead / perDay, 2)} rows read per uplink, left out of the bill.`,
   );
@@ -842,7 +843,7 @@ if (starts.length) {
     `A group's start (its constructor and what it does once per start: the statements before the window that the window did not run, its shard's share included; ` +
       `up to ${fmt(most("rowsRead"), 0)} rows read and ${fmt(most("rowsWritten"), 0)} written a group, the most by ` +
       `${heaviest.groupStart.statements.map((t) => `"${t.sql.slice(0, 60)}…" ${fmt(t.rowsRead, 0)}`).join(", ")} in ${heaviest.key}) ` +
-      `is paid per start of the object, not per uplink, and kept out of the windows (the lead-in, ${LEAD_S} s: a flush, STATS_FLUSH_MS, and 2 s). ` +
+      `is paid per start of the object, not per uplink, and kept out of the windows by the lead-in (${LEAD_S} s; by default STATS_FLUSH_MS and 2 s, a flush and what a start does). ` +
       `A fleet's groups never idle (one uplink every ${fmt(1000 / RATE, 0)} ms): a group starts again on a deploy or a move of its object; at one start a day that is ` +
       `${fmt(most("rowsRead") / (RATE * 86_400), 4)} rows read and ${fmt(most("rowsWritten") / (RATE * 86_400), 4)} written per uplink, left out of the bill.`,
   );
