@@ -274,6 +274,37 @@ test("upgrade: a device the previous release stored that never sends again is ha
   }
 });
 
+test("upgrade: a batch handed over open that the origin refuses (400) holds back nothing: its readings and the group's later ones are delivered", { skip }, async () => {
+  // The origin answers 503 until the upgrade, then refuses the old batch's body (it
+  // will never take it) and takes everything else.
+  let upgraded = false;
+  let old;
+  const o = await origin({ answer: (r) => ({ status: !upgraded ? 503 : r.idempotencyKey === old?.idempotencyKey ? 400 : 200 }) });
+  const vars = { ORIGIN_URL: o.url, RETRY_BASE_MS: "100", RETRY_MAX_MS: "200" };
+  const D = "up-refused";
+  let keys;
+  try {
+    await upgrade(
+      vars,
+      async (w) => {
+        keys = (await ingest(w.call, [reading(D, 1, 10), reading(D, 2, 20)])).admitted.map((a) => a.key);
+        await until(() => requestsOf(o, D).length, "the first delivery attempt");
+        old = requestsOf(o, D)[0];
+      },
+      async (w) => {
+        upgraded = true;
+        const later = (await ingest(w.call, [reading(D, 3, 30)])).admitted.map((a) => a.key);
+        await until(() => [...keys, ...later].every((k) => o.accepted().includes(k)), "every reading delivered").catch(() =>
+          assert.fail(`not delivered: ${[...keys, ...later].filter((k) => !o.accepted().includes(k))}; requests: ${o.requests.map((r) => r.status)}`),
+        );
+        assert.ok(o.requests.some((r) => r.idempotencyKey === old.idempotencyKey && r.status === 400), "the old batch was sent and refused");
+      },
+    );
+  } finally {
+    await o.close();
+  }
+});
+
 test("upgrade: a hand-over whose import fails strands nothing: once the fault is gone the old object's backlog is delivered, though its device never sends again", { skip }, async () => {
   // D's old object keeps an undelivered backlog, its alarm armed for the retry. The
   // first hand-over fails inside the group's import (a trigger refusing D's rows in
