@@ -141,7 +141,15 @@ export async function deliver(storage, cfg, backlog) {
       backlog.delivered(taken);
       continue;
     }
-    if (REFUSED.has(outcome.status) && batch.last_rowid !== null) {
+    if (REFUSED.has(outcome.status) && batch.last_rowid === null) {
+      // A batch handed over, refused: the origin stored none of it, and its readings go
+      // out in the group's own batches (pending rows of the group), where a refusal is
+      // split down to the reading. Dropped, so it holds back nothing.
+      log("WARN", "delivery_failed", batch, outcome.error);
+      record(storage, batch, "dropped", () => sql.exec("DELETE FROM batches WHERE seq = ?", batch.seq));
+      continue;
+    }
+    if (REFUSED.has(outcome.status)) {
       log("WARN", "delivery_failed", batch, outcome.error);
       await refuse(storage, batch, outcome, backlog);
       continue;
