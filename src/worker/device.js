@@ -284,12 +284,13 @@ export class Device {
       const moved = { ledger_rows: 0, pending: 0, delivered: 0, refused: 0 };
       try {
         this.ctx.storage.transactionSync(() => {
+          const through = outboxThrough(this.sql);
           readings.forEach((r, i) => {
             const verdict = out.verdicts[i];
             if (!ADMITTED.has(verdict) || out.forgotten?.has(i)) return;
             if (verdict === CONFLICT && !conflicts.has(i)) conflicts.set(i, this.conflictOf(r.key));
             const conflictsWith = verdict === CONFLICT ? conflicts.get(i) : null;
-            this.store(r, { device_id, now, burst_id, state, verdict: verdict === CONFLICT ? "conflict" : "admitted", conflictsWith }, moved);
+            this.store(r, { device_id, now, burst_id, state, verdict: verdict === CONFLICT ? "conflict" : "admitted", conflictsWith, through }, moved);
           });
           // A retried call counted already observed its seqs with the first one.
           health = windowSeqs && !out.counted ? this.observeSeqs(windowSeqs, out.verdicts, now, context) : null;
@@ -333,11 +334,12 @@ export class Device {
 
   /**
    * Writes one admitted reading's row (inside the burst's transaction): a new row, or a
-   * renewal (see INSERT above). Adds to `moved` what it changes in the backlog.
+   * renewal (see INSERT above; `through`: the outbox cursor). Adds to `moved` what it
+   * changes in the backlog.
    */
-  store(r, { device_id, now, burst_id, state, verdict, conflictsWith }, moved) {
+  store(r, { device_id, now, burst_id, state, verdict, conflictsWith, through }, moved) {
     const old = this.sql.exec("SELECT rowid, state FROM readings WHERE key = ?", r.key).toArray()[0];
-    if (old?.state === "pending" && old.rowid > outboxThrough(this.sql)) {
+    if (old?.state === "pending" && old.rowid > through) {
       this.sql.exec(RENEW_IN_PLACE, now, burst_id, r.frame ?? null, verdict, conflictsWith, old.rowid);
       return;
     }
