@@ -465,8 +465,11 @@ class Storage {
   }
 
   async remove() {
-    await this.close();
-    fs.rmSync(this.dir, { recursive: true, force: true });
+    try {
+      await this.close();
+    } finally {
+      fs.rmSync(this.dir, { recursive: true, force: true });
+    }
   }
 }
 
