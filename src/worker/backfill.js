@@ -22,7 +22,7 @@
 // BACKFILL_INTERVAL_MS. A network server's error text is kept and logged without the
 // credential it was sent.
 
-import { countBackfill } from "./fleet.js";
+import { countBackfill } from "./figures.js";
 import { fetchWithin } from "./http.js";
 
 /** The sensors that answer a history request, by codec: the port and the command. */

@@ -36,10 +36,12 @@ import { fetchWithin } from "./http.js";
 /**
  * How long a reading admitted with no batch open waits for others to join its batch.
  * A group of a fleet of 1 000 000 bins reporting every 10 minutes admits ~6.5
- * readings a second: one alarm and one POST a second for all of them, rather than one
- * each (each alarm is a billed request). What this adds to a reading's way to the origin.
+ * readings a second: one alarm and one POST every 2 s for ~13 of them, rather than one
+ * each. Each alarm is a billed request, and costs a reading its share of the batch's
+ * four rows and two setAlarm (`npm run bench:cost`: 1 s made a new reading's life 4.17
+ * rows, 2 s ~3.7). What this adds to a reading's way to the origin.
  */
-export const DELIVERY_LINGER_MS = 1000;
+export const DELIVERY_LINGER_MS = 2000;
 /** Alarm rounds (batches sent) per alarm, so one object cannot monopolise its isolate. */
 const ROUNDS = 20;
 /** At most this much of an origin-supplied header value goes into `last_error`. */

@@ -10,7 +10,7 @@ import { ADMITTED, auditLine, CONFLICT, Deduplicator, DUPLICATE, guarded, HttpEr
 import { backfillStep, backfillView, cancelBackfill } from "./backfill.js";
 import { decodeRaw, decodedView, previewNotDecoded } from "./decode.js";
 import { NEXT_ROWID, openBatch, outboxThrough } from "./delivery.js";
-import { byCode, countBurst, forgetWindow, NOT_RECORDED, sumOf } from "./fleet.js";
+import { byCode, NOT_RECORDED, sumOf } from "./fleet.js";
 
 // A key that expired from the seen-set and arrives again is admitted again (the
 // core's TTL semantics), so its row is renewed rather than duplicated (`store`). A row
@@ -21,8 +21,8 @@ import { byCode, countBurst, forgetWindow, NOT_RECORDED, sumOf } from "./fleet.j
 // insert): a new rowid, after every row before it, so it is delivered afresh; rows in
 // (admitted_at, rowid) order stay the admissions in the order the seen-set made them,
 // which the cold rebuild relies on.
-const INSERT = `INSERT INTO readings (rowid, key, device_id, seq, ts, fill_pct, admitted_at, burst_id, state, next_attempt_at, frame, verdict, conflicts_with)
-VALUES (${NEXT_ROWID}, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`;
+const INSERT = `INSERT INTO readings (rowid, key, device_id, seq, ts, fill_pct, admitted_at, burst_id, state, next_attempt_at, frame, verdict, conflicts_with, window_seq)
+VALUES (${NEXT_ROWID}, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`;
 const RENEW_IN_PLACE = `UPDATE readings SET admitted_at = ?, burst_id = ?, frame = ?, verdict = ?, conflicts_with = ?, forgotten_at = NULL WHERE rowid = ?`;
 
 /** Writes of one burst's transaction, the first included, before it answers 503. */
@@ -290,17 +290,19 @@ export class Device {
             if (!ADMITTED.has(verdict) || out.forgotten?.has(i)) return;
             if (verdict === CONFLICT && !conflicts.has(i)) conflicts.set(i, this.conflictOf(r.key));
             const conflictsWith = verdict === CONFLICT ? conflicts.get(i) : null;
-            this.store(r, { device_id, now, burst_id, state, verdict: verdict === CONFLICT ? "conflict" : "admitted", conflictsWith, through }, moved);
+            const windowSeq = windowSeqs?.[i] ?? null;
+            this.store(r, { device_id, now, burst_id, state, verdict: verdict === CONFLICT ? "conflict" : "admitted", conflictsWith, through, windowSeq }, moved);
           });
           // A retried call counted already observed its seqs with the first one.
           health = windowSeqs && !out.counted ? this.observeSeqs(windowSeqs, out.verdicts, now, context) : null;
-          countBurst(this.sql, device_id, health ? { ...counts, recovered_seqs: health.recovered.length, seq_resets: health.resets.length } : counts, rejected, health?.window);
           if (counterRef !== null && counterRef !== undefined) {
             this.sql.exec("INSERT OR REPLACE INTO codec_state (device_id, counter_ref) VALUES (?, ?)", device_id, counterRef);
           }
           if (unpark !== null) this.sql.exec("DELETE FROM parked WHERE device_id = ? AND frame = ?", device_id, unpark);
         });
         for (const [name, n] of Object.entries(moved)) this.group.backlog.add(name, n);
+        if (unpark !== null) this.group.parkedChanged();
+        this.group.figures.countBurst(device_id, health ? { ...counts, recovered_seqs: health.recovered.length, seq_resets: health.resets.length } : counts, rejected, health?.window);
         if (!counts.unique) this.countedWithoutRows(burst_id);
         break;
       } catch (e) {
@@ -337,7 +339,7 @@ export class Device {
    * renewal (see INSERT above; `through`: the outbox cursor). Adds to `moved` what it
    * changes in the backlog.
    */
-  store(r, { device_id, now, burst_id, state, verdict, conflictsWith, through }, moved) {
+  store(r, { device_id, now, burst_id, state, verdict, conflictsWith, through, windowSeq = null }, moved) {
     const old = this.sql.exec("SELECT rowid, state FROM readings WHERE key = ?", r.key).toArray()[0];
     if (old?.state === "pending" && old.rowid > through) {
       this.sql.exec(RENEW_IN_PLACE, now, burst_id, r.frame ?? null, verdict, conflictsWith, old.rowid);
@@ -349,7 +351,7 @@ export class Device {
       if (old.state === "refused") moved.refused -= 1;
       else if (old.state !== "stored") moved.delivered -= 1;
     }
-    this.sql.exec(INSERT, r.key, device_id, r.seq, r.ts, r.fill_pct, now, burst_id, state, state === "pending" ? now : null, r.frame ?? null, verdict, conflictsWith);
+    this.sql.exec(INSERT, r.key, device_id, r.seq, r.ts, r.fill_pct, now, burst_id, state, state === "pending" ? now : null, r.frame ?? null, verdict, conflictsWith, windowSeq);
     moved.ledger_rows += 1;
     if (state === "pending") moved.pending += 1;
   }
@@ -494,7 +496,7 @@ export class Device {
         if (seen.kind === "recovered") health.recovered.push({ seq, delay_ms: seen.delay_ms });
         if (seen.kind === "reset") health.resets.push({ from: seen.from, to: seen.to });
       }
-      // Written with the burst's counts, in the device's one row (fleet.js countBurst).
+      // Kept with the burst's counts, once it committed (figures.js countBurst).
       health.window = { bytes: guarded(() => window.toBytes()), missing: guarded(() => window.totals()).missing };
     });
     return health;
@@ -516,10 +518,10 @@ export class Device {
    * window starts: the burst is not refused for them. The caller frees it.
    */
   seqWindow(context = {}) {
-    const bytes = this.prepared ? this.sql.exec("SELECT window FROM devices WHERE device_id = ?", this.id).toArray()[0]?.window : undefined;
-    if (bytes == null) return new SeqWindow();
+    const bytes = this.prepared ? this.group.figures.window(this.id) : null;
+    if (bytes === null) return new SeqWindow();
     try {
-      return guarded(() => SeqWindow.fromBytes(new Uint8Array(bytes)));
+      return guarded(() => SeqWindow.fromBytes(bytes));
     } catch (e) {
       if (e?.code !== "invalid_snapshot") throw e;
       console.log(JSON.stringify({ level: "WARN", event: "seq_window_unreadable", device_id: context.device_id, error: String(e?.message ?? e) }));
@@ -587,8 +589,9 @@ export class Device {
             answer = { ...why, copy: false };
             counts.parked = rows;
           }
-          countBurst(this.sql, device_id, counts, { [answer.code]: rows });
         });
+        if (counts.parked) this.group.parkedChanged();
+        this.group.figures.countBurst(device_id, counts, { [answer.code]: rows });
         if (counts.received) this.countedWithoutRows(burst_id);
         break;
       } catch (e) {
@@ -826,9 +829,9 @@ export class Device {
    * there was no window.
    */
   restartWindow() {
-    if (this.sql.exec("SELECT window FROM devices WHERE device_id = ?", this.id).toArray()[0]?.window == null) return null;
+    if (this.group.figures.window(this.id) === null) return null;
     const deleted = this.withWindow({}, (window) => ({ highest: window.highest ?? null, missing: window.totals().missing, gaps: window.gaps().length }));
-    forgetWindow(this.sql, this.id); // the roll-up's missing_seqs gauge moves with it
+    this.group.figures.forgetWindow(this.id); // the roll-up's missing_seqs gauge moves with it
     return deleted;
   }
 

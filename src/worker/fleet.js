@@ -1,52 +1,44 @@
-// Fleet-wide figures for GET /v1/stats without asking any device: both halves of
-// the roll-up protocol, the device side (run inside a GroupObject, for each of its
-// devices) and the roll-up side (FleetObject).
+// Fleet-wide figures for GET /v1/stats without asking any device: the roll-up
+// protocol between the groups (group.js, whose devices' figures figures.js keeps) and
+// the roll-up shards (FleetObject), and what the stateless tier reads from both.
 //
-// * A device keeps its own figures in its group: cumulative counters, written by
-//   `countBurst` in the burst's own transaction, and backlog gauges read from its
-//   rows. Every change (a burst, a delivery attempt, a retention delete) bumps the
-//   device's `version` in the transaction that makes it.
-// * From the group's alarm, at most once per STATS_FLUSH_MS, the group sends the
-//   figures of every device that changed since the shard last took them, whole, each
-//   with its version, to their roll-up shard in one call: one of SHARDS FleetObjects,
-//   picked by a fixed hash of the device id (the group's own hash mod SHARDS: all of a
-//   group's devices share a shard). A device is only taken off the changed list after
-//   the shard answered; which devices changed is kept in memory, and after a restart
-//   the group sends them all again.
-// * A shard holds one row per device (the registry: a device appears when it
-//   registers) and running totals. It applies a device's figures only when the
-//   version is newer than its row's, adding the difference to the totals in one
-//   transaction. So a flush that is retried after a timeout, arrives twice or is
-//   overtaken changes nothing a second time, and one that failed is not lost: the
-//   unacknowledged version stays in the group's SQLite and the next flush carries the
-//   same (or newer) figures. No delta is ever in flight that is not also on disk.
+// * A group holds its devices' figures (figures.js) and its ledger's backlog
+//   (ledger.js). From its alarm, at most once per STATS_FLUSH_MS while they changed,
+//   it sends its shard ONE report: the sums over its devices, its backlog gauges and
+//   how many devices it holds, with a version rising with every report of its storage
+//   (`incarnation`). The shard (one of SHARDS, the group's index mod SHARDS) keeps one
+//   row per group and applies a report only when its version is newer than the row's,
+//   moving the totals by the difference, in one transaction: two rows written, however
+//   many devices the group holds. A report retried after a timeout, arriving twice or
+//   overtaken changes nothing a second time; one that failed is not lost: the next
+//   carries the same (or newer) sums.
+// * Device rows at a shard (`device_figures`) are what the releases before group
+//   reports flushed, one per device. A group's first report of an object instance
+//   names every device it holds (`supersedes`), and the shard takes those devices'
+//   rows out of its totals, and deletes them, in the transaction that adds the group's
+//   sums, which include them: a device is counted once, by its group, from then on.
 // * GET /v1/stats asks the SHARDS shards and nothing else: a constant number of calls.
+//   GET /v1/devices/health pages through the groups, which answer from memory.
 // * The shards are also the registry of devices that have a ledger. A group
 //   registers a device with its shard before the device's first write (once: its
 //   `devices` row remembers it; if the shard cannot be reached the burst is not
 //   stored and the sender retries), so GET /v1/devices/{id}/readings asks the shard
-//   first (`knows`) and never writes storage for a device that never ingested. A
-//   device that flushed to its shard (storage from before the registry) is known by
-//   its figures row.
+//   first (`knows`) and never writes storage for a device that never ingested.
 //
 // Staleness: a device's change reaches /v1/stats within STATS_FLUSH_MS plus one
-// flush round trip, while flushes succeed (a group whose alarm is busy delivering
-// a backlog to a slow origin flushes when that run ends: at most 20 batches, each
-// at most ORIGIN_TIMEOUT_MS); a failed flush is retried every STATS_FLUSH_MS. Each
-// row is one device's consistent snapshot, so received = unique +
+// report's round trip, while reports succeed (a group whose alarm is busy delivering
+// a backlog to a slow origin reports when that run ends: at most 20 batches, each
+// at most ORIGIN_TIMEOUT_MS); a failed report is retried every STATS_FLUSH_MS. Each
+// report is its group's consistent snapshot, so received = unique +
 // duplicates_suppressed + rejected + parked holds in every reply; once quiet the totals are
 // exact.
 //
-// Why 16 shards: 100 000 devices reporting every 10 minutes are ~170 bursts/s, one
-// or two flushes each (one right after the burst, one STATS_FLUSH_MS later for its
-// delivery). One object would take 170-340 writing requests/s, where Cloudflare
-// documents a soft limit of 1 000 requests/s per object and 200-500/s for requests
-// that write storage; 16 shards take ~11-21/s each, and absorb a reconnect storm
-// (the whole fleet flushing at once) in ~6 s rather than ~100 s. A device's shard
-// must never change (it would be counted twice), so SHARDS and the hash are fixed.
+// Why 16 shards: a shard takes one report per STATS_FLUSH_MS from each of its 16
+// groups; /v1/stats reads 16 objects whatever the fleet's size. A group's shard must
+// never change (it would be counted twice), so SHARDS and the hash are fixed.
 import { DurableObject } from "cloudflare:workers";
 import { isoTime } from "./core.js";
-import { SHARDS, shardOf } from "./placement.js";
+import { GROUPS, groupAt, groupOf, SHARDS, shardOf } from "./placement.js";
 
 /** A flush not answered by then counts as failed (and is sent again, harmlessly). */
 const FLUSH_TIMEOUT_MS = 10_000;
@@ -55,7 +47,7 @@ const FLUSH_TIMEOUT_MS = 10_000;
  * Cumulative counters, named as in the ingest reply and the audit line; and the
  * sequence window's (device.js `observeSeqs`): seqs that closed a gap, counter resets.
  */
-const COUNTERS = ["received", "unique", "duplicates_suppressed", "cross_path_duplicates", "rejected", "parked", "seq_reuses", "recovered_seqs", "seq_resets"];
+export const COUNTERS = ["received", "unique", "duplicates_suppressed", "cross_path_duplicates", "rejected", "parked", "seq_reuses", "recovered_seqs", "seq_resets"];
 /**
  * Backlog gauges of a device's ledger, parked uplinks and open missing seqs (its
  * sequence window's); summed over the fleet like the counters.
@@ -67,8 +59,10 @@ const BACKLOG = ["pending_deliveries", "delivered", "failed_attempts", "ledger_r
  * `failed` or `cancelled`. Counted as `backfill_<outcome>` (`countBackfill`).
  */
 export const BACKFILL_OUTCOMES = ["requested", "sent", "answered", "expired", "failed", "cancelled"];
-const BACKFILL = BACKFILL_OUTCOMES.map((outcome) => `backfill_${outcome}`);
+export const BACKFILL = BACKFILL_OUTCOMES.map((outcome) => `backfill_${outcome}`);
 const SUMMED = [...COUNTERS, ...BACKFILL, ...BACKLOG];
+/** The figures of a group report that are gauges: each replaces the one before. */
+const GAUGES = [...BACKLOG, "devices"];
 /** Counter names of acknowledged events that are not uplinks: `ignored:<route>/<event>`. */
 export const IGNORED = "ignored:";
 /**
@@ -76,7 +70,7 @@ export const IGNORED = "ignored:";
  * them beside `rejected` (their sum, for rejections counted since they exist) and
  * flushes them as `labelled`; the shards count unroutable readings so too.
  */
-const REJECTED = "rejected:";
+export const REJECTED = "rejected:";
 /**
  * The name /v1/stats `rejected_by_code` gives rejections counted before the codes
  * were (a device's or shard's `rejected` from an earlier version): `rejected` minus
@@ -88,16 +82,14 @@ export const NOT_RECORDED = "not_recorded";
 const COUNT = `INSERT INTO counters (name, value) VALUES (?, ?)
 ON CONFLICT (name) DO UPDATE SET value = value + excluded.value`;
 
-// --- device side (run inside a GroupObject, for each of its devices) ---------------
+// --- group side (run inside a GroupObject) ----------------------------------------
 
 /**
  * The group's tables for the roll-up: one row per device (`devices`, written when it
- * registers) recording its `incarnation` (a random id drawn with the row: a device
- * whose group storage was reset or restored starts a new one), the current `version`
- * of its figures, the last version its shard `acknowledged` and its `counters` (JSON,
- * name → count: one row written per burst, whatever it counts; no index but the key,
- * so an update writes that one row); and the group's one `flush` row, the earliest
- * time its next flush may start.
+ * registers: its registration time, and the `counters` and `window` it brought from a
+ * hand-over, or that the release before checkpoints kept here; figures.js loads them;
+ * `incarnation`, `version` and `acknowledged` are of that release's flushes), and the
+ * group's one `flush` row: the `incarnation` of its reports.
  */
 const FIGURES_SCHEMA = `
 CREATE TABLE IF NOT EXISTS devices (
@@ -107,63 +99,16 @@ CREATE TABLE IF NOT EXISTS devices (
   acknowledged INTEGER NOT NULL,
   registered_at INTEGER NOT NULL,
   counters TEXT NOT NULL DEFAULT '{}',
-  window BLOB,                    -- its sequence window (the core's SeqWindow, toBytes()), or NULL before the first seq that feeds it
-  missing INTEGER NOT NULL DEFAULT 0 -- that window's open missing seqs, for the roll-up's missing_seqs gauge
+  window BLOB,                    -- its sequence window (the core's SeqWindow, toBytes()), or NULL
+  missing INTEGER NOT NULL DEFAULT 0 -- that window's open missing seqs
 );
 CREATE TABLE IF NOT EXISTS flush (id INTEGER PRIMARY KEY CHECK (id = 0), next_flush_at INTEGER NOT NULL, incarnation TEXT NOT NULL);
 `;
-
-/**
- * The devices of a group whose figures changed since their last flush, by the
- * group's `sql`: kept in memory (`trackChanges`), so that no flush or schedule reads
- * every device's row to find them. A change whose transaction then failed leaves a
- * mark too: its flush sends the same version again, which the shard ignores.
- */
-const changed = new WeakMap();
-
-/**
- * Starts keeping the changed devices of the group whose storage `sql` is: every device
- * that ever changed (one read of every device's row, once per object instance; the
- * group does not write down which versions its shard took, so it sends them all again
- * and the shard ignores those it has). Returns the set.
- */
-export function trackChanges(sql) {
-  const ids = new Set(sql.exec("SELECT device_id FROM devices WHERE version > acknowledged").toArray().map((r) => r.device_id));
-  changed.set(sql, ids);
-  return ids;
-}
-
-/**
- * Adds `counts` (name → n) to the device's counters and marks its figures changed, in
- * one row's write, with its sequence window's new state (`window`: `{bytes,
- * missing}`) when the burst fed it.
- */
-function addCounts(sql, device_id, counts, window = null) {
-  const row = sql.exec("SELECT counters FROM devices WHERE device_id = ?", device_id).toArray()[0];
-  if (!row) return;
-  const counters = JSON.parse(row.counters);
-  for (const [name, n] of Object.entries(counts)) if (n) counters[name] = (counters[name] ?? 0) + n;
-  if (window) {
-    sql.exec("UPDATE devices SET counters = ?, window = ?, missing = ?, version = version + 1 WHERE device_id = ?", JSON.stringify(counters), window.bytes, window.missing, device_id);
-  } else sql.exec("UPDATE devices SET counters = ?, version = version + 1 WHERE device_id = ?", JSON.stringify(counters), device_id);
-  changed.get(sql)?.add(device_id);
-}
-
-/** Deletes the device's sequence window and marks its figures changed (its missing seqs leave them). */
-export function forgetWindow(sql, device_id) {
-  sql.exec("UPDATE devices SET window = NULL, missing = 0, version = version + 1 WHERE device_id = ?", device_id);
-  changed.get(sql)?.add(device_id);
-}
 
 /** Creates the group's roll-up tables. Idempotent. */
 export function prepareFigures(sql) {
   sql.exec(FIGURES_SCHEMA);
   sql.exec("INSERT OR IGNORE INTO flush (id, next_flush_at, incarnation) VALUES (0, 0, ?)", crypto.randomUUID());
-}
-
-/** Whether the device has registered in this group (it has a `devices` row). Reads only. */
-export function registered(sql, device_id) {
-  return sql.exec("SELECT 1 FROM devices WHERE device_id = ?", device_id).toArray().length > 0;
 }
 
 /**
@@ -193,9 +138,9 @@ export async function claimAtShard(env, device_ids) {
 }
 
 /**
- * The device's `devices` row (it is registered in the group): its figures'
- * `incarnation`, `version` and `acknowledged` (a device handed over goes on with its
- * own), else a new incarnation from version 0.
+ * Writes the device's `devices` row (it is registered in the group), with the
+ * `counters` and `window` a hand-over brought; the caller then adds them to the
+ * group's figures (figures.js `add`) once committed.
  */
 export function addDevice(sql, device_id, { incarnation = crypto.randomUUID(), version = 0, acknowledged = version, counters = {}, window = null } = {}) {
   sql.exec(
@@ -209,21 +154,6 @@ export function addDevice(sql, device_id, { incarnation = crypto.randomUUID(), v
     window?.bytes ?? null,
     window?.missing ?? 0,
   );
-  // Handed over with figures its shard has not seen as the group now holds them.
-  if (version > acknowledged) changed.get(sql)?.add(device_id);
-}
-
-/**
- * Adds one burst's counts (`received`, `unique`, `duplicates_suppressed`,
- * `cross_path_duplicates`, `rejected`, `parked`, `seq_reuses`, `recovered_seqs`, `seq_resets`) to the device's and marks its figures changed. Call it inside the
- * transaction that stores the burst's rows. `rejectedCodes` (`{code: n}`, see
- * `byCode`) are the burst's rejected readings by code, adding up to `counts.rejected`;
- * counted only when that is (a retried call counts its rejections no second time).
- */
-export function countBurst(sql, device_id, counts, rejectedCodes = {}, window = null) {
-  const add = Object.fromEntries(COUNTERS.map((name) => [name, counts[name] ?? 0]));
-  if (counts.rejected) for (const [code, n] of Object.entries(rejectedCodes)) add[REJECTED + code] = n;
-  addCounts(sql, device_id, add, window);
 }
 
 /** `{code: n}`: how many of `rejected` (objects with a `code`: rejections as a reply lists them) have each code. */
@@ -238,107 +168,32 @@ export function sumOf(counts) {
   return Object.values(counts).reduce((a, b) => a + b, 0);
 }
 
-/**
- * Counts one of the device's history requests' steps (`outcome`: one of
- * BACKFILL_OUTCOMES) and marks its figures changed. Call it in the write that moves
- * the request (backfill.js).
- */
-export function countBackfill(sql, device_id, outcome) {
-  addCounts(sql, device_id, { [`backfill_${outcome}`]: 1 });
-}
-
-/** When the group's alarm must run for the next flush (`now` at the earliest); null if all is flushed. */
-export function flushDue(sql, now, groupChanged) {
-  if (!changed.get(sql)?.size && !groupChanged) return null;
-  return Math.max(sql.exec("SELECT next_flush_at FROM flush").one().next_flush_at, now);
-}
-
-/** Devices one flush call carries, at most. */
-const FLUSH_DEVICES = 500;
+/** Device ids one report names as superseded, at most (the rest go with the next). */
+export const SUPERSEDES = 2_000;
 
 /**
- * Sends the figures of the group's changed devices, and the group's own (`group`: its
- * backlog, group.js `groupReport`, or null when unchanged), to their shards if the
- * last attempt is STATS_FLUSH_MS old: one call per shard (a group's devices share one,
- * placement.js) of at most FLUSH_DEVICES devices. Never throws: a failure is logged
- * and retried by the alarm.
+ * Sends the group's report (group.js `report`: `{group, incarnation, version,
+ * supersedes, oldest_undelivered_at, ...figures}`) to its shard. Returns whether the
+ * shard took it; never throws: a failure is logged and the alarm sends it again.
  */
-export async function flush(storage, env, cfg, group = null) {
-  const sql = storage.sql;
-  const now = Date.now();
-  if (sql.exec("SELECT next_flush_at FROM flush").one().next_flush_at > now) return;
-  const ids = [...(changed.get(sql) ?? [])].slice(0, FLUSH_DEVICES);
-  const dirty = ids.map((id) => sql.exec("SELECT device_id, incarnation, version FROM devices WHERE device_id = ?", id).toArray()[0]).filter(Boolean);
-  if (!dirty.length && !group) return;
-  // Recorded before sending, so that even a flush whose outcome is lost waits its turn.
-  sql.exec("UPDATE flush SET next_flush_at = ?", now + cfg.STATS_FLUSH_MS);
-  const byShard = new Map();
-  for (const d of dirty) {
-    const i = shardOf(d.device_id);
-    if (!byShard.has(i)) byShard.set(i, []);
-    byShard.get(i).push({ device_id: d.device_id, incarnation: d.incarnation, version: d.version, ...figures(sql, d.device_id) });
+export async function flush(env, report) {
+  const i = shardOfGroup(report.group);
+  try {
+    await withTimeout(stub(env, i).report(report), FLUSH_TIMEOUT_MS);
+    return true;
+  } catch (e) {
+    let error = String(e?.message ?? e);
+    // During a deployment, a shard of the release before group reports: the group keeps
+    // its figures and reports them once the shard runs this release.
+    if (/does not implement the method "report"/.test(error)) error = `the roll-up shard is of an earlier release (${error}): the group keeps its figures until it is upgraded`;
+    console.log(JSON.stringify({ level: "WARN", event: "stats_flush_failed", shard: i, group: report.group, version: report.version, devices: report.devices, error }));
+    return false;
   }
-  const own = group && shardOfGroup(group.group);
-  if (group && !byShard.has(own)) byShard.set(own, []);
-  await Promise.all(
-    [...byShard].map(async ([i, reports]) => {
-      try {
-        const { failed } = await withTimeout(applyAll(stub(env, i), reports), FLUSH_TIMEOUT_MS);
-        if (i === own) await withTimeout(applyGroup(stub(env, i), group), FLUSH_TIMEOUT_MS);
-        const refused = new Set(failed.map((f) => f.device_id));
-        const taken = reports.filter((r) => !refused.has(r.device_id));
-        // Nothing is written to remember what the shard took (a row per device and flush):
-        // after a restart the group sends every device again (`trackChanges`), and the
-        // shard applies none it has. Changed again while this flush was on its way: the
-        // next one carries it.
-        for (const r of taken) if (sql.exec("SELECT version FROM devices WHERE device_id = ?", r.device_id).one().version <= r.version) changed.get(sql)?.delete(r.device_id);
-        if (failed.length) {
-          // Tried again with the next flush, after the group's other changed devices.
-          for (const { device_id } of failed) changed.get(sql)?.delete(device_id) && changed.get(sql).add(device_id);
-          const named = failed.slice(0, 20);
-          const versions = named.map((f) => reports.find((r) => r.device_id === f.device_id).version);
-          console.log(JSON.stringify({ level: "WARN", event: "stats_flush_failed", shard: i, devices: failed.length, device_ids: named.map((f) => f.device_id), versions, error: named[0].error }));
-        }
-      } catch (e) {
-        // The first devices named, with their versions: a log line stays short.
-        const named = reports.slice(0, 20);
-        console.log(JSON.stringify({ level: "WARN", event: "stats_flush_failed", shard: i, devices: reports.length, device_ids: named.map((r) => r.device_id), versions: named.map((r) => r.version), error: String(e?.message ?? e) }));
-      }
-    }),
-  );
-  // More changed devices than one call carries: the next flush goes on at once.
-  if (dirty.length === FLUSH_DEVICES) sql.exec("UPDATE flush SET next_flush_at = ?", now);
 }
 
 /** The shard of a group by its name (`group-<n>`): all its devices' shard (placement.js). */
 function shardOfGroup(name) {
   return Number(/^group-(\d+)$/.exec(name)?.[1] ?? 0) % SHARDS;
-}
-
-/** The group's own figures applied by its shard; a shard of the earlier release has no place for them (logged once a flush). */
-async function applyGroup(shard, group) {
-  if (!group) return;
-  try {
-    await shard.applyGroup({ group: group.group, incarnation: group.incarnation, version: group.version, ...group.figures });
-  } catch (e) {
-    if (!/does not implement the method "applyGroup"/.test(String(e?.message))) throw e;
-    console.log(JSON.stringify({ level: "WARN", event: "group_figures_not_flushed", group: group.group, error: "the roll-up shard is of an earlier release" }));
-  }
-  group.sent();
-}
-
-/**
- * `reports` applied by `shard` in one call; a shard of the earlier release, which has no
- * `applyMany`, takes them one `apply` call each.
- */
-async function applyAll(shard, reports) {
-  try {
-    return await shard.applyMany(reports);
-  } catch (e) {
-    if (!/does not implement the method "applyMany"/.test(String(e?.message))) throw e;
-    for (const r of reports) await shard.apply(r);
-    return { failed: [] };
-  }
 }
 
 function withTimeout(promise, ms) {
@@ -348,29 +203,6 @@ function withTimeout(promise, ms) {
   });
   promise.catch(() => {}); // settles after the timeout: already counted as failed
   return Promise.race([promise, late]).finally(() => clearTimeout(timer));
-}
-
-/**
- * A device's counters and backlog now, one consistent snapshot; `labelled`: its
- * counters with a label in their name (`rejected:<code>`).
- */
-function figures(sql, device_id) {
-  const counters = JSON.parse(sql.exec("SELECT counters FROM devices WHERE device_id = ?", device_id).one().counters);
-  const labelled = Object.fromEntries(Object.entries(counters).filter(([name]) => name.startsWith(REJECTED)));
-  const out = Object.fromEntries([...COUNTERS, ...BACKFILL].map((name) => [name, counters[name] ?? 0]));
-  // The ledger's backlog is the group's (ledger.js), flushed as the group's own figures.
-  return {
-    ...out,
-    pending_deliveries: 0,
-    delivered: 0,
-    failed_attempts: 0,
-    ledger_rows: 0,
-    refused_by_origin: 0,
-    parked_uplinks: sql.exec("SELECT COUNT(*) AS n FROM parked WHERE device_id = ?", device_id).one().n,
-    missing_seqs: sql.exec("SELECT missing FROM devices WHERE device_id = ?", device_id).one().missing,
-    labelled,
-    oldest_undelivered_at: null,
-  };
 }
 
 // --- stateless tier -----------------------------------------------------------------
@@ -491,15 +323,15 @@ export async function fleetStats(env, cfg) {
 export const HEALTH_COLUMNS = ["device_id", "received", "unique", "duplicates_suppressed", "conflicts", "rejected", "parked", "missing_seqs", "recovered_seqs", "seq_resets", "duplicate_ratio", "conflict_ratio", "gap_ratio", "flushed_at"];
 
 /**
- * One device's health from its roll-up row: its last flushed figures (JSON text; null
- * for a device registered but not flushed yet: zeros) and their time. Ratios, rounded
+ * One device's health from its figures (figures.js `of`; a shard's row of an earlier
+ * release has them as JSON text; null: zeros) and when they were written down. Ratios, rounded
  * to 6 decimals, null when their denominator is 0: `duplicate_ratio` =
  * duplicates_suppressed / received, `conflict_ratio` = conflicts / received, `gap_ratio`
  * = missing_seqs / (unique + missing_seqs), the share of the readings it should have
  * delivered by now that are still missing.
  */
 function healthOf({ device_id, figures = null, flushed_at = null }) {
-  const f = figures === null ? {} : JSON.parse(figures);
+  const f = figures === null ? {} : typeof figures === "string" ? JSON.parse(figures) : figures;
   const n = (name) => f[name] ?? 0;
   const row = { device_id, received: n("received"), unique: n("unique"), duplicates_suppressed: n("duplicates_suppressed"), conflicts: n("seq_reuses") };
   Object.assign(row, { rejected: n("rejected"), parked: n("parked"), missing_seqs: n("missing_seqs"), recovered_seqs: n("recovered_seqs"), seq_resets: n("seq_resets") });
@@ -512,30 +344,46 @@ function healthOf({ device_id, figures = null, flushed_at = null }) {
 
 const ratio = (part, whole) => (whole ? Math.round((part / whole) * 1e6) / 1e6 : null);
 
+/** Groups one health page asks at once. */
+const HEALTH_GROUPS = 16;
+
 /**
- * A page of the fleet's devices' health, in device id order (by code point, as SQLite
- * compares the ids), from the roll-up shards only: one call per shard. `after`: the
- * last device id of the previous page ("" for the first). Returns `{devices, next}`
- * (`next`: the `after` of the next page, null on the last).
+ * A page of the fleet's devices' health, group by group in group order and in device
+ * id order (by code point, as SQLite compares the ids) within a group, from the groups'
+ * memory (figures.js): the groups from that of `after` on, HEALTH_GROUPS at a time, until
+ * the page is full. `after`: the last device id of the previous page ("" for the first).
+ * Returns `{devices, next}` (`next`: the `after` of the next page, null on the last).
  */
 export async function fleetHealth(env, { after, limit }) {
-  const parts = await Promise.all(Array.from({ length: SHARDS }, (_, i) => stub(env, i).devices({ after, limit: limit + 1 })));
-  const rows = parts.flat().sort((a, b) => byCodePoint(a.device_id, b.device_id));
+  const rows = [];
+  let g = after === "" ? 0 : groupOf(after);
+  while (rows.length <= limit && g < GROUPS) {
+    const asked = Array.from({ length: Math.min(HEALTH_GROUPS, GROUPS - g) }, (_, k) => g + k);
+    const pages = await Promise.all(asked.map((i) => group(env, i).healthPage({ after: i === g && after !== "" ? after : "", limit: limit + 1 - rows.length })));
+    for (const p of pages) rows.push(...p);
+    g += asked.length;
+  }
   const page = rows.slice(0, limit);
   return { devices: page.map(healthOf), next: rows.length > limit ? page[page.length - 1].device_id : null };
 }
 
-/** One device's health from its shard (one call per name tried, in order); zeros for a device its shard does not know. */
+/**
+ * One device's health from its group, for a device its shard knows (`knows`: no group
+ * object is started for a device that never ingested), one name after another; from
+ * its shard for a device whose group does not hold it yet (flushed by its own object,
+ * of the release before groups); zeros for a device neither knows.
+ */
 export async function deviceHealth(env, names) {
   for (const device_id of names) {
-    const row = await shard(env, device_id).device(device_id);
+    if (!(await knows(env, device_id))) continue;
+    const row = (await group(env, groupOf(device_id)).healthOf({ device_id })) ?? (await shard(env, device_id).device(device_id));
     if (row) return healthOf(row);
   }
   return healthOf({ device_id: names[0] });
 }
 
 /** Orders strings by code point (SQLite's BINARY order of their UTF-8), not by UTF-16 unit. */
-function byCodePoint(a, b) {
+export function byCodePoint(a, b) {
   // Surrogates (astral code points) sort after U+E000…U+FFFF by code point.
   const unit = (c) => (c >= 0xd800 && c <= 0xdfff ? c + 0x2000 : c >= 0xe000 ? c - 0x800 : c);
   for (let i = 0; i < Math.min(a.length, b.length); i++) {
@@ -543,6 +391,10 @@ function byCodePoint(a, b) {
     if (d) return d;
   }
   return a.length - b.length;
+}
+
+function group(env, i) {
+  return env.GROUPS.get(env.GROUPS.idFromName(groupAt(i)));
 }
 
 function shard(env, key) {
@@ -583,6 +435,9 @@ export class FleetObject extends DurableObject {
         oldest_undelivered_at INTEGER,
         flushed_at INTEGER NOT NULL
       );
+      -- The shard's running totals of group reports: one row, moved by every report (one row
+      -- written, where a row per name would write one per figure that changed).
+      CREATE TABLE IF NOT EXISTS group_totals (id INTEGER PRIMARY KEY CHECK (id = 0), totals TEXT NOT NULL);
       CREATE TABLE IF NOT EXISTS counters (name TEXT PRIMARY KEY, value INTEGER NOT NULL);
       CREATE TABLE IF NOT EXISTS registered (device_id TEXT PRIMARY KEY, at INTEGER NOT NULL);`);
     // by_group: the device is kept by a group object (this release's `claim`), not its own.
@@ -688,6 +543,63 @@ export class FleetObject extends DurableObject {
   }
 
   /**
+   * Applies a group's report (fleet.js `flush`: the sums of its devices' counters,
+   * `labelled` by code, its gauges and `devices`) if it is newer than the last applied
+   * of the same incarnation, in one transaction; returns whether it was. A gauge
+   * (GAUGES) replaces the report before it; a counter too, within an incarnation. A
+   * report of a new incarnation (the group's storage was reset or restored) adds its
+   * counters to what the earlier incarnations counted. The device rows of `supersedes`
+   * (flushed by releases before group reports, and counted in the group's sums now) leave
+   * the totals and are deleted. The totals move by the difference, in one row.
+   */
+  report({ group, incarnation, version, supersedes = [], oldest_undelivered_at = null, labelled = {}, ...figures }) {
+    return this.ctx.storage.transactionSync(() => {
+      const row = this.sql.exec("SELECT incarnation, version, figures FROM group_figures WHERE group_id = ?", group).toArray()[0];
+      const same = row?.incarnation === incarnation;
+      if (same && row.version >= version) return false;
+      const before = row ? JSON.parse(row.figures) : {};
+      const deltas = {};
+      const kept = {};
+      for (const name of [...SUMMED, "devices"]) {
+        const gauge = GAUGES.includes(name);
+        const was = same || gauge ? (before[name] ?? 0) : 0;
+        kept[name] = figures[name] ?? (gauge ? 0 : was);
+        add(deltas, name, kept[name] - was);
+      }
+      const wasLabelled = same ? (before.labelled ?? {}) : {};
+      kept.labelled = labelled;
+      for (const name of new Set([...Object.keys(labelled), ...Object.keys(wasLabelled)])) add(deltas, name, (labelled[name] ?? 0) - (wasLabelled[name] ?? 0));
+      for (const device_id of supersedes) {
+        const d = this.sql.exec("SELECT figures FROM device_figures WHERE device_id = ?", String(device_id)).toArray()[0];
+        if (!d) continue;
+        const f = JSON.parse(d.figures);
+        for (const name of SUMMED) add(deltas, name, -(f[name] ?? 0));
+        for (const [name, n] of Object.entries(f.labelled ?? {})) add(deltas, name, -n);
+        add(deltas, "devices", -1);
+        this.sql.exec("DELETE FROM device_figures WHERE device_id = ?", String(device_id));
+        // Still known (`knows`), as kept by its group: storage from before the registry had no row here.
+        this.sql.exec("INSERT INTO registered (device_id, at, by_group) VALUES (?, ?, 1) ON CONFLICT (device_id) DO UPDATE SET by_group = 1", String(device_id), Date.now());
+      }
+      this.sql.exec(
+        `INSERT INTO group_figures (group_id, incarnation, version, figures, oldest_undelivered_at, flushed_at) VALUES (?, ?, ?, ?, ?, ?)
+         ON CONFLICT (group_id) DO UPDATE SET incarnation = excluded.incarnation, version = excluded.version,
+           figures = excluded.figures, oldest_undelivered_at = excluded.oldest_undelivered_at, flushed_at = excluded.flushed_at`,
+        group, incarnation, version, JSON.stringify(kept), oldest_undelivered_at, Date.now(),
+      );
+      const totals = this.groupTotals();
+      for (const [name, n] of Object.entries(deltas)) if (n) add(totals, name, n);
+      this.sql.exec("INSERT INTO group_totals (id, totals) VALUES (0, ?1) ON CONFLICT (id) DO UPDATE SET totals = ?1", JSON.stringify(totals));
+      return true;
+    });
+  }
+
+  /** The running totals of group reports (`report`), name → n. */
+  groupTotals() {
+    const row = this.sql.exec("SELECT totals FROM group_totals").toArray()[0];
+    return row ? JSON.parse(row.totals) : {};
+  }
+
+  /**
    * Applies a group's own figures (its backlog gauges: BACKLOG names) if newer than the
    * last applied of the same incarnation; a gauge replaces the one before, so the
    * totals move by the difference. Returns whether it was applied.
@@ -784,6 +696,7 @@ export class FleetObject extends DurableObject {
   /** This shard's totals, the oldest undelivered admission among its devices and its newest flush (a read of every device's row). */
   summary() {
     const totals = Object.fromEntries(this.sql.exec("SELECT name, value FROM counters").toArray().map((r) => [r.name, r.value]));
+    for (const [name, n] of Object.entries(this.groupTotals())) add(totals, name, n);
     const { oldest, last } = this.sql
       .exec(
         `SELECT MIN(oldest) AS oldest, MAX(last) AS last FROM (

@@ -28,7 +28,8 @@ import { logNothingStored } from "./core.js";
 import { Device } from "./device.js";
 import { prepareBackfill } from "./backfill.js";
 import { deliver, nextDelivery, prepareOutbox } from "./delivery.js";
-import { addDevice, claimAtShard, flush, flushDue, prepareFigures, registered, registerWithShard, trackChanges } from "./fleet.js";
+import { Figures } from "./figures.js";
+import { addDevice, claimAtShard, flush, prepareFigures, registerWithShard, SUPERSEDES } from "./fleet.js";
 import { Backlog, retentionDue, retire } from "./ledger.js";
 import { importDevice } from "./legacy.js";
 import { groupName } from "./placement.js";
@@ -70,6 +71,7 @@ CREATE TABLE IF NOT EXISTS readings (
   delivered_at INTEGER,           -- a row handed over delivered; else in deliveries
   last_error TEXT,                -- a refused row's
   batch_id TEXT,                  -- unused (rows handed over had one)
+  window_seq INTEGER,             -- its seq in its device's sequence window, or NULL (figures.js replays it after a restart)
   frame TEXT,                     -- a reading keyed at its receive time: its radio frame (device.js reframe)
   verdict TEXT NOT NULL DEFAULT 'admitted', -- admitted | conflict (admitted with a seq its seen-set held with other content)
   conflicts_with TEXT,            -- a conflict's: the key of the stored reading with its seq
@@ -137,6 +139,12 @@ export class GroupObject extends DurableObject {
     this.counted = new Set();
     /** Retention reads from this rowid on (ledger.js `retire`). */
     this.retentionFrom = 0;
+    /** The devices' figures (figures.js), loaded by `prepare`. */
+    this.figures = null;
+    /** When the next checkpoint and report may run (ms): once per STATS_FLUSH_MS. */
+    this.nextFlushAt = 0;
+    /** The group's parked uplinks, counted at the next report (null: to count again: `parkedChanged`). */
+    this.parkedUplinks = null;
     // A group none of whose devices ever wrote has no tables: the schema is written by
     // the first write, or here when it exists already.
     this.prepared = false;
@@ -147,10 +155,15 @@ export class GroupObject extends DurableObject {
   prepare() {
     if (this.prepared) return;
     this.sql.exec(SCHEMA);
+    // Storage of the release before checkpoints: its readings have no window seq.
+    if (!this.sql.exec("PRAGMA table_info(readings)").toArray().some((c) => c.name === "window_seq")) this.sql.exec("ALTER TABLE readings ADD COLUMN window_seq INTEGER");
     prepareOutbox(this.sql);
     prepareBackfill(this.sql);
     prepareFigures(this.sql);
-    trackChanges(this.sql);
+    this.figures = new Figures(this.sql).load();
+    // The shard may hold any of them one by one (flushed by an earlier release): the
+    // first reports name them all (fleet.js).
+    this.figures.supersede = new Set(this.figures.devices.keys());
     this.prepared = true;
   }
 
@@ -187,7 +200,7 @@ export class GroupObject extends DurableObject {
    */
   async register(device_id) {
     this.prepare();
-    if (registered(this.sql, device_id)) return null;
+    if (this.figures.has(device_id)) return null;
     if (!this.registering.has(device_id)) {
       const done = this.registerOnce(device_id).finally(() => this.registering.delete(device_id));
       this.registering.set(device_id, done);
@@ -200,11 +213,22 @@ export class GroupObject extends DurableObject {
       const known = await registerWithShard(this.env, device_id);
       const legacy = known && this.env.DEVICES ? this.env.DEVICES.get(this.env.DEVICES.idFromName(device_id)) : null;
       const earlier = legacy ? await legacy.handOver() : null;
-      if (registered(this.sql, device_id)) return null;
+      if (this.figures.has(device_id)) return null;
       this.ctx.storage.transactionSync(() => {
         const figures = earlier ? importDevice(this.sql, device_id, earlier.tables) : undefined;
         addDevice(this.sql, device_id, figures);
+        this.figures.add(device_id, figures);
+        try {
+          // Its imported rows are counted in what it brought: a checkpoint past them, so
+          // that a restart does not count them again (figures.js).
+          if (earlier) this.figures.checkpoint(this.ctx.storage);
+        } catch (e) {
+          this.figures.devices.delete(device_id);
+          throw e;
+        }
       });
+      if (earlier) this.figures.supersede.add(device_id);
+      if (earlier?.tables.parked?.length) this.parkedChanged();
       // Its rows are counted again into the group's backlog.
       if (earlier) this.backlog = new Backlog(this.sql);
       if (earlier) {
@@ -229,7 +253,7 @@ export class GroupObject extends DurableObject {
    */
   async registerNew(device_ids) {
     this.prepare();
-    const fresh = [...new Set(device_ids)].filter((id) => !this.registering.has(id) && !registered(this.sql, id));
+    const fresh = [...new Set(device_ids)].filter((id) => !this.registering.has(id) && !this.figures.has(id));
     if (fresh.length < 2) return;
     let known;
     try {
@@ -237,11 +261,11 @@ export class GroupObject extends DurableObject {
     } catch {
       return;
     }
+    const added = fresh.filter((_, i) => known[i] === false);
     this.ctx.storage.transactionSync(() => {
-      fresh.forEach((id, i) => {
-        if (known[i] === false) addDevice(this.sql, id);
-      });
+      for (const id of added) addDevice(this.sql, id);
     });
+    for (const id of added) this.figures.add(id);
   }
 
   /** Takes over `device_id`'s storage of the release before groups now (its object's alarm asks: legacy.js). */
@@ -315,10 +339,25 @@ export class GroupObject extends DurableObject {
 
   // --- the group's alarm ------------------------------------------------------------
 
+  // --- the fleet's figures (fleet.js `fleetHealth`, `deviceHealth`) -------------------
+
+  /** Health rows of this group's devices after `after` (figures.js `page`); none for a group that never wrote. */
+  healthPage({ after, limit }) {
+    return this.prepared ? this.figures.page(String(after), limit) : [];
+  }
+
+  /** One device's health row (figures.js `of`), or null when this group does not hold it. */
+  healthOf({ device_id }) {
+    return this.prepared ? this.figures.of(String(device_id)) : null;
+  }
+
+  // --- the group's alarm ------------------------------------------------------------
+
   /**
-   * Deletes rows past retention, flushes changed figures to the fleet roll-up
-   * (before delivering, which may wait on a slow origin; what delivery changes goes
-   * with the next flush), delivers what is due, and re-arms itself.
+   * Deletes rows past retention; once per STATS_FLUSH_MS, writes the figures' checkpoint
+   * and reports to the fleet roll-up (before delivering, which may wait on a slow
+   * origin; what delivery changes goes with the next report); delivers what is due;
+   * and re-arms itself.
    */
   async alarm() {
     this.prepare();
@@ -328,25 +367,49 @@ export class GroupObject extends DurableObject {
     this.backlog.add("ledger_rows", -cut.deleted);
     this.backlog.add("delivered", -cut.delivered);
     this.retentionMore = cut.more;
-    await flush(this.ctx.storage, this.env, cfg, this.groupReport());
+    if (Date.now() >= this.nextFlushAt && this.flushWanted()) {
+      this.nextFlushAt = Date.now() + cfg.STATS_FLUSH_MS;
+      this.figures.checkpoint(this.ctx.storage);
+      await this.report();
+    }
     if (cfg.ORIGIN_URL) await deliver(this.ctx.storage, cfg, this.backlog);
     await this.schedule(cfg);
   }
 
+  /** Marks the parked uplinks changed (a write that parks or unparks one committed, or failed). */
+  parkedChanged() {
+    this.parkedUplinks = null;
+    this.figures.changed = true;
+  }
+
+  /** Whether figures changed since the last checkpoint or report. */
+  flushWanted() {
+    return this.figures.dirty.size > 0 || this.figures.changed || this.backlog.dirty || this.figures.supersede.size > 0;
+  }
+
   /**
-   * The group's own figures for its shard when they changed (its backlog: fleet.js
-   * `flush`), or null: `{group, incarnation, version, figures}`, `version` rising with
-   * every report of this storage (the time, or one past the last).
+   * Sends the group's report to its shard (fleet.js `flush`): the sums of its devices'
+   * figures, its backlog and parked uplinks, and the devices whose rows the shard may
+   * still hold one by one (`supersedes`, SUPERSEDES a report). `version` rises with every
+   * report of this storage (the time, or one past the last).
    */
-  groupReport() {
-    if (!this.backlog.dirty) return null;
+  async report() {
     const { incarnation } = this.sql.exec("SELECT incarnation FROM flush").one();
-    this.reportVersion = Math.max(Date.now(), (this.reportVersion ?? 0) + 1);
-    const figures = this.backlog.figures();
+    const device = this.figures.devices.keys().next().value;
     // The group's name, from any of its devices: an object woken by its alarm is not told its own.
-    const device = this.sql.exec("SELECT device_id FROM devices LIMIT 1").toArray()[0];
-    if (!device) return null;
-    return { group: groupName(device.device_id), incarnation, version: this.reportVersion, figures, sent: () => (this.backlog.dirty = false) };
+    if (device === undefined) return;
+    this.reportVersion = Math.max(Date.now(), (this.reportVersion ?? 0) + 1);
+    const supersedes = [...this.figures.supersede].slice(0, SUPERSEDES);
+    this.parkedUplinks ??= this.sql.exec("SELECT COUNT(*) AS n FROM parked").one().n;
+    const backlog = this.backlog.figures();
+    const report = { group: groupName(device), incarnation, version: this.reportVersion, supersedes, ...this.figures.totals(), ...backlog, parked_uplinks: this.parkedUplinks };
+    this.figures.changed = false;
+    this.backlog.dirty = false;
+    if (await flush(this.env, report)) {
+      for (const id of supersedes) this.figures.supersede.delete(id);
+    } else {
+      this.figures.changed = true;
+    }
   }
 
   /**
@@ -360,7 +423,8 @@ export class GroupObject extends DurableObject {
     if (!this.prepared) return;
     const now = Date.now();
     const retention = this.retentionMore ? now : retentionDue(this.sql, cfg, this.retentionFrom);
-    const candidates = [cfg.ORIGIN_URL ? nextDelivery(this.sql, now, cfg) : null, retention, flushDue(this.sql, now, this.backlog.dirty)].filter(
+    const flushAt = this.flushWanted() ? Math.max(this.nextFlushAt, now) : null;
+    const candidates = [cfg.ORIGIN_URL ? nextDelivery(this.sql, now, cfg) : null, retention, flushAt].filter(
       (t) => t !== null && t !== undefined,
     );
     if (!candidates.length) return;

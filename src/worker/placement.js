@@ -28,5 +28,10 @@ export function shardOf(key) {
 
 /** The name the group object of `device_id` is found by (`idFromName`). */
 export function groupName(device_id) {
-  return `group-${groupOf(device_id)}`;
+  return groupAt(groupOf(device_id));
+}
+
+/** The name of group `i` (0 … GROUPS − 1). */
+export function groupAt(i) {
+  return `group-${i}`;
 }

@@ -9,6 +9,7 @@ import fs from "node:fs";
 import path from "node:path";
 import { execFileSync } from "node:child_process";
 import { acrossRestart, start, post, get, origin, until, tempDir, databases, sqlite } from "./harness.mjs";
+import { groupName } from "../../src/worker/placement.js";
 
 const reading = (device_id, seq, fill_pct, ts = "2026-07-16T09:00:00Z") => ({ device_id, seq, ts, fill_pct });
 const unroutable = (seq) => ({ seq, ts: "2026-07-16T09:00:00Z", fill_pct: 1 });
@@ -78,13 +79,13 @@ async function ingest(call, burst) {
 }
 
 
-/** The failed flushes (WARN stats_flush_failed) that carried `device_id`: `{error, version}` (its version in that flush). */
+/** The failed reports (WARN stats_flush_failed) of `device_id`'s group: `{error, version}`. */
 const flushFailures = (w, device_id) =>
   w.lines
     .filter((l) => l.startsWith("{") && l.includes('"stats_flush_failed"'))
     .map((l) => JSON.parse(l))
-    .filter((l) => l.device_ids.includes(device_id))
-    .map((l) => ({ error: l.error, version: l.versions[l.device_ids.indexOf(device_id)] }));
+    .filter((l) => l.group === groupName(device_id))
+    .map((l) => ({ error: l.error, version: l.version }));
 
 test("1 200 devices over three requests: /v1/stats is exact once the flushes are in", async () => {
   const o = await origin();
@@ -203,7 +204,7 @@ test("after a restart the roll-up counts a group's devices once: the figures the
   }
 });
 
-test("a device's figures the roll-up refused are kept by its group and arrive once after a restart, with no new burst", async () => {
+test("a group's report the roll-up refused is kept by the group and arrives once after a restart, with no new burst", async () => {
   const dir = tempDir();
   const vars = { STATS_FLUSH_MS: "50" };
   const before = settled(50, { devices: 1, received: 1, unique: 1 }, { ledger_rows: 1 });
@@ -214,17 +215,16 @@ test("a device's figures the roll-up refused are kept by its group and arrive on
   } finally {
     await first.mf.dispose();
   }
-  // Every shard now refuses to change a device's figures.
+  // Every shard now refuses to change a group's figures.
   const shards = databases(dir, "FleetObject");
   assert.equal(shards.length, 16, "/v1/stats asked the 16 shards");
-  sqlite(shards, "CREATE TRIGGER refuse_flush BEFORE UPDATE ON device_figures BEGIN SELECT RAISE(ABORT, 'injected: roll-up write failed'); END");
+  sqlite(shards, "CREATE TRIGGER refuse_flush BEFORE UPDATE ON group_figures BEGIN SELECT RAISE(ABORT, 'injected: roll-up write failed'); END");
   const second = await start({ persist: dir, vars });
   try {
     await ingest(second.call, [reading("bin-LOST", 2, 20), reading("bin-LOST", 2, 20)]);
     const [failure] = await until(() => flushFailures(second, "bin-LOST").length && flushFailures(second, "bin-LOST"), "a refused flush");
     assert.match(failure.error, /injected: roll-up write failed/);
-    // The device's counts were refused; the group's ledger figures (its own row) were not.
-    assert.deepEqual(await figures(second.call), settled(50, { devices: 1, received: 1, unique: 1 }, { ledger_rows: 2 }), "the refused flush changed no device's counts");
+    assert.deepEqual(await figures(second.call), before, "the refused report changed nothing");
   } finally {
     await second.mf.dispose();
   }
@@ -335,12 +335,92 @@ test("a device known to the roll-up only (it ingested before the registry existe
       await quiet(first.call, settled(50, { devices: 1, received: 2, unique: 2 }, { ledger_rows: 2 }));
     },
     // As the version before the registry left it: the shard holds the device's
-    // figures (its flush), no registration.
-    between: (dir) => sqlite(databases(dir, "FleetObject"), "DELETE FROM registered"),
+    // figures (its own object's flush), no registration.
+    between: (dir) =>
+      sqlite(databases(dir, "FleetObject"), "DELETE FROM registered; INSERT INTO device_figures (device_id, incarnation, version, figures, flushed_at) VALUES ('bin-PRE', 'its-own', 1, '{}', 0)"),
     after: async (second) => {
       assert.deepEqual((await get(second.call, "/v1/devices/bin-PRE/readings")).body.readings.map((r) => r.seq), [1, 2]);
       assert.equal((await ingest(second.call, [reading("bin-PRE", 3, 30)])).unique, 1);
       assert.deepEqual((await get(second.call, "/v1/devices/bin-PRE/readings")).body.readings.map((r) => r.seq), [1, 2, 3]);
     },
   });
+});
+
+/** A device's health row as its group holds it now (GET /v1/devices/{id}/health), without its times. */
+async function healthOf(call, device_id) {
+  const { status, body } = await get(call, `/v1/devices/${device_id}/health`);
+  assert.equal(status, 200, JSON.stringify(body));
+  const { received, unique, duplicates_suppressed, rejected, missing_seqs } = body;
+  return { received, unique, duplicates_suppressed, rejected, missing_seqs };
+}
+
+test("a group restarted before its checkpoint counts every reading it stored since and keeps their seqs in its window: only the duplicates counted since are lost", async () => {
+  const dir = tempDir();
+  try {
+    // One checkpoint (right after the first burst), then none for an hour.
+    const first = await start({ persist: dir, vars: { STATS_FLUSH_MS: "3600000" } });
+    try {
+      await ingest(first.call, [reading("bin-CK", 1, 10)]);
+      await quiet(first.call, settled(3_600_000, { devices: 1, received: 1, unique: 1 }, { ledger_rows: 1 }));
+      // Seqs 2, 3 and 5 (4 missing), and a copy of 2.
+      await ingest(first.call, [reading("bin-CK", 2, 20), reading("bin-CK", 3, 30), reading("bin-CK", 2, 20), reading("bin-CK", 5, 50)]);
+      assert.deepEqual(await healthOf(first.call, "bin-CK"), { received: 5, unique: 4, duplicates_suppressed: 1, rejected: 0, missing_seqs: 1 });
+    } finally {
+      await first.mf.dispose();
+    }
+    const second = await start({ persist: dir, vars: { STATS_FLUSH_MS: "50" } });
+    try {
+      // The readings stored after the checkpoint are counted from their rows; the copy of 2 was not stored.
+      assert.deepEqual(await healthOf(second.call, "bin-CK"), { received: 4, unique: 4, duplicates_suppressed: 0, rejected: 0, missing_seqs: 1 });
+      const gaps = (await get(second.call, "/v1/devices/bin-CK/gaps")).body;
+      assert.deepEqual([gaps.highest, gaps.gaps.map((g) => [g.from, g.to])], [5, [[4, 4]]], "the window holds 2, 3 and 5");
+      // A copy of 5 (its alarm, set an hour ahead by the first run, comes sooner so).
+      assert.deepEqual((await ingest(second.call, [reading("bin-CK", 5, 50)])).duplicates, [0]);
+      await quiet(second.call, settled(50, { devices: 1, received: 5, unique: 4, duplicates_suppressed: 1 }, { ledger_rows: 4, missing_seqs: 1 }));
+    } finally {
+      await second.mf.dispose();
+    }
+    const third = await start({ persist: dir, vars: { STATS_FLUSH_MS: "50" } });
+    try {
+      // Checkpointed before it was reported: nothing counted twice, nothing lost.
+      assert.deepEqual(await healthOf(third.call, "bin-CK"), { received: 5, unique: 4, duplicates_suppressed: 1, rejected: 0, missing_seqs: 1 });
+    } finally {
+      await third.mf.dispose();
+    }
+  } finally {
+    fs.rmSync(dir, { recursive: true, force: true });
+  }
+});
+
+test("the figures' log is compacted after 64 checkpoints, and a restart loads the same figures from what is left", async () => {
+  const dir = tempDir();
+  const bursts = 70;
+  try {
+    const first = await start({ persist: dir, vars: { STATS_FLUSH_MS: "50" } });
+    try {
+      // Each burst is reported (so checkpointed, just before) before the next is sent: 70 checkpoints.
+      for (let seq = 1; seq <= bursts; seq++) {
+        await ingest(first.call, [reading("bin-LOG", seq, 10), reading("bin-LOG", seq, 10)]);
+        await until(async () => (await figures(first.call)).received === 2 * seq, `burst ${seq} reported`);
+      }
+    } finally {
+      await first.mf.dispose();
+    }
+    const script = `import sqlite3, sys
+for f in sys.argv[1:]:
+    c = sqlite3.connect(f)
+    if c.execute("SELECT count(*) FROM sqlite_master WHERE name = 'figure_log'").fetchone()[0]:
+        print(*c.execute("SELECT count(*), max(id) FROM figure_log").fetchone())`;
+    const [rows, last] = execFileSync("python3", ["-c", script, ...databases(dir, "GroupObject")], { encoding: "utf8" }).trim().split(" ").map(Number);
+    assert.ok(last > 64 && rows < 64, `log rows ${rows}, last id ${last}: compacted`);
+    const w = await start({ persist: dir, vars: { STATS_FLUSH_MS: "50" } });
+    try {
+      assert.deepEqual(await healthOf(w.call, "bin-LOG"), { received: 2 * bursts, unique: bursts, duplicates_suppressed: bursts, rejected: 0, missing_seqs: 0 });
+      await quiet(w.call, settled(50, { devices: 1, received: 2 * bursts, unique: bursts, duplicates_suppressed: bursts }, { ledger_rows: bursts }));
+    } finally {
+      await w.mf.dispose();
+    }
+  } finally {
+    fs.rmSync(dir, { recursive: true, force: true });
+  }
 });

@@ -268,11 +268,18 @@ test("rejections counted without their codes (an earlier version's shards, devic
       assert.equal(r.status, 200);
       await settle(first.call, (s) => s.rejected === 3, "the first rejections");
     },
-    // As the version before the codes left its storage: no `rejected:<code>` counters, no
-    // `labelled` figures in the shards' rows, no index on the flush time.
+    // As the version before the codes left its storage: no `rejected:<code>` counters in
+    // the groups' figures or the shards' totals, no `labelled` figures in the shards' rows.
     between: (dir) => {
-      sqlite(databases(dir, "FleetObject"), "DELETE FROM counters WHERE name LIKE 'rejected:%'; UPDATE device_figures SET figures = json_remove(figures, '$.labelled'); DROP INDEX IF EXISTS device_figures_flushed;");
-      sqlite(databases(dir, "GroupObject"), "UPDATE devices SET counters = (SELECT json_group_object(key, value) FROM json_each(counters) WHERE key NOT LIKE 'rejected:%');");
+      const uncoded = (json) => `(SELECT json_group_object(key, value) FROM json_each(${json}) WHERE key NOT LIKE 'rejected:%')`;
+      sqlite(
+        databases(dir, "FleetObject"),
+        `DELETE FROM counters WHERE name LIKE 'rejected:%'; UPDATE group_figures SET figures = json_remove(figures, '$.labelled'); UPDATE group_totals SET totals = ${uncoded("totals")};`,
+      );
+      sqlite(
+        databases(dir, "GroupObject"),
+        `UPDATE figure_log SET devices = (SELECT json_group_object(d.key, json_set(d.value, '$.counters', json(${uncoded("d.value, '$.counters'")}))) FROM json_each(figure_log.devices) AS d) WHERE devices != '{}';`,
+      );
     },
     after: async (second) => {
       const old = await statsOf(second.call);

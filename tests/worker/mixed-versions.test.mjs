@@ -430,18 +430,32 @@ test("a worker of the previous release calling this release's objects: its readi
   }
 });
 
-test("roll-up shards of the previous release called by this release's groups: /v1/stats answers and counts the group's devices", { skip }, async () => {
-  const w = await mixed({ worker: "current", devices: "current", shards: "previous" });
+test("roll-up shards of the previous release called by this release's groups: /v1/stats answers, and the groups keep their figures until the shards are upgraded", { skip }, async () => {
+  const dir = tempDir();
+  const F = "mx-F";
   try {
-    const F = "mx-F";
-    const burst = await ingest(w.call, [reading(F, 1, 10), reading(F, 2, 20), reading(F, 1, 10)]);
-    assert.deepEqual([burst.unique, burst.duplicates_suppressed], [2, 1]);
-    const failures = () => `; flushes failed: ${JSON.stringify(logged(w, "stats_flush_failed").slice(0, 1))}`;
-    const s = await statsWhen(w.call, (s) => s.received === 3, "the group's flush", failures);
-    assert.deepEqual([s.devices, ...counted(s)], [1, 3, 2, 1]);
-    const ledger = await get(w.call, `/v1/devices/${F}/readings`);
-    assert.equal(ledger.status, 200, JSON.stringify(ledger.body));
+    const w = await mixed({ worker: "current", devices: "current", shards: "previous" }, { persist: dir });
+    try {
+      const burst = await ingest(w.call, [reading(F, 1, 10), reading(F, 2, 20), reading(F, 1, 10)]);
+      assert.deepEqual([burst.unique, burst.duplicates_suppressed], [2, 1]);
+      const [failed] = await until(() => logged(w, "stats_flush_failed").length && logged(w, "stats_flush_failed"), "a report the shard cannot take");
+      assert.match(failed.error, /roll-up shard is of an earlier release .*keeps its figures/);
+      const s = await statsWhen(w.call, () => true, "an answer");
+      assert.deepEqual([s.devices, ...counted(s)], [0, 0, 0, 0], "nothing reported yet");
+      const ledger = await get(w.call, `/v1/devices/${F}/readings`);
+      assert.equal(ledger.status, 200, JSON.stringify(ledger.body));
+    } finally {
+      await w.mf.dispose();
+    }
+    // The shards upgraded: the group's alarm, set when its report failed, reports what it kept.
+    const upgraded = await mixed(current, { persist: dir });
+    try {
+      const s = await statsWhen(upgraded.call, (s) => s.received === 3, "the group's report");
+      assert.deepEqual([s.devices, ...counted(s)], [1, 3, 2, 1]);
+    } finally {
+      await upgraded.mf.dispose();
+    }
   } finally {
-    await w.mf.dispose();
+    fs.rmSync(dir, { recursive: true, force: true });
   }
 });

@@ -8,6 +8,7 @@ import assert from "node:assert/strict";
 import fs from "node:fs";
 import path from "node:path";
 import { databases, fixture, get, logged, logSettled, origin, post, putConfig, readingsOf, start, tempDir, TOKEN, until } from "./harness.mjs";
+import { groupOf } from "../../src/worker/placement.js";
 
 // The origin refuses (500) until `opened`: a reading's batch stays open meanwhile.
 let opened = false;
@@ -343,8 +344,11 @@ test("health: each device's counts and ratios from the roll-up, as JSON and as C
   assert.equal(objectFiles(), before);
 });
 
-test("health pages walk every device once, in code point order (an astral id after U+FF01), with a Link to the next page", async () => {
-  for (const id of ["op-\u{1F5D1}", "op-\uFF01"]) await ingest([reading(id, 1, 1)]);
+test("health pages walk every device once, group by group and in code point order within a group (an astral id after U+FF01), with a Link to the next page", async () => {
+  // Two ids of one group, so that their order is the code point order.
+  const astral = "op-\u{1F5D1}";
+  const bmp = Array.from({ length: 5000 }, (_, k) => `op-\uFF01${k}`).find((id) => groupOf(id) === groupOf(astral));
+  for (const id of [astral, bmp]) await ingest([reading(id, 1, 1)]);
   const seen = [];
   let next = "";
   let pages = 0;
@@ -370,9 +374,9 @@ test("health pages walk every device once, in code point order (an astral id aft
     for (let i = 0; i < Math.min(x.length, y.length); i++) if (x[i] !== y[i]) return x[i] - y[i];
     return x.length - y.length;
   };
-  assert.deepEqual(seen, [...seen].sort(byCodePoint), "code point order");
+  assert.deepEqual(seen, [...seen].sort((a, b) => groupOf(a) - groupOf(b) || byCodePoint(a, b)), "group order, then code point order");
   assert.equal(new Set(seen).size, seen.length, "each device once");
-  assert.ok(seen.indexOf("op-\uFF01") < seen.indexOf("op-\u{1F5D1}"));
+  assert.ok(seen.indexOf(bmp) < seen.indexOf(astral));
   const { body } = await get(call, "/v1/devices/health?limit=1000");
   assert.deepEqual(seen, body.devices.map((d) => d.device_id));
   assert.ok(pages > 2);

@@ -164,8 +164,9 @@ test("a DF703 uplink whose counter reference cannot be written: nothing stored, 
 
 test("an alarm that cannot be armed after an uplink was parked is logged (ERROR schedule_failed), as after a stored burst", async () => {
   const DEV = "A0B1C2D3E4F5A006";
-  // schedule() reads the group's flush row: gone (and kept out), it throws after the commit.
-  const fault = "DELETE FROM flush; CREATE TRIGGER keep_out BEFORE INSERT ON flush BEGIN SELECT RAISE(IGNORE); END;";
+  // schedule() reads the group's outbox cursor (for retention): gone (and kept out), it
+  // throws after the commit; parking an uplink does not read it.
+  const fault = "DELETE FROM outbox; CREATE TRIGGER keep_out BEFORE INSERT ON outbox BEGIN SELECT RAISE(IGNORE); END;";
   await unconfiguredWithFault(DEV, fault, async (w) => {
     const r = await send(w, "ttn", bare(DEV, 1));
     assert.equal(r.status, 200, JSON.stringify(r.body));

@@ -8,6 +8,7 @@ import assert from "node:assert/strict";
 import fs from "node:fs";
 import path from "node:path";
 import { start, post, get, until, tempDir, databases, sqlite } from "./harness.mjs";
+import { groupName, groupOf, shardOf } from "../../src/worker/placement.js";
 
 const reading = (device_id, seq, fill_pct) => ({ device_id, seq, ts: "2026-07-16T09:00:00Z", fill_pct });
 const VARS = { STATS_FLUSH_MS: "50" };
@@ -76,69 +77,6 @@ test("a group object whose storage was reset keeps counting in /v1/stats: its ne
   }
 });
 
-/**
- * Stores `setup` (one device's readings, all admitted), then sends `burst` while that
- * device object's writes fail (as in worker.test.mjs's failed-write test: a trigger,
- * dropped afterwards). Returns the persist dir, for the next run, and that reply.
- */
-async function duringAFailedWrite(setup, burst) {
-  const dir = tempDir();
-  const first = await start({ persist: dir, vars: VARS });
-  try {
-    await ingest(first.call, setup);
-    const n = setup.length;
-    await settles(first.call, counters, { devices: 1, received: n, unique: n, duplicates_suppressed: 0, rejected: 0 }, "setup");
-  } finally {
-    await first.mf.dispose();
-  }
-  const files = databases(dir, "GroupObject");
-  sqlite(files, "CREATE TRIGGER fail_count BEFORE UPDATE OF version ON devices BEGIN SELECT RAISE(ABORT, 'injected'); END;");
-  const second = await start({ persist: dir, vars: VARS });
-  try {
-    const res = await post(second.call, "/v1/readings", burst);
-    return { dir, status: res.status, body: await res.json() };
-  } finally {
-    await second.mf.dispose();
-    sqlite(files, "DROP TRIGGER fail_count;");
-  }
-}
-
-test("a burst whose device object could not store its counts is not answered 200 and forgotten", async () => {
-  // One reading, rejected (fill_pct 101) but routable to bin-RJ: its device object
-  // must count it, and that write fails (the audit line says burst_not_stored).
-  const { dir, status, body } = await duringAFailedWrite([reading("bin-RJ", 1, 10)], [reading("bin-RJ", 2, 101)]);
-  const third = await start({ persist: dir, vars: VARS });
-  try {
-    // Its counts were not stored, so the sender is told to retry, not "processed".
-    assert.equal(status, 503);
-    assert.equal(body.errors[0].code, "storage_unavailable");
-    // The retry, with the fault gone, is counted once.
-    assert.equal((await post(third.call, "/v1/readings", [reading("bin-RJ", 2, 101)])).status, 200);
-    await settles(third.call, counters, { devices: 1, received: 2, unique: 1, duplicates_suppressed: 0, rejected: 1 }, "the retried rejection is in /v1/stats");
-  } finally {
-    await third.mf.dispose();
-    fs.rmSync(dir, { recursive: true, force: true });
-  }
-});
-
-test("a replay whose device object could not store its counts is reported not stored, not as a duplicate counted nowhere", async () => {
-  // A replay: the seen-set says duplicate, but the burst's counts cannot be stored.
-  const { dir, status, body } = await duringAFailedWrite([reading("bin-RD", 1, 10)], [reading("bin-RD", 1, 10)]);
-  const third = await start({ persist: dir, vars: VARS });
-  try {
-    assert.equal(status, 503);
-    // What a reply counts is what /v1/stats will hold: nothing of this device's burst.
-    assert.deepEqual([body.duplicates_suppressed, body.duplicates, body.not_stored], [0, [], [0]]);
-    const retry = await ingest(third.call, [reading("bin-RD", 1, 10)]);
-    assert.deepEqual(retry.duplicates, [0]);
-    // Summing the replies (200s, and the 503's counted part) gives /v1/stats exactly.
-    await settles(third.call, counters, { devices: 1, received: 2, unique: 1, duplicates_suppressed: 1, rejected: 0 }, "the replies add up to /v1/stats");
-  } finally {
-    await third.mf.dispose();
-    fs.rmSync(dir, { recursive: true, force: true });
-  }
-});
-
 test("a roll-up shard that cannot be read makes /v1/stats a coded 503 to retry, never a 500", async () => {
   const dir = tempDir();
   let w = await start({ persist: dir, vars: VARS });
@@ -171,29 +109,28 @@ test("a roll-up shard that cannot be read makes /v1/stats a coded 503 to retry, 
   }
 });
 
-test("a device whose figures its roll-up shard cannot apply does not keep the other devices of its group out of /v1/stats", async () => {
-  // Two devices of one group (placement.js groupOf: group 62): the group flushes both
-  // to their shard in one applyMany call. The shard refuses only POISON's row (a
-  // trigger on it, as a write that fails for one device's figures), so HEALTHY's new
-  // readings must still reach /v1/stats: with one object per device they did, each
-  // device flushing on its own.
+test("a group whose report its roll-up shard cannot apply does not keep the shard's other groups out of /v1/stats", async () => {
+  // Two devices of two groups that report to one shard (placement.js: a group's shard is
+  // its index mod SHARDS). The shard refuses only POISON's group's row (a trigger on it,
+  // as a write that fails for one group's figures), so HEALTHY's new readings must still
+  // reach /v1/stats.
   const POISON = "bin-P1";
-  const HEALTHY = "bin-P144";
+  const HEALTHY = Array.from({ length: 1000 }, (_, k) => `bin-H${k}`).find((id) => groupOf(id) !== groupOf(POISON) && shardOf(id) === shardOf(POISON));
   const dir = tempDir();
   let w = await start({ persist: dir, vars: VARS });
   try {
     await ingest(w.call, [reading(POISON, 1, 10), reading(HEALTHY, 1, 10)]);
-    await settles(w.call, counters, { devices: 2, received: 2, unique: 2, duplicates_suppressed: 0, rejected: 0 }, "both devices flushed");
+    await settles(w.call, counters, { devices: 2, received: 2, unique: 2, duplicates_suppressed: 0, rejected: 0 }, "both groups reported");
   } finally {
     await w.mf.dispose();
   }
-  sqlite(databases(dir, "FleetObject"), `CREATE TRIGGER poison BEFORE UPDATE ON device_figures WHEN NEW.device_id = '${POISON}' BEGIN SELECT RAISE(ABORT, 'injected'); END;`);
+  sqlite(databases(dir, "FleetObject"), `CREATE TRIGGER poison BEFORE UPDATE ON group_figures WHEN NEW.group_id = '${groupName(POISON)}' BEGIN SELECT RAISE(ABORT, 'injected'); END;`);
   w = await start({ persist: dir, vars: VARS });
   try {
     await ingest(w.call, [reading(POISON, 2, 20)]);
     await ingest(w.call, [reading(HEALTHY, 2, 20), reading(HEALTHY, 3, 30)]);
     // POISON's second reading cannot be counted; HEALTHY's two are.
-    await settles(w.call, (s) => s.received, 4, "HEALTHY's readings counted though POISON's figures are refused");
+    await settles(w.call, (s) => s.received, 4, "HEALTHY's readings counted though POISON's group's report is refused");
   } finally {
     await w.mf.dispose();
     fs.rmSync(dir, { recursive: true, force: true });
