@@ -276,7 +276,7 @@ export const OPENAPI = {
       get: {
         id: "listDeviceHealth",
         tag: "fleet",
-        summary: "Every device's counts and ratios, a page at a time in device id order",
+        summary: "Every device's counts and ratios, a page at a time: group by group, in device id order within a group",
         parameters: [
           PAGE[0],
           { name: "after", in: "query", description: "The `next` of the previous page (a device id), given at most once.", schema: { type: "string" } },

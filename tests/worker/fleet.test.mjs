@@ -424,3 +424,35 @@ for f in sys.argv[1:]:
     fs.rmSync(dir, { recursive: true, force: true });
   }
 });
+
+test("a device row an earlier release flushed to the shard leaves the totals when the device's group first reports it: counted once, by its group", async () => {
+  await acrossRestart({
+    vars: { STATS_FLUSH_MS: "50" },
+    before: async (first) => {
+      await ingest(first.call, [reading("bin-SUP", 1, 10), reading("bin-SUP", 2, 20)]);
+      await quiet(first.call, settled(50, { devices: 1, received: 2, unique: 2 }, { ledger_rows: 2 }));
+    },
+    // As a release that flushed one row per device left its shard (the one its group
+    // reports to): the device's row, and its figures in the shard's totals beside what
+    // its group reported.
+    between: (dir) => {
+      const mine = `EXISTS (SELECT 1 FROM group_figures WHERE group_id = '${groupName("bin-SUP")}')`;
+      sqlite(
+        databases(dir, "FleetObject"),
+        `INSERT INTO device_figures (device_id, incarnation, version, figures, flushed_at) SELECT 'bin-SUP', 'its-own', 3, '{"received":2,"unique":2,"labelled":{}}', 0 WHERE ${mine};
+         INSERT INTO counters (name, value) SELECT name, n FROM (SELECT 'received' AS name, 2 AS n UNION ALL SELECT 'unique', 2 UNION ALL SELECT 'devices', 1) WHERE ${mine} ON CONFLICT (name) DO UPDATE SET value = value + excluded.value;`,
+      );
+    },
+    after: async (second) => {
+      const { body } = await get(second.call, "/v1/stats");
+      assert.deepEqual([body.devices, body.received, body.unique], [2, 4, 4], "before the group reports, the shard counts the device twice (the state the earlier release left)");
+      assert.deepEqual((await ingest(second.call, [reading("bin-SUP", 2, 20)])).duplicates, [0]);
+      await quiet(second.call, settled(50, { devices: 1, received: 3, unique: 2, duplicates_suppressed: 1 }, { ledger_rows: 2 }));
+    },
+    stopped: (dir) => {
+      const script = `import sqlite3, sys
+print(sum(sqlite3.connect(f).execute("SELECT count(*) FROM device_figures").fetchone()[0] for f in sys.argv[1:]))`;
+      assert.equal(execFileSync("python3", ["-c", script, ...databases(dir, "FleetObject")], { encoding: "utf8" }).trim(), "0", "the device's row is gone");
+    },
+  });
+});
