@@ -296,7 +296,12 @@ export class Device {
           // A retried call counted already observed its seqs with the first one.
           health = windowSeqs && !out.counted ? this.observeSeqs(windowSeqs, out.verdicts, now, context) : null;
           if (counterRef !== null && counterRef !== undefined) {
-            this.sql.exec("INSERT OR REPLACE INTO codec_state (device_id, counter_ref) VALUES (?, ?)", device_id, counterRef);
+            // An update of the one row when it moved (REPLACE would delete and insert: two rows written).
+            this.sql.exec(
+              "INSERT INTO codec_state (device_id, counter_ref) VALUES (?1, ?2) ON CONFLICT (device_id) DO UPDATE SET counter_ref = ?2 WHERE counter_ref IS NOT ?2",
+              device_id,
+              counterRef,
+            );
           }
           if (unpark !== null) this.sql.exec("DELETE FROM parked WHERE device_id = ? AND frame = ?", device_id, unpark);
         });
