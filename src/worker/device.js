@@ -814,7 +814,6 @@ export class Device {
         return { ok: false, status: 503, code: "storage_unavailable", message: `could not store the configuration: ${e?.message ?? e}` };
       }
       console.log(JSON.stringify({ level: "INFO", event: "device_config", device_id, before, after }));
-      if (restarted) this.forgetWindow();
       if (restarted) {
         console.log(JSON.stringify({ level: "WARN", event: "seq_window_restarted", device_id, reason: "reporting_period_changed", from_period_s: before.reporting_period_s, to_period_s: reporting_period_s, ...restarted }));
         // Its missing seqs left the figures: flushed like a burst's change.
@@ -827,8 +826,7 @@ export class Device {
   }
 
   /**
-   * What deleting the device's sequence window deletes, inside the caller's transaction
-   * (the window itself goes once it committed: `forgetWindow`): a reset of
+   * Deletes the device's sequence window, inside the caller's transaction: a reset of
    * its memory, or a change of `reporting_period_s`, which changes the unit of a
    * clock-fed window's slots, so the old slots and the new are not one sequence (a
    * period halved would list every slot since 1970 as missing). Returns what was
@@ -837,22 +835,9 @@ export class Device {
    */
   restartWindow() {
     if (this.group.figures.window(this.id) === null) return null;
-    return this.withWindow({}, (window) => ({ highest: window.highest ?? null, missing: window.totals().missing, gaps: window.gaps().length }));
-  }
-
-  /**
-   * Deletes the device's sequence window from the group's figures once the change that
-   * restarts it (`restartWindow`) committed, and writes a checkpoint at once: a restart
-   * must not bring the old window back (figures.js). A checkpoint that fails is logged;
-   * the next one writes it.
-   */
-  forgetWindow() {
+    const deleted = this.withWindow({}, (window) => ({ highest: window.highest ?? null, missing: window.totals().missing, gaps: window.gaps().length }));
     this.group.figures.forgetWindow(this.id); // the roll-up's missing_seqs gauge moves with it
-    try {
-      this.group.figures.checkpoint(this.ctx.storage);
-    } catch (e) {
-      console.log(JSON.stringify({ level: "WARN", event: "figures_checkpoint_failed", device_id: this.id, error: String(e?.message ?? e) }));
-    }
+    return deleted;
   }
 
   /** The stored configuration (GET /v1/devices/{id}/config), or null. Reads only. */
@@ -1023,7 +1008,6 @@ export class Device {
       return operatorNotStored("device_reset", device_id, e);
     }
     this.drop();
-    if (detail.seq_window) this.forgetWindow();
     console.log(JSON.stringify({ level: "WARN", event: "device_reset", device_id, ...detail }));
     if (detail.seq_window || detail.backfill_cancelled) await this.scheduleAfterCommit(cfg, { device_id, burst_id: null });
     return { ok: true, ...detail };

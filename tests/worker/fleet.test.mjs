@@ -8,7 +8,7 @@ import { isDeepStrictEqual } from "node:util";
 import fs from "node:fs";
 import path from "node:path";
 import { execFileSync } from "node:child_process";
-import { acrossRestart, start, post, get, origin, until, tempDir, databases, sqlite, TOKEN } from "./harness.mjs";
+import { acrossRestart, start, post, get, origin, until, tempDir, databases, sqlite } from "./harness.mjs";
 import { groupName } from "../../src/worker/placement.js";
 
 const reading = (device_id, seq, fill_pct, ts = "2026-07-16T09:00:00Z") => ({ device_id, seq, ts, fill_pct });
@@ -455,32 +455,4 @@ print(sum(sqlite3.connect(f).execute("SELECT count(*) FROM device_figures").fetc
       assert.equal(execFileSync("python3", ["-c", script, ...databases(dir, "FleetObject")], { encoding: "utf8" }).trim(), "0", "the device's row is gone");
     },
   });
-});
-
-test("a reset deletes its device's window for good: a restart before the next checkpoint does not bring it back", async () => {
-  const dir = tempDir();
-  try {
-    // One checkpoint (right after the first burst), then none for an hour but the reset's own.
-    const first = await start({ persist: dir, vars: { STATS_FLUSH_MS: "3600000" } });
-    try {
-      await ingest(first.call, [reading("bin-RS", 1, 10)]);
-      await quiet(first.call, settled(3_600_000, { devices: 1, received: 1, unique: 1 }, { ledger_rows: 1 }));
-      await ingest(first.call, [reading("bin-RS", 3, 30)]);
-      assert.deepEqual((await get(first.call, "/v1/devices/bin-RS/gaps")).body.gaps.map((g) => [g.from, g.to]), [[2, 2]]);
-      const res = await first.call("/v1/devices/bin-RS/reset", { method: "POST", headers: { authorization: `Bearer ${TOKEN}` } });
-      assert.equal(res.status, 200, await res.text());
-    } finally {
-      await first.mf.dispose();
-    }
-    const second = await start({ persist: dir, vars: { STATS_FLUSH_MS: "3600000" } });
-    try {
-      const { body } = await get(second.call, "/v1/devices/bin-RS/gaps");
-      assert.deepEqual([body.highest, body.gaps], [null, []], "the window the reset deleted");
-      assert.deepEqual(await healthOf(second.call, "bin-RS"), { received: 2, unique: 2, duplicates_suppressed: 0, rejected: 0, missing_seqs: 0 });
-    } finally {
-      await second.mf.dispose();
-    }
-  } finally {
-    fs.rmSync(dir, { recursive: true, force: true });
-  }
 });
