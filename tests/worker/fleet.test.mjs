@@ -456,3 +456,142 @@ print(sum(sqlite3.connect(f).execute("SELECT count(*) FROM device_figures").fetc
     },
   });
 });
+
+test("a reading forgotten and admitted again after the checkpoint is counted as often across a restart as before it: its renewed row does not stand for one admission only", async () => {
+  // The origin refuses (500) every batch: the rows stay pending past the outbox
+  // cursor, so a re-admission renews the row in place (device.js `store`).
+  const o = await origin({ answer: () => ({ status: 500 }) });
+  const dir = tempDir();
+  const vars = { STATS_FLUSH_MS: "3600000", ORIGIN_URL: o.url, RETRY_BASE_MS: "60000", RETRY_MAX_MS: "60000" };
+  const D = "bin-RENEW";
+  const forget = async (call, key) => {
+    const res = await post(call, `/v1/devices/${D}/forget`, { key });
+    assert.equal(res.status, 200, await res.text());
+  };
+  try {
+    const first = await start({ persist: dir, vars });
+    try {
+      // One checkpoint (right after the first burst), then none for an hour.
+      const one = (await ingest(first.call, [reading(D, 1, 10)])).admitted[0].key;
+      await until(async () => (await figures(first.call)).received === 1, "the first burst reported");
+      // Seq 1, checkpointed, admitted again; seq 2, admitted after the checkpoint, admitted again.
+      await forget(first.call, one);
+      assert.equal((await ingest(first.call, [reading(D, 1, 10)])).unique, 1);
+      const two = (await ingest(first.call, [reading(D, 2, 20)])).admitted[0].key;
+      await forget(first.call, two);
+      assert.equal((await ingest(first.call, [reading(D, 2, 20)])).unique, 1);
+      assert.deepEqual(await healthOf(first.call, D), { received: 4, unique: 4, duplicates_suppressed: 0, rejected: 0, missing_seqs: 0 });
+    } finally {
+      await first.mf.dispose();
+    }
+    const second = await start({ persist: dir, vars });
+    try {
+      // Four admissions, every one with a row stored: none lost by the restart.
+      assert.deepEqual(await healthOf(second.call, D), { received: 4, unique: 4, duplicates_suppressed: 0, rejected: 0, missing_seqs: 0 });
+    } finally {
+      await second.mf.dispose();
+    }
+  } finally {
+    await o.close();
+    fs.rmSync(dir, { recursive: true, force: true });
+  }
+});
+
+test("readings re-driven after the checkpoint keep their seqs in the window across a restart", async () => {
+  // The origin refuses (400) every reading: each is parked as refused, then re-driven.
+  const o = await origin({ answer: () => ({ status: 400 }) });
+  const dir = tempDir();
+  const vars = { STATS_FLUSH_MS: "3600000", ORIGIN_URL: o.url };
+  const D = "bin-REDRIVE";
+  const refused = async (call, n) =>
+    until(async () => {
+      const rows = (await get(call, `/v1/devices/${D}/readings`)).body.readings;
+      return rows.length === n && rows.every((r) => r.delivery === "refused");
+    }, `${n} readings refused`);
+  try {
+    const first = await start({ persist: dir, vars });
+    try {
+      await ingest(first.call, [reading(D, 1, 10)]);
+      await until(async () => (await figures(first.call)).received === 1, "the first burst reported (its checkpoint written)");
+      await refused(first.call, 1);
+      // Seqs 2 and 3, after the checkpoint.
+      await ingest(first.call, [reading(D, 2, 20), reading(D, 3, 30)]);
+      await refused(first.call, 3);
+      const res = await post(first.call, `/v1/devices/${D}/redrive`, "");
+      assert.deepEqual(await res.json(), { device_id: D, redriven: 3 });
+      await refused(first.call, 3);
+      const gaps = (await get(first.call, `/v1/devices/${D}/gaps`)).body;
+      assert.deepEqual([gaps.highest, gaps.gaps], [3, []]);
+    } finally {
+      await first.mf.dispose();
+    }
+    const second = await start({ persist: dir, vars });
+    try {
+      assert.deepEqual(await healthOf(second.call, D), { received: 3, unique: 3, duplicates_suppressed: 0, rejected: 0, missing_seqs: 0 });
+      const gaps = (await get(second.call, `/v1/devices/${D}/gaps`)).body;
+      assert.deepEqual([gaps.highest, gaps.gaps], [3, []], "the window holds 1, 2 and 3");
+    } finally {
+      await second.mf.dispose();
+    }
+  } finally {
+    await o.close();
+    fs.rmSync(dir, { recursive: true, force: true });
+  }
+});
+
+test("a reset's deleted window stays deleted across a restart before the next checkpoint: the readings stored before the reset are not fed to a window again", async () => {
+  const dir = tempDir();
+  const vars = { STATS_FLUSH_MS: "3600000" };
+  const D = "bin-RESET";
+  try {
+    const first = await start({ persist: dir, vars });
+    try {
+      await ingest(first.call, [reading(D, 1, 10)]);
+      await until(async () => (await figures(first.call)).received === 1, "the first burst reported (its checkpoint written)");
+      // Seqs 2 and 5 (3 and 4 missing) after the checkpoint, then the memory reset.
+      await ingest(first.call, [reading(D, 2, 20), reading(D, 5, 50)]);
+      const res = await post(first.call, `/v1/devices/${D}/reset`, "");
+      const body = await res.json();
+      assert.equal(res.status, 200, JSON.stringify(body));
+      assert.deepEqual(body.seq_window, { highest: 5, missing: 2, gaps: 1 });
+      const gaps = (await get(first.call, `/v1/devices/${D}/gaps`)).body;
+      assert.deepEqual([gaps.highest, gaps.totals.missing], [null, 0]);
+    } finally {
+      await first.mf.dispose();
+    }
+    const second = await start({ persist: dir, vars });
+    try {
+      const gaps = (await get(second.call, `/v1/devices/${D}/gaps`)).body;
+      assert.deepEqual([gaps.highest, gaps.totals.missing], [null, 0], "no window: the reset deleted it");
+      assert.deepEqual(await healthOf(second.call, D), { received: 3, unique: 3, duplicates_suppressed: 0, rejected: 0, missing_seqs: 0 });
+    } finally {
+      await second.mf.dispose();
+    }
+  } finally {
+    fs.rmSync(dir, { recursive: true, force: true });
+  }
+});
+
+test("a reset whose transaction fails changes nothing: the device keeps its window, its missing seqs still counted", async () => {
+  const D = "bin-RESETFAIL";
+  await acrossRestart({
+    vars: { STATS_FLUSH_MS: "50" },
+    before: async (first) => {
+      await ingest(first.call, [reading(D, 1, 10), reading(D, 2, 20), reading(D, 5, 50)]);
+      await quiet(first.call, settled(50, { devices: 1, received: 3, unique: 3 }, { ledger_rows: 3, missing_seqs: 2 }));
+    },
+    // The reset's history event cannot be written: its transaction rolls back.
+    between: (dir) => sqlite(databases(dir, "GroupObject"), "CREATE TRIGGER no_reset BEFORE INSERT ON operator_events WHEN NEW.event = 'device_reset' BEGIN SELECT RAISE(ABORT, 'injected: no history'); END;"),
+    after: async (second) => {
+      const res = await post(second.call, `/v1/devices/${D}/reset`, "");
+      const body = await res.json();
+      assert.deepEqual([res.status, body.error?.code], [503, "storage_unavailable"], JSON.stringify(body));
+      const gaps = (await get(second.call, `/v1/devices/${D}/gaps`)).body;
+      assert.deepEqual([gaps.highest, gaps.totals.missing], [5, 2], "the window as it was");
+      assert.equal((await healthOf(second.call, D)).missing_seqs, 2);
+      // A burst after it: the roll-up still counts the 2 missing seqs.
+      await ingest(second.call, [reading(D, 6, 60)]);
+      await quiet(second.call, settled(50, { devices: 1, received: 4, unique: 4 }, { ledger_rows: 4, missing_seqs: 2 }));
+    },
+  });
+});
