@@ -927,9 +927,10 @@ export class Device {
       for (const r of rows) {
         this.sql.exec("DELETE FROM readings WHERE rowid = ?", r.rowid);
         this.sql.exec(
-          `INSERT INTO readings (rowid, key, device_id, seq, ts, fill_pct, admitted_at, burst_id, state, attempts, next_attempt_at, delivered_at, last_error, frame, verdict, conflicts_with, forgotten_at)
-           VALUES (${NEXT_ROWID}, ?, ?, ?, ?, ?, ?, ?, 'pending', ?, ?, NULL, ?, ?, ?, ?, ?)`,
-          r.key, r.device_id, r.seq, r.ts, r.fill_pct, r.admitted_at, r.burst_id, r.attempts, now, r.last_error, r.frame, r.verdict, r.conflicts_with, r.forgotten_at,
+          `INSERT INTO readings (rowid, key, device_id, seq, ts, fill_pct, admitted_at, burst_id, state, attempts, next_attempt_at, delivered_at, last_error, frame, verdict, conflicts_with, forgotten_at, window_seq)
+           VALUES (${NEXT_ROWID}, ?, ?, ?, ?, ?, ?, ?, 'pending', ?, ?, NULL, ?, ?, ?, ?, ?, ?)`,
+          // Its window seq too: a restart before the next checkpoint replays it (figures.js).
+          r.key, r.device_id, r.seq, r.ts, r.fill_pct, r.admitted_at, r.burst_id, r.attempts, now, r.last_error, r.frame, r.verdict, r.conflicts_with, r.forgotten_at, r.window_seq,
         );
       }
       redriven = rows.length;
