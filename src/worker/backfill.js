@@ -296,9 +296,11 @@ export function backfillView(sql, device_id, iso) {
   return { open: open ? view(open) : null, recent: rows.filter((r) => r !== open).slice(0, 10).map(view) };
 }
 
-/** Closes the open request as `cancelled` (a reset of the device's memory). Returns whether there was one. */
+/**
+ * Closes the open request as `cancelled` (a reset of the device's memory), inside the
+ * caller's transaction. Returns whether there was one: the caller counts it
+ * (`backfill_cancelled`) once that transaction committed (device.js `windowRestarted`).
+ */
 export function cancelBackfill(sql, device_id, now) {
-  const cancelled = sql.exec("UPDATE backfill SET state = 'cancelled', closed_at = ?, next_attempt_at = NULL WHERE device_id = ? AND state IN ('queued', 'sent')", now, device_id).rowsWritten > 0;
-  if (cancelled) countBackfill(sql, device_id, "cancelled");
-  return cancelled;
+  return sql.exec("UPDATE backfill SET state = 'cancelled', closed_at = ?, next_attempt_at = NULL WHERE device_id = ? AND state IN ('queued', 'sent')", now, device_id).rowsWritten > 0;
 }

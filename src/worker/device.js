@@ -814,6 +814,7 @@ export class Device {
         return { ok: false, status: 503, code: "storage_unavailable", message: `could not store the configuration: ${e?.message ?? e}` };
       }
       console.log(JSON.stringify({ level: "INFO", event: "device_config", device_id, before, after }));
+      if (restarted) this.windowRestarted(restarted.backfill_cancelled, { device_id, reason: "reporting_period_changed" });
       if (restarted) {
         console.log(JSON.stringify({ level: "WARN", event: "seq_window_restarted", device_id, reason: "reporting_period_changed", from_period_s: before.reporting_period_s, to_period_s: reporting_period_s, ...restarted }));
         // Its missing seqs left the figures: flushed like a burst's change.
@@ -826,18 +827,36 @@ export class Device {
   }
 
   /**
-   * Deletes the device's sequence window, inside the caller's transaction: a reset of
-   * its memory, or a change of `reporting_period_s`, which changes the unit of a
-   * clock-fed window's slots, so the old slots and the new are not one sequence (a
-   * period halved would list every slot since 1970 as missing). Returns what was
-   * deleted, `{highest, missing, gaps}` (`gaps`: how many were open), or null when
-   * there was no window.
+   * What deleting the device's sequence window deletes, read inside the caller's
+   * transaction: a reset of its memory, or a change of `reporting_period_s`, which
+   * changes the unit of a clock-fed window's slots, so the old slots and the new are not
+   * one sequence (a period halved would list every slot since 1970 as missing). Returns
+   * `{highest, missing, gaps}` (`gaps`: how many were open), or null when there is no
+   * window. The window is deleted by `windowRestarted`, once that transaction committed.
    */
   restartWindow() {
     if (this.group.figures.window(this.id) === null) return null;
-    const deleted = this.withWindow({}, (window) => ({ highest: window.highest ?? null, missing: window.totals().missing, gaps: window.gaps().length }));
-    this.group.figures.forgetWindow(this.id); // the roll-up's missing_seqs gauge moves with it
-    return deleted;
+    return this.withWindow({}, (window) => ({ highest: window.highest ?? null, missing: window.totals().missing, gaps: window.gaps().length }));
+  }
+
+  /**
+   * Deletes the device's window from the group's figures (the roll-up's missing_seqs
+   * gauge moves with it) and counts its history request `cancelled` (`backfillCancelled`),
+   * after the transaction of the reset or configuration that did so committed: one that
+   * failed changes nothing. Then writes the checkpoint at once: a restart replays the
+   * readings stored since the last one into the window it loads, which would bring the
+   * deleted window back (figures.js). An operator's call, rare: one row.
+   */
+  windowRestarted(backfillCancelled, context) {
+    const figures = this.group.figures;
+    figures.forgetWindow(this.id);
+    if (backfillCancelled) figures.count(this.id, { backfill_cancelled: 1 });
+    try {
+      figures.checkpoint(this.ctx.storage);
+    } catch (e) {
+      // Written by the next alarm; a restart before it may see the old window again.
+      console.log(JSON.stringify({ level: "WARN", event: "checkpoint_failed", ...context, error: String(e?.message ?? e) }));
+    }
   }
 
   /** The stored configuration (GET /v1/devices/{id}/config), or null. Reads only. */
@@ -1009,6 +1028,8 @@ export class Device {
       return operatorNotStored("device_reset", device_id, e);
     }
     this.drop();
+    if (detail.seq_window) this.windowRestarted(detail.backfill_cancelled, { device_id, reason: "device_reset" });
+    else if (detail.backfill_cancelled) this.group.figures.count(this.id, { backfill_cancelled: 1 });
     console.log(JSON.stringify({ level: "WARN", event: "device_reset", device_id, ...detail }));
     if (detail.seq_window || detail.backfill_cancelled) await this.scheduleAfterCommit(cfg, { device_id, burst_id: null });
     return { ok: true, ...detail };
