@@ -75,6 +75,8 @@ export class Device {
     this.generation = -1;
     /** Calls of this device under way (group.js keeps such a device in memory). */
     this.calls = 0;
+    /** A write of this call wants the checkpoint written once it committed (`store`, `checkpointNow`). */
+    this.checkpointWanted = false;
   }
 
   /** Whether the group's schema exists: before it, every read answers empty. */
@@ -308,11 +310,13 @@ export class Device {
         for (const [name, n] of Object.entries(moved)) this.group.backlog.add(name, n);
         if (unpark !== null) this.group.parkedChanged();
         this.group.figures.countBurst(device_id, health ? { ...counts, recovered_seqs: health.recovered.length, seq_resets: health.resets.length } : counts, rejected, health?.window);
+        if (this.checkpointWanted) this.checkpointNow(context);
         if (!counts.unique) this.countedWithoutRows(burst_id);
         break;
       } catch (e) {
         // The admitted keys are not stored: forget the seen-set, whose rebuild from
         // the rows will not hold them, so the retry (this one's or the sender's) is admitted.
+        this.checkpointWanted = false;
         this.drop();
         if (write < STORE_WRITES) {
           console.log(JSON.stringify({ level: "WARN", event: "storage_retry", device_id, burst_id, write, error: String(e?.message ?? e) }));
@@ -345,11 +349,19 @@ export class Device {
    * changes in the backlog.
    */
   store(r, { device_id, now, burst_id, state, verdict, conflictsWith, through, windowSeq = null }, moved) {
-    const old = this.sql.exec("SELECT rowid, state FROM readings WHERE key = ?", r.key).toArray()[0];
+    const old = this.sql.exec("SELECT rowid, state, admitted_at FROM readings WHERE key = ?", r.key).toArray()[0];
+    // A key admitted again: its one row stands for its last admission only. A restart
+    // before the next checkpoint counts a row once, if it replays it (figures.js): the
+    // admission it would not count wants the checkpoint now (`replayedRow`).
+    const figures = this.group.figures;
     if (old?.state === "pending" && old.rowid > through) {
       this.sql.exec(RENEW_IN_PLACE, now, burst_id, r.frame ?? null, verdict, conflictsWith, old.rowid);
+      // Renewed in place: counted by a replay only above the checkpoint, and then once for both admissions.
+      if (!figures.replayedRow(old.rowid, now) || figures.replayedRow(old.rowid, old.admitted_at)) this.checkpointWanted = true;
       return;
     }
+    // Replaced by a new row (replayed): the old admission's count is lost if a replay counted it.
+    if (old && figures.replayedRow(old.rowid, old.admitted_at)) this.checkpointWanted = true;
     if (old) {
       this.sql.exec("DELETE FROM readings WHERE rowid = ?", old.rowid);
       moved.ledger_rows -= 1;
@@ -840,6 +852,20 @@ export class Device {
   }
 
   /**
+   * Writes the group's checkpoint now (figures.js), for a change a restart's replay of
+   * the readings since the last one would not restore. A failure is logged: the next
+   * alarm writes it.
+   */
+  checkpointNow(context) {
+    this.checkpointWanted = false;
+    try {
+      this.group.figures.checkpoint(this.ctx.storage);
+    } catch (e) {
+      console.log(JSON.stringify({ level: "WARN", event: "checkpoint_failed", ...context, error: String(e?.message ?? e) }));
+    }
+  }
+
+  /**
    * Deletes the device's window from the group's figures (the roll-up's missing_seqs
    * gauge moves with it) and counts its history request `cancelled` (`backfillCancelled`),
    * after the transaction of the reset or configuration that did so committed: one that
@@ -851,12 +877,7 @@ export class Device {
     const figures = this.group.figures;
     figures.forgetWindow(this.id);
     if (backfillCancelled) figures.count(this.id, { backfill_cancelled: 1 });
-    try {
-      figures.checkpoint(this.ctx.storage);
-    } catch (e) {
-      // Written by the next alarm; a restart before it may see the old window again.
-      console.log(JSON.stringify({ level: "WARN", event: "checkpoint_failed", ...context, error: String(e?.message ?? e) }));
-    }
+    this.checkpointNow(context);
   }
 
   /** The stored configuration (GET /v1/devices/{id}/config), or null. Reads only. */

@@ -59,6 +59,9 @@ export class Figures {
     this.changed = true;
     /** When the last checkpoint was written (ms), or null. */
     this.checkpointedAt = null;
+    /** The last log row's `through` and `at` (`load`, `checkpoint`): what a restart would replay from (`replayedRow`). */
+    this.through = 0;
+    this.since = 0;
     /** Devices whose figures the shard may still hold one by one (fleet.js `flush`). */
     this.supersede = new Set();
     bySql.set(sql, this);
@@ -85,10 +88,24 @@ export class Figures {
     }
     if (through === null) {
       // The first instance with a log: every row so far is counted in the devices' rows.
-      sql.exec("INSERT INTO figure_log (through, at, devices) VALUES (?, ?, '{}')", maxRowid(sql), Date.now());
+      this.through = maxRowid(sql);
+      this.since = Date.now();
+      sql.exec("INSERT INTO figure_log (through, at, devices) VALUES (?, ?, '{}')", this.through, this.since);
       this.logRows = 1;
-    } else this.replay(through, this.checkpointedAt);
+    } else {
+      this.through = through;
+      this.since = this.checkpointedAt;
+      this.replay(through, this.since);
+    }
     return this;
+  }
+
+  /**
+   * Whether a restart now would count the row `rowid` admitted at `admitted_at` (`replay`:
+   * above the last checkpoint's `through`, admitted since it).
+   */
+  replayedRow(rowid, admitted_at) {
+    return rowid > this.through && admitted_at >= this.since;
   }
 
   /**
@@ -190,8 +207,9 @@ export class Figures {
   checkpoint(storage, now = Date.now()) {
     if (!this.dirty.size) return;
     const sql = this.sql;
+    let through;
     const rows = storage.transactionSync(() => {
-      const through = maxRowid(sql);
+      through = maxRowid(sql);
       if (this.logRows + 1 < LOG_ROWS) {
         sql.exec("INSERT INTO figure_log (through, at, devices) VALUES (?, ?, ?)", through, now, this.serialise(this.dirty));
         return this.logRows + 1;
@@ -209,6 +227,8 @@ export class Figures {
     this.logRows = rows;
     this.dirty.clear();
     this.checkpointedAt = now;
+    this.through = through;
+    this.since = now;
   }
 
   serialise(ids) {
