@@ -459,3 +459,56 @@ test("roll-up shards of the previous release called by this release's groups: /v
     fs.rmSync(dir, { recursive: true, force: true });
   }
 });
+
+test("upgrade from per-device rows at the shard (the release before group reports): a group holding more devices than one report supersedes counts each once in /v1/stats, from its first report on", async () => {
+  const { groupOf } = await import("../../src/worker/placement.js");
+  const D0 = "mx-SUP-0";
+  const g = groupOf(D0);
+  // More devices of D0's group than one report names (fleet.js SUPERSEDES, 2 000).
+  const N = 2_100;
+  const ids = [];
+  for (let i = 0; ids.length < N; i++) if (groupOf(`mx-SUP-${i}-x`) === g) ids.push(`mx-SUP-${i}-x`);
+  const dir = tempDir();
+  try {
+    const first = await start({ persist: dir, vars: { STATS_FLUSH_MS: "50" } });
+    try {
+      await ingest(first.call, [reading(D0, 1, 10)]);
+      await statsWhen(first.call, (s) => s.received === 1, "D0's burst reported");
+    } finally {
+      await first.mf.dispose();
+    }
+    // As the release before group reports left its devices: each one's counters in its
+    // group's `devices` row, and the row its group flushed to the shard, counted in the
+    // shard's totals.
+    const script = `import json, sqlite3, sys
+ids = json.load(sys.stdin)
+group, kind, files = sys.argv[1], sys.argv[2], sys.argv[3:]
+one = json.dumps({"received": 1, "unique": 1})
+for f in files:
+    c = sqlite3.connect(f)
+    if kind == "group" and c.execute("SELECT count(*) FROM sqlite_master WHERE name = 'devices'").fetchone()[0]:
+        if c.execute("SELECT count(*) FROM devices WHERE device_id = ?", ("${D0}",)).fetchone()[0]:
+            c.executemany("INSERT INTO devices (device_id, incarnation, version, acknowledged, registered_at, counters) VALUES (?, 'per-device', 1, 1, 0, ?)", [(i, one) for i in ids])
+    if kind == "shard" and c.execute("SELECT count(*) FROM group_figures WHERE group_id = ?", (group,)).fetchone()[0]:
+        c.executemany("INSERT INTO device_figures (device_id, incarnation, version, figures, flushed_at) VALUES (?, 'per-device', 1, ?, 0)", [(i, one) for i in ids])
+        for name in ("received", "unique", "devices"):
+            c.execute("INSERT INTO counters (name, value) VALUES (?, ?) ON CONFLICT (name) DO UPDATE SET value = value + excluded.value", (name, len(ids)))
+    c.commit()`;
+    const input = JSON.stringify(ids);
+    execFileSync("python3", ["-c", script, `group-${g}`, "group", ...databases(dir, "GroupObject")], { input });
+    execFileSync("python3", ["-c", script, `group-${g}`, "shard", ...databases(dir, "FleetObject")], { input });
+    // The next report an hour away: what the first report makes of the totals stays.
+    const second = await start({ persist: dir, vars: { STATS_FLUSH_MS: "3600000" } });
+    try {
+      const before = await statsWhen(second.call, () => true, "an answer");
+      assert.deepEqual([before.devices, before.received, before.unique], [N + 1, N + 1, N + 1], "the crafted storage counts each device once");
+      await ingest(second.call, [reading(D0, 2, 20)]);
+      const s = await statsWhen(second.call, (s) => s.received !== N + 1, "the group's first report");
+      assert.deepEqual([s.devices, s.received, s.unique], [N + 1, N + 2, N + 2], "each device counted once");
+    } finally {
+      await second.mf.dispose();
+    }
+  } finally {
+    fs.rmSync(dir, { recursive: true, force: true });
+  }
+});
