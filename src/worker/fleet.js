@@ -168,9 +168,6 @@ export function sumOf(counts) {
   return Object.values(counts).reduce((a, b) => a + b, 0);
 }
 
-/** Device ids one report names as superseded, at most (the rest go with the next). */
-export const SUPERSEDES = 2_000;
-
 /**
  * Sends the group's report (group.js `report`: `{group, incarnation, version,
  * supersedes, oldest_undelivered_at, ...figures}`) to its shard. Returns whether the

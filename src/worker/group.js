@@ -29,7 +29,7 @@ import { Device } from "./device.js";
 import { prepareBackfill } from "./backfill.js";
 import { deliver, nextDelivery, prepareOutbox } from "./delivery.js";
 import { Figures } from "./figures.js";
-import { addDevice, claimAtShard, flush, prepareFigures, registerWithShard, SUPERSEDES } from "./fleet.js";
+import { addDevice, claimAtShard, flush, prepareFigures, registerWithShard } from "./fleet.js";
 import { Backlog, retentionDue, retire } from "./ledger.js";
 import { importDevice } from "./legacy.js";
 import { groupName } from "./placement.js";
@@ -390,7 +390,7 @@ export class GroupObject extends DurableObject {
   /**
    * Sends the group's report to its shard (fleet.js `flush`): the sums of its devices'
    * figures, its backlog and parked uplinks, and the devices whose rows the shard may
-   * still hold one by one (`supersedes`, SUPERSEDES a report). `version` rises with every
+   * still hold one by one (`supersedes`). `version` rises with every
    * report of this storage (the time, or one past the last).
    */
   async report() {
@@ -399,7 +399,9 @@ export class GroupObject extends DurableObject {
     // The group's name, from any of its devices: an object woken by its alarm is not told its own.
     if (device === undefined) return;
     this.reportVersion = Math.max(Date.now(), (this.reportVersion ?? 0) + 1);
-    const supersedes = [...this.figures.supersede].slice(0, SUPERSEDES);
+    // Every one in this report: its sums include them all, so the shard must take all
+    // their rows out in the same transaction (a few tens of KB for a group of ~4 000).
+    const supersedes = [...this.figures.supersede];
     this.parkedUplinks ??= this.sql.exec("SELECT COUNT(*) AS n FROM parked").one().n;
     const backlog = this.backlog.figures();
     const report = { group: groupName(device), incarnation, version: this.reportVersion, supersedes, ...this.figures.totals(), ...backlog, parked_uplinks: this.parkedUplinks };

@@ -460,11 +460,11 @@ test("roll-up shards of the previous release called by this release's groups: /v
   }
 });
 
-test("upgrade from per-device rows at the shard (the release before group reports): a group holding more devices than one report supersedes counts each once in /v1/stats, from its first report on", async () => {
+test("upgrade from per-device rows at the shard (the release before group reports): a group holding thousands of devices counts each once in /v1/stats, from its first report on", async () => {
   const { groupOf } = await import("../../src/worker/placement.js");
   const D0 = "mx-SUP-0";
   const g = groupOf(D0);
-  // More devices of D0's group than one report names (fleet.js SUPERSEDES, 2 000).
+  // Many devices of D0's group, all named in the group's first report (group.js `report`).
   const N = 2_100;
   const ids = [];
   for (let i = 0; ids.length < N; i++) if (groupOf(`mx-SUP-${i}-x`) === g) ids.push(`mx-SUP-${i}-x`);
