@@ -169,12 +169,17 @@ function logReader() {
   const events = new Map();
   const runtime = { n: 0, example: null };
   let nomem = 0;
+  // wrangler dev restarts workerd whenever a file it bundles or watches changes (its
+  // esbuild runs in watch mode): the requests in flight then fail, POSTs with the
+  // proxy's 503 "Your worker restarted mid-request".
+  let reloads = 0;
   let partial = "";
   const line = (l) => {
     if (opt.log) process.stderr.write(`${l}\n`);
     if (l.includes("SQLITE_NOMEM")) nomem++;
+    if (l.includes("Reloading local server")) reloads++;
     // The runtime's own complaints (workerd's, not the worker's JSON lines).
-    if (!l.includes('"level":') && /error|exceeded|overloaded|crash/i.test(l)) {
+    if (!l.includes('"level":') && /error|exceeded|overloaded|crash|received signal|segmentation fault|fatal/i.test(l)) {
       runtime.n++;
       runtime.example ??= l.slice(0, 300);
     }
@@ -193,7 +198,7 @@ function logReader() {
       parts.forEach(line);
     });
   };
-  return { feed, summary: () => ({ nomem, events, runtime }) };
+  return { feed, summary: () => ({ nomem, events, runtime, reloads }) };
 }
 
 // --- the two targets ---------------------------------------------------------------
@@ -209,7 +214,13 @@ async function startWrangler(dir, vars, token, log) {
   const inspector = await freePort();
   const envFile = path.join(dir, "fleet.env");
   fs.writeFileSync(envFile, `INGEST_TOKEN=${token}\n`, { mode: 0o600 });
-  const args = [WRANGLER, "dev", "--config", path.join(ROOT, "wrangler.toml"), "--ip", "127.0.0.1", "--port", String(port), "--inspector-port", String(inspector),
+  // wrangler dev watches what it bundles and restarts workerd when a file changes,
+  // failing the requests in flight: it runs on a copy of the tree made now, so that
+  // an edit in the working tree during the run (another engineer's, a build) does not
+  // reach it.
+  const tree = path.join(dir, "tree");
+  for (const part of ["wrangler.toml", "src/worker", "pkg", "www"]) fs.cpSync(path.join(ROOT, part), path.join(tree, part), { recursive: true });
+  const args = [WRANGLER, "dev", "--config", path.join(tree, "wrangler.toml"), "--ip", "127.0.0.1", "--port", String(port), "--inspector-port", String(inspector),
     "--persist-to", path.join(dir, "persist"), "--env-file", envFile, "--show-interactive-dev-session=false", ...Object.entries(vars).flatMap(([k, v]) => ["--var", `${k}:${v}`])];
   // No banner, so no update check (wrangler asks the npm registry for its newest
   // version); no fetch of Request.cf's data from Cloudflare (Miniflare's default: a
@@ -217,7 +228,7 @@ async function startWrangler(dir, vars, token, log) {
   // (CLOUDFLARE_INCLUDE_PROCESS_ENV) nor .dev.vars.
   const env = { ...process.env, WRANGLER_SEND_METRICS: "false", WRANGLER_HIDE_BANNER: "true", CLOUDFLARE_CF_FETCH_ENABLED: "false", CLOUDFLARE_LOAD_DEV_VARS_FROM_DOT_ENV: "true", NO_COLOR: "1", FORCE_COLOR: "0" };
   delete env.CLOUDFLARE_INCLUDE_PROCESS_ENV;
-  const child = spawn(process.execPath, args, { cwd: ROOT, env, detached: true, stdio: ["ignore", "pipe", "pipe"] });
+  const child = spawn(process.execPath, args, { cwd: tree, env, detached: true, stdio: ["ignore", "pipe", "pipe"] });
   log.feed(child.stdout);
   log.feed(child.stderr);
   const exited = new Promise((resolve) => child.on("exit", (code, signal) => resolve({ code, signal })));
@@ -585,6 +596,14 @@ async function run(target, scenario) {
     return f;
   }
 
+  // A worker that ends mid-run (workerd 1.20260426 crashed so: README "Self-hosting on
+  // workerd") is said at once, and nothing waits for it any longer.
+  let ended = null;
+  let stopping = false;
+  worker.exited.then((e) => {
+    ended = e;
+    if (!stopping) say(`the worker exited (${e.signal ?? `code ${e.code}`}) during the run`);
+  });
   const auth = { authorization: `Bearer ${token}` };
   const health = poller(worker.port, "/v1/health", {}, HEALTH_EVERY_MS, (res) => res.status === 200);
   const statsPoll = poller(worker.port, "/v1/stats", auth, STATS_EVERY_MS, (res) => res.status === 200);
@@ -625,7 +644,7 @@ async function run(target, scenario) {
     return n;
   };
   let missing = missingNow();
-  while (missing && performance.now() - drainStart < DRAIN_MS) {
+  while (missing && !ended && performance.now() - drainStart < DRAIN_MS) {
     await sleep(500);
     missing = missingNow();
   }
@@ -638,7 +657,7 @@ async function run(target, scenario) {
     const res = await send(worker.port, statsAgent, "GET", "/v1/stats", auth, null, POLL_TIMEOUT_MS);
     if (res.status === 200) stats = JSON.parse(res.text);
     if (stats && exact(stats, t.counted)) break;
-    if (performance.now() - statsStart > STATS_SETTLE_MS) break;
+    if (ended || performance.now() - statsStart > STATS_SETTLE_MS) break;
     await sleep(500);
   }
   statsAgent.destroy();
@@ -650,6 +669,7 @@ async function run(target, scenario) {
   health.stopped = statsPoll.stopped = true;
   await Promise.all([health.done, statsPoll.done]);
   const exitedEarly = await Promise.race([worker.exited, sleep(0).then(() => null)]);
+  stopping = true;
   await worker.stop();
   await origin.close();
   fs.rmSync(dir, { recursive: true, force: true });
@@ -698,7 +718,8 @@ function report(f) {
   say(`/v1/stats once quiet (after ${(f.statsSettleMs / 1000).toFixed(1)} s): ${s ? ["devices", "received", "unique", "duplicates_suppressed", "pending_deliveries", "delivered", "failed_attempts"].map((k) => `${k} ${s[k]}${k in t.counted && s[k] !== t.counted[k] ? ` (replies: ${t.counted[k]})` : ""}`).join(", ") : "no answer"}`);
   const l = f.ledgers;
   say(`GET /v1/devices/{id}/readings of ${LEDGER_SAMPLE} devices: ${l.read} read, ${l.agree} hold exactly the keys their replies admitted${l.example ? `; e.g. ${l.example}` : ""}`);
-  const { nomem, events, runtime } = f.log;
+  const { nomem, events, runtime, reloads } = f.log;
+  if (reloads) say(`wrangler dev reloaded the worker ${reloads} time(s) during the run ("Reloading local server": a file it watches changed), each restarting workerd under the requests in flight`);
   say(`worker log: ${fmt(nomem)} lines naming SQLITE_NOMEM${[...events].map(([k, e]) => `; ${fmt(e.n)}x ${k}`).join("")}; ${fmt(runtime.n)} runtime error lines${runtime.example ? `, e.g. ${runtime.example}` : ""}`);
   for (const [k, e] of events) say(`  e.g. ${k}: ${e.example}`);
   for (const x of f.notes) say(`note: ${x}`);
