@@ -6,7 +6,7 @@ import { authenticate, requireConfiguredToken } from "./auth.js";
 import { downlinkTarget } from "./backfill.js";
 import { config } from "./config.js";
 import { ADMITTED, auditLine, checkDeviceId, CONFLICT, DUPLICATE, guarded, HttpError, isoTime, limits, logNothingStored, parseUplink, SeqWindow } from "./core.js";
-import { mapAtMost } from "./fanout.js";
+import { mapAtMost, yieldToIo } from "./fanout.js";
 import { decodedView, decodeRaw, previewNotDecoded } from "./decode.js";
 import { byCode, countMessage, countUnroutable, deviceHealth, fleetFigures, fleetHealth, fleetStats, HEALTH_COLUMNS, IGNORED, knows } from "./fleet.js";
 import { group } from "./group.js";
@@ -228,6 +228,9 @@ async function ingest(request, env, cfg, format, routeName) {
     // object answer such readings as admitted (device.js, ingest).
     let error;
     for (let attempt = 0; attempt < DEVICE_CALL_ATTEMPTS && !error?.overloaded; attempt++) {
+      // Before each call, the runtime reads its sockets (fanout.js): health, stats and
+      // other senders' requests are answered while a fleet's uplinks keep it busy.
+      await yieldToIo();
       try {
         const answers = await group(env, args[0].device_id).ingestMany(args.map((a) => ({ ...a, attempt })));
         members.forEach((i, k) => (replies[i] = answers[k]));

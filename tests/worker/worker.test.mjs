@@ -5,6 +5,7 @@ import assert from "node:assert/strict";
 import fs from "node:fs";
 import path from "node:path";
 import { execFileSync } from "node:child_process";
+import http from "node:http";
 import { start, post, get, fixture, keyVectors, origin, until, tempDir, TOKEN } from "./harness.mjs";
 
 const pkgUrl = new URL("../../pkg/", import.meta.url);
@@ -145,6 +146,50 @@ test("auth: missing and wrong tokens are refused, health is public, reads need t
   assert.deepEqual(await (await call("/v1/health")).json(), { ok: true });
   const ledger = await get(call, "/v1/devices/bin-AUTH/readings");
   assert.deepEqual(ledger.body.readings, [], "nothing was admitted by the refused requests");
+});
+
+test("health: answered while a fleet's uplinks keep the worker busy, not after them", async (t) => {
+  // Senders that send again as soon as they are answered keep workerd's event queue
+  // from running dry; its sockets are read only then (fanout.js yieldToIo), so before
+  // the fix a request on a new connection waited, unread, for the load to end.
+  const url = await worker.mf.ready;
+  const LANES = 8;
+  const PER_LANE = 12;
+  const DEVICES = 100;
+  const agent = new http.Agent({ keepAlive: true, maxSockets: LANES });
+  const send = (method, p, body, via) =>
+    new Promise((resolve, reject) => {
+      const headers = body ? { authorization: `Bearer ${TOKEN}`, "content-type": "application/json", "content-length": Buffer.byteLength(body) } : {};
+      const req = http.request(new URL(p, url), { method, agent: via, headers }, (res) => {
+        res.resume();
+        res.on("end", () => resolve(res.statusCode));
+      });
+      req.on("error", reject);
+      req.end(body);
+    });
+  let answered = 0;
+  let healthAnswered = false;
+  let warm;
+  const warmed = new Promise((resolve) => (warm = resolve));
+  const lane = async (l) => {
+    for (let r = 0; r < PER_LANE && !healthAnswered; r++) {
+      const body = JSON.stringify(Array.from({ length: DEVICES }, (_, i) => reading(`busy-${l}-${r}-${i}`, 1, 50)));
+      assert.equal(await send("POST", "/v1/readings", body, agent), 200);
+      if (++answered === LANES) warm();
+    }
+  };
+  const load = Promise.all(Array.from({ length: LANES }, (_, l) => lane(l)));
+  await warmed;
+  const sentAfter = answered;
+  // A new connection, as a monitor's probe makes.
+  assert.equal(await send("GET", "/v1/health", null, false), 200);
+  healthAnswered = true;
+  const meanwhile = answered - sentAfter;
+  await load;
+  agent.destroy();
+  t.diagnostic(`health answered after ${sentAfter + meanwhile} of ${LANES * PER_LANE} uplink requests, ${meanwhile} of them while it waited`);
+  assert.ok(answered < LANES * PER_LANE, `health was answered only after the load ended (${answered} of ${LANES * PER_LANE} uplink requests)`);
+  assert.ok(meanwhile <= 3 * LANES, `${meanwhile} uplink requests were answered while health waited`);
 });
 
 test("auth: no token configured refuses ingest; a custom header name works", async () => {
