@@ -1,4 +1,4 @@
-// Raw uplinks under attack, in workerd (Miniflare): storage faults injected as real
+// Raw uplinks under faults, retries and hostile input, in workerd (Miniflare): storage faults injected as real
 // SQLite triggers in a device object's database between two runs (as
 // store-retry.test.mjs does), retried device calls made as the worker makes them
 // (the device object called directly with the core's plan and attempt > 0),

@@ -1,4 +1,4 @@
-// Attacks on the operator controls (issue 12): forget and reset against deliveries in
+// The operator controls (issue 12) in races and at their edges: forget and reset against deliveries in
 // flight, cold starts, retried calls, and the history and health exports' edges.
 import { test, after } from "node:test";
 import assert from "node:assert/strict";
