@@ -1,15 +1,17 @@
 // `npm run bench:fleet`: capacity on one machine (issue 21, part 1). A fleet of
-// --devices devices (default 100 000) sends two rounds of one native reading each to
+// --devices devices (default 100 000) sends three rounds of one native reading each to
 // the worker, at most --per-request devices a request (100), --in-flight requests at
 // once (8), loopback only; round 2 carries 20 % replays (the round-1 reading sent
-// again) and 80 % new readings. Each target runs each scenario on fresh storage:
+// again) and 80 % new readings; round 3 sends every round-2 reading again (a network
+// server's second delivery: every one a duplicate, nothing new to hold, so the memory
+// must not grow through it). Each target runs each scenario on fresh storage:
 //
 //   targets:   start    the worker as `npm start` runs it (wrangler dev, local
 //                       persistence in a temporary --persist-to directory)
 //              workerd  as `npm run serve:workerd` runs it (the dry run's bundle,
 //                       selfhost/workerd.capnp, a temporary --data directory)
 //   scenarios: healthy  the origin stub answers 200 throughout
-//              failing  it answers 503 to every POST during both rounds, then 200:
+//              failing  it answers 503 to every POST during the three rounds, then 200:
 //                       the run waits (bounded) until it holds every admitted key
 //
 //   npm run bench:fleet [-- --target start|workerd|both] [-- --scenario healthy|failing|both]
@@ -95,6 +97,8 @@ const REPLAY_SHARE = 0.2;
 const HEALTH_LIMIT_MS = 1000;
 const STATS_LIMIT_MS = 2000;
 const RSS_LIMIT = 1024 ** 3;
+/** RSS after round 3 over RSS after round 2 at most (round 3 holds no new reading). */
+const FLAT_LIMIT = 1.1;
 const STATS_FLUSH_MS = 1000;
 const HEALTH_EVERY_MS = 500;
 const STATS_EVERY_MS = 2000;
@@ -389,12 +393,13 @@ function outcomeOf(res) {
 /** A poller of `route` every `everyMs` on its own connection: latencies (ms) and failures by outcome. */
 function poller(port, route, headers, everyMs, good) {
   const agent = new http.Agent({ keepAlive: true, maxSockets: 1 });
-  const p = { latencies: [], failures: new Map(), stopped: false };
+  const p = { latencies: [], at: [], failures: new Map(), stopped: false };
   p.done = (async () => {
     while (!p.stopped) {
       const t0 = performance.now();
       const res = await send(port, agent, "GET", route, headers, null, POLL_TIMEOUT_MS);
       p.latencies.push(res.ms);
+      p.at.push(t0);
       if (!good(res)) {
         const why = outcomeOf(res);
         p.failures.set(why, (p.failures.get(why) ?? 0) + 1);
@@ -407,20 +412,33 @@ function poller(port, route, headers, everyMs, good) {
   return p;
 }
 
+/** What a workerd process runs, from its command line: its config's file name (wrangler's proxy and the worker are two). */
+function roleOf(pid) {
+  try {
+    const args = fs.readFileSync(`/proc/${pid}/cmdline`, "utf8").split("\0").filter(Boolean);
+    return args.slice(1).filter((a) => !a.startsWith("-")).map((a) => path.basename(a)).join(" ") || "workerd";
+  } catch {
+    return "workerd";
+  }
+}
+
 /** Resident memory (bytes) and open files of every workerd under this process, summed; null when none runs. */
 function workerdFacts() {
   let rss = 0;
   let files = 0;
   let n = 0;
   const pids = workerdPids(process.pid);
+  const each = new Map(); // pid → its RSS
   for (const pid of pids) {
     try {
-      rss += 1024 * Number(/VmRSS:\s+(\d+)/.exec(fs.readFileSync(`/proc/${pid}/status`, "utf8"))[1]);
+      const own = 1024 * Number(/VmRSS:\s+(\d+)/.exec(fs.readFileSync(`/proc/${pid}/status`, "utf8"))[1]);
+      rss += own;
+      each.set(pid, own);
       files += fs.readdirSync(`/proc/${pid}/fd`).length;
       n++;
     } catch {}
   }
-  return n ? { rss, files, processes: n, pids } : null;
+  return n ? { rss, files, processes: n, pids, each } : null;
 }
 
 // --- the fleet ---------------------------------------------------------------------------
@@ -435,6 +453,8 @@ const LEDGER_SAMPLE = Math.min(20, DEVICES);
 const SAMPLED = new Set(Array.from({ length: LEDGER_SAMPLE }, (_, k) => Math.floor((k * DEVICES) / LEDGER_SAMPLE)));
 let REPLAYS = 0;
 for (let i = 0; i < DEVICES; i++) REPLAYS += replays(i) ? 1 : 0;
+/** The seq device `i` sends in `round`: round 3 sends round 2's reading again (a replay of it, or of round 1's). */
+const seqOf = (i, round) => (round === 1 || replays(i) ? 1 : 2);
 const reading = (i, seq) => ({ device_id: deviceId(i), seq, ts: new Date(T0_MS + (i % 600) * 1000 + (seq - 1) * 600_000).toISOString(), fill_pct: ((i * 7 + seq * 31) % 1000) / 10 });
 
 /**
@@ -459,8 +479,8 @@ async function sendRound(port, token, round, tally) {
       const first = r * PER_REQUEST;
       const devices = [];
       for (let i = first; i < Math.min(DEVICES, first + PER_REQUEST); i++) devices.push(i);
-      const kinds = devices.map((i) => (round === 1 ? "first" : replays(i) ? "replay" : "new"));
-      const body = JSON.stringify(devices.map((i, n) => reading(i, kinds[n] === "new" ? 2 : 1)));
+      const kinds = devices.map((i) => (round === 1 ? "first" : round === 3 ? "again" : replays(i) ? "replay" : "new"));
+      const body = JSON.stringify(devices.map((i, n) => reading(i, seqOf(i, round))));
       const res = await send(port, agent, "POST", "/v1/readings", headers, body, REQUEST_TIMEOUT_MS);
       latencies.push(res.ms);
       tally.reply(round, res, devices, kinds);
@@ -483,9 +503,10 @@ async function sendRound(port, token, round, tally) {
  */
 function tally() {
   const t = {
-    sent: 0, ok: 0, outcomes: new Map(), lostReadings: 0, lostByRound: [0, 0, 0], refusedByRound: [0, 0, 0],
+    sent: 0, ok: 0, outcomes: new Map(), lostReadings: 0, lostByRound: [0, 0, 0, 0], refusedByRound: [0, 0, 0, 0],
     counted: { received: 0, unique: 0, duplicates_suppressed: 0 }, admitted: new Map(), keysOf: new Map(), notStored: 0, uncounted: 0, deviceErrors: new Map(), wrong: 0, wrongExamples: [],
     firstAdmitted: new Uint8Array(DEVICES),
+    secondAdmitted: new Uint8Array(DEVICES),
   };
   t.reply = (round, res, devices, kinds) => {
     t.sent++;
@@ -523,9 +544,12 @@ function tally() {
       t.admitted.set(key, (t.admitted.get(key) ?? 0) + 1);
       if (SAMPLED.has(devices[index])) t.keysOf.set(devices[index], [...(t.keysOf.get(devices[index]) ?? []), key]);
       if (kinds[index] === "first") t.firstAdmitted[devices[index]] = 1;
+      if (kinds[index] === "new") t.secondAdmitted[devices[index]] = 1;
       if (kinds[index] === "replay" && t.firstAdmitted[devices[index]]) wrong(index, "was admitted again, its first copy admitted in round 1");
+      const stored = replays(devices[index]) ? t.firstAdmitted : t.secondAdmitted;
+      if (kinds[index] === "again" && stored[devices[index]]) wrong(index, "was admitted again, its copy admitted before");
     }
-    for (const index of dup) if (kinds[index] !== "replay") wrong(index, "was answered duplicate");
+    for (const index of dup) if (kinds[index] !== "replay" && kinds[index] !== "again") wrong(index, "was answered duplicate");
   };
   return t;
 }
@@ -607,7 +631,7 @@ async function run(target, scenario) {
   const auth = { authorization: `Bearer ${token}` };
   const health = poller(worker.port, "/v1/health", {}, HEALTH_EVERY_MS, (res) => res.status === 200);
   const statsPoll = poller(worker.port, "/v1/stats", auth, STATS_EVERY_MS, (res) => res.status === 200);
-  const rss = { samples: [], peak: 0, peakFiles: 0, pids: new Set() };
+  const rss = { samples: [], peak: 0, peakFiles: 0, pids: new Set(), peakOf: new Map(), roleOf: new Map() };
   const sample = () => {
     const x = workerdFacts();
     if (x) {
@@ -616,6 +640,10 @@ async function run(target, scenario) {
       rss.peakFiles = Math.max(rss.peakFiles, x.files);
       rss.processes = x.processes;
       for (const pid of x.pids) rss.pids.add(pid);
+      for (const [pid, own] of x.each) {
+        rss.peakOf.set(pid, Math.max(rss.peakOf.get(pid) ?? 0, own));
+        if (!rss.roleOf.has(pid)) rss.roleOf.set(pid, roleOf(pid));
+      }
     }
     return x;
   };
@@ -623,11 +651,15 @@ async function run(target, scenario) {
   const sampler = setInterval(sample, RSS_EVERY_MS);
   const t = tally();
   f.rounds = [];
-  for (const round of [1, 2]) {
+  const runStart = performance.now();
+  const phases = []; // [name, start] in order: where a slow poll fell
+  for (const round of [1, 2, 3]) {
+    phases.push([`round ${round}`, performance.now()]);
     const r = await sendRound(worker.port, token, round, t);
     f.rounds.push(r);
     say(`round ${round}: ${fmt(r.requests)} requests in ${(r.ms / 1000).toFixed(1)} s (${fmt(r.readings / (r.ms / 1000))} uplinks/s), ${fmt(t.refusedByRound[round])} answered non-2xx; latency p50 ${ms(r.p50)}, p99 ${ms(r.p99)}, max ${ms(r.max)}`);
     if (round === 1) f.rssAfterRound1 = sample()?.rss;
+    if (round === 2) f.rssAfterRound2 = sample()?.rss;
   }
   f.loadEndRss = sample()?.rss;
 
@@ -638,6 +670,7 @@ async function run(target, scenario) {
     say(`origin recovered (it answered 503 to ${fmt(origin.refused)} POSTs)`);
   }
   const drainStart = performance.now();
+  phases.push(["after the load", drainStart]);
   const missingNow = () => {
     let n = 0;
     for (const k of t.admitted.keys()) if (!origin.delivered.has(k)) n++;
@@ -683,6 +716,14 @@ async function run(target, scenario) {
   Object.assign(f, { t, origin, rss, log: log.summary() });
   const sorted = (xs) => xs.slice().sort((a, b) => a - b);
   f.health = { max: Math.max(...health.latencies), p99: percentile(sorted(health.latencies), 99), polls: health.latencies.length, failures: health.failures };
+  // The slowest polls, with when they were sent: a stall has a place in the run.
+  const phaseAt = (t0) => phases.filter(([, start]) => start <= t0).at(-1)?.[0] ?? "before the load";
+  f.health.slowest = health.latencies
+    .map((ms, i) => ({ ms, at: health.at[i] }))
+    .sort((a, b) => b.ms - a.ms)
+    .slice(0, 5)
+    .map(({ ms, at }) => `${Math.round(ms)} ms at ${((at - runStart) / 1000).toFixed(0)} s (${phaseAt(at)})`);
+  f.rssEach = [...rss.peakOf].map(([pid, peak]) => `${pid} ${rss.roleOf?.get(pid) ?? "workerd"}: ${MiB(peak)}`);
   f.statsLat = { max: Math.max(...statsPoll.latencies), p99: percentile(sorted(statsPoll.latencies), 99), polls: statsPoll.latencies.length, failures: statsPoll.failures };
   f.redelivered = [...origin.delivered.values()].reduce((n, c) => n + c - 1, 0);
   f.unexplained = [...origin.delivered.keys()].filter((k) => !t.admitted.has(k)).length;
@@ -693,7 +734,13 @@ async function run(target, scenario) {
   if (t.sent - t.ok) failures.push(`${fmt(t.sent - t.ok)} of ${fmt(t.sent)} requests answered non-2xx (${[...t.outcomes].map(([k, n]) => `${n}x ${k}`).join(", ")}): ${fmt(t.lostReadings)} readings lost, as no network server resends them`);
   if (f.health.max > HEALTH_LIMIT_MS || f.health.failures.size) failures.push(`/v1/health: max ${ms(f.health.max)} (limit ${HEALTH_LIMIT_MS} ms), ${sum(f.health.failures)} failed polls ${JSON.stringify(Object.fromEntries(f.health.failures))}`);
   if (f.statsLat.max > STATS_LIMIT_MS || f.statsLat.failures.size) failures.push(`/v1/stats: max ${ms(f.statsLat.max)} (limit ${STATS_LIMIT_MS} ms), ${sum(f.statsLat.failures)} failed polls ${JSON.stringify(Object.fromEntries(f.statsLat.failures))}`);
-  if (rss.peak >= RSS_LIMIT) failures.push(`workerd RSS peaked at ${MiB(rss.peak)} (limit: under 1 GiB)`);
+  // Per workerd process: `npm start` runs two, wrangler's proxy (its ProxyWorker, which
+  // holds none of the worker's data) and the worker's; both are held to the limit, and
+  // their sum is reported.
+  for (const [pid, peak] of rss.peakOf) if (peak >= RSS_LIMIT) failures.push(`workerd ${pid} (${rss.roleOf.get(pid)}) RSS peaked at ${MiB(peak)} (limit: under 1 GiB)`);
+  // Round 3 stores nothing new (every reading a duplicate): memory that grows through it
+  // grows per request, not per reading held.
+  if (f.loadEndRss > FLAT_LIMIT * f.rssAfterRound2) failures.push(`workerd RSS grew from ${MiB(f.rssAfterRound2)} to ${MiB(f.loadEndRss)} through round 3, which stores nothing new (limit: ${Math.round((FLAT_LIMIT - 1) * 100)} %)`);
   const slack = t.uncounted ? ` (${fmt(t.uncounted)} readings were in replies without counts)` : "";
   for (const [k, v] of Object.entries(t.counted)) if (stats?.[k] !== v) failures.push(`/v1/stats ${k} = ${stats?.[k] ?? "no answer"} after ${(f.statsSettleMs / 1000).toFixed(0)} s, the replies counted ${v}${slack}`);
   if (stats && stats.pending_deliveries !== 0) failures.push(`/v1/stats pending_deliveries = ${stats.pending_deliveries} after ${(f.statsSettleMs / 1000).toFixed(0)} s, 0 expected once the origin has every admitted key`);
@@ -708,11 +755,13 @@ function report(f) {
   const { t, origin, rss } = f;
   const bad = [...t.outcomes].map(([k, n]) => `${fmt(n)}x ${k}`).join(", ") || "none";
   const polls = (p) => `max ${ms(p.max)}, p99 ${ms(p.p99)} over ${fmt(p.polls)} polls, ${[...p.failures.values()].reduce((a, b) => a + b, 0)} failed${p.failures.size ? ` ${JSON.stringify(Object.fromEntries(p.failures))}` : ""}`;
-  say(`requests: ${fmt(t.sent)} sent, ${fmt(t.ok)} 2xx, ${fmt(t.sent - t.ok)} non-2xx (${bad}); readings lost (in non-2xx replies) ${fmt(t.lostReadings)}: round 1 ${pctOf(t.refusedByRound[1], f.rounds[0].requests)} of requests, round 2 ${pctOf(t.refusedByRound[2], f.rounds[1].requests)}`);
+  say(`requests: ${fmt(t.sent)} sent, ${fmt(t.ok)} 2xx, ${fmt(t.sent - t.ok)} non-2xx (${bad}); readings lost (in non-2xx replies) ${fmt(t.lostReadings)}: ${f.rounds.map((r, k) => `round ${k + 1} ${pctOf(t.refusedByRound[k + 1], r.requests)}`).join(", ")} of requests`);
   if (t.lostReadings) say(`  of those readings ${fmt(t.notStored)} not stored (the replies' not_stored), ${fmt(t.uncounted)} in replies without counts (unknown), the rest stored all the same; devices failed in the replies, by code: ${JSON.stringify(Object.fromEntries(t.deviceErrors))}`);
   say(`readings: ${fmt(t.counted.received)} counted by replies, ${fmt(t.counted.unique)} admitted, ${fmt(t.counted.duplicates_suppressed)} duplicates (${fmt(REPLAYS)} of the ${fmt(f.rounds[1].readings)} round-2 readings are replays); ${fmt(t.wrong)} verdicts against the plan`);
   say(`/v1/health ${polls(f.health)}; /v1/stats ${polls(f.statsLat)}`);
-  say(`workerd (${rss.processes ?? 0} process(es) at once, ${rss.pids.size} seen: more means one was restarted): RSS peak ${MiB(rss.peak)}, after round 1 ${MiB(f.rssAfterRound1)}, after round 2 ${MiB(f.loadEndRss)}, at the end ${MiB(f.endRss)} (end / after round 1: ${(f.endRss / f.rssAfterRound1).toFixed(2)}); open files up to ${fmt(rss.peakFiles)}`);
+  say(`slowest /v1/health polls: ${f.health.slowest.join("; ")}`);
+  say(`workerd RSS peak by process: ${f.rssEach.join("; ")}`);
+  say(`workerd (${rss.processes ?? 0} process(es) at once, ${rss.pids.size} seen: more means one was restarted): RSS peak ${MiB(rss.peak)}, after round 1 ${MiB(f.rssAfterRound1)}, after round 2 ${MiB(f.rssAfterRound2)}, after round 3 ${MiB(f.loadEndRss)}, at the end ${MiB(f.endRss)} (round 3 / round 2: ${(f.loadEndRss / f.rssAfterRound2).toFixed(2)}); open files up to ${fmt(rss.peakFiles)}`);
   say(`origin: ${fmt(origin.delivered.size)} distinct keys received of ${fmt(t.admitted.size)} admitted, ${fmt(f.missing)} missing after ${(f.drainMs / 1000).toFixed(1)} s, ${fmt(f.redelivered)} redelivered, ${fmt(f.unexplained)} no reply admitted; ${fmt(origin.posts)} POSTs (${fmt(origin.refused)} answered 503), ${fmt(f.retriedBodies)} bodies sent more than once, ${f.keyChanged} changed key, ${f.bodyChanged} keys reused for another body`);
   const s = f.stats;
   say(`/v1/stats once quiet (after ${(f.statsSettleMs / 1000).toFixed(1)} s): ${s ? ["devices", "received", "unique", "duplicates_suppressed", "pending_deliveries", "delivered", "failed_attempts"].map((k) => `${k} ${s[k]}${k in t.counted && s[k] !== t.counted[k] ? ` (replies: ${t.counted[k]})` : ""}`).join(", ") : "no answer"}`);
@@ -736,7 +785,7 @@ function table(runs) {
     ["requests sent", (f) => fmt(f.t.sent)],
     ["2xx", (f) => fmt(f.t.ok)],
     ["non-2xx (status code: requests)", (f) => [...f.t.outcomes].map(([k, n]) => `${k}: ${fmt(n)}`).join("; ") || "0"],
-    ["requests non-2xx, round 1 / 2", (f) => `${pctOf(f.t.refusedByRound[1], f.rounds[0].requests)} / ${pctOf(f.t.refusedByRound[2], f.rounds[1].requests)}`],
+    ["requests non-2xx, round 1 / 2 / 3", (f) => f.rounds.map((r, k) => pctOf(f.t.refusedByRound[k + 1], r.requests)).join(" / ")],
     ["readings lost (in non-2xx replies)", (f) => fmt(f.t.lostReadings)],
     ["readings admitted / duplicates", (f) => `${fmt(f.t.counted.unique)} / ${fmt(f.t.counted.duplicates_suppressed)}`],
     ["/v1/health max / p99", (f) => `${ms(f.health.max)} / ${ms(f.health.p99)}`],
@@ -745,11 +794,12 @@ function table(runs) {
     ["/v1/stats failed polls", (f) => fmt([...f.statsLat.failures.values()].reduce((a, b) => a + b, 0))],
     ["/v1/stats exact once quiet", (f) => (exact(f.stats, f.t.counted) ? `yes, after ${(f.statsSettleMs / 1000).toFixed(1)} s` : "no")],
     ["workerd RSS peak", (f) => MiB(f.rss.peak)],
-    ["workerd RSS after round 1 / end", (f) => `${MiB(f.rssAfterRound1)} / ${MiB(f.endRss)}`],
+    ["workerd RSS after round 1 / 2 / 3", (f) => `${MiB(f.rssAfterRound1)} / ${MiB(f.rssAfterRound2)} / ${MiB(f.loadEndRss)}`],
+    ["workerd RSS peak by process", (f) => f.rssEach.join("; ")],
     ["workerd open files, peak", (f) => fmt(f.rss.peakFiles)],
-    ["round 1 / round 2", (f) => f.rounds.map((r) => `${(r.ms / 1000).toFixed(1)} s`).join(" / ")],
-    ["uplinks/s, round 1 / 2", (f) => f.rounds.map((r) => fmt(r.readings / (r.ms / 1000))).join(" / ")],
-    ["ingest latency p99, round 1 / 2", (f) => f.rounds.map((r) => ms(r.p99)).join(" / ")],
+    ["round 1 / 2 / 3", (f) => f.rounds.map((r) => `${(r.ms / 1000).toFixed(1)} s`).join(" / ")],
+    ["uplinks/s, round 1 / 2 / 3", (f) => f.rounds.map((r) => fmt(r.readings / (r.ms / 1000))).join(" / ")],
+    ["ingest latency p99, round 1 / 2 / 3", (f) => f.rounds.map((r) => ms(r.p99)).join(" / ")],
     ["origin keys received / missing / redelivered", (f) => `${fmt(f.origin.delivered.size)} / ${fmt(f.missing)} / ${fmt(f.redelivered)}`],
     ["origin POSTs (503 while down)", (f) => `${fmt(f.origin.posts)} (${fmt(f.origin.refused)})`],
     ["time to deliver every admitted key", (f) => `${(f.drainMs / 1000).toFixed(1)} s`],
@@ -770,11 +820,11 @@ if (!fs.existsSync(path.join(ROOT, "pkg/reconnect_dedupe_bg.wasm"))) {
   process.exit(2);
 }
 say(machine());
-say(`${fmt(DEVICES)} devices x 2 rounds (round 2: ${REPLAY_SHARE * 100} % replays), ${PER_REQUEST} devices a request, ${IN_FLIGHT} in flight; targets ${TARGETS.join(", ")}; scenarios ${SCENARIOS.join(", ")}; STATS_FLUSH_MS ${STATS_FLUSH_MS}, RETRY_MAX_MS ${RETRY_MAX_MS}`);
+say(`${fmt(DEVICES)} devices x 3 rounds (round 2: ${REPLAY_SHARE * 100} % replays; round 3: round 2 again), ${PER_REQUEST} devices a request, ${IN_FLIGHT} in flight; targets ${TARGETS.join(", ")}; scenarios ${SCENARIOS.join(", ")}; STATS_FLUSH_MS ${STATS_FLUSH_MS}, RETRY_MAX_MS ${RETRY_MAX_MS}`);
 const runs = [];
 for (const target of TARGETS) for (const scenario of SCENARIOS) runs.push(await run(target, scenario));
 clearTimeout(watchdog);
-console.log(`\nbench:fleet: ${fmt(DEVICES)} devices, two rounds, ${PER_REQUEST} a request, ${IN_FLIGHT} in flight (${machine()})\n`);
+console.log(`\nbench:fleet: ${fmt(DEVICES)} devices, three rounds, ${PER_REQUEST} a request, ${IN_FLIGHT} in flight (${machine()})\n`);
 console.log(table(runs));
 const missed = runs.flatMap((f) => f.failures.map((x) => `${f.name}: ${x}`));
 console.log(missed.length ? `\nbench:fleet: MISSED ${missed.length} target(s):\n  ${missed.join("\n  ")}` : "\nbench:fleet: OK, every target met");
