@@ -515,7 +515,8 @@ pub fn idempotency_key_js(
 }
 
 /// Checks a device id by the rules every reading's `device_id` follows (1–128 UTF-8
-/// bytes, no control characters, not `.` or `..`, valid Unicode) and returns it as
+/// bytes, no control, invisible or formatting characters, no white space at either
+/// end, in Unicode normalization form C, not `.` or `..`, valid Unicode) and returns it as
 /// readings name their device: 16 hex digits (a DevEUI) in upper case, any other id
 /// as given. Throws an `Error` with code `invalid_device_id` naming the broken rule.
 #[wasm_bindgen(js_name = checkDeviceId)]

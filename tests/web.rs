@@ -450,6 +450,15 @@ fn hostile_strings_numbers_and_tickets_are_refused_before_anything_is_admitted()
         "invalid_device_id"
     );
     check_device_id_js("dev\u{FFFD}".into()).expect("a real U+FFFD is valid Unicode");
+    // Ids that print the same: the browser's own normalizer decides NFC in Wasm.
+    for printing_alike in ["cafe\u{301}", "\u{212B}", "bin\u{FE0F}1", "bin1 "] {
+        assert_eq!(
+            code_of(check_device_id_js(printing_alike.into()).unwrap_err()),
+            "invalid_device_id",
+            "{printing_alike:?}"
+        );
+    }
+    check_device_id_js("caf\u{E9}".into()).expect("NFC is an id");
     let before = d.snapshot();
     let empty = js(&json!([]));
     assert_eq!(

@@ -22,6 +22,7 @@ use reconnect_dedupe::timestamp::{isoformat, parse_rfc3339, MAX_MICROS, MIN_MICR
 use reconnect_dedupe::{idempotency_key, parse_key, validate, write_content, Field, RawReading};
 use sha2::{Digest, Sha256};
 use std::borrow::Cow;
+use unicode_normalization::UnicodeNormalization;
 
 const FIELDS: [Field; 4] = [Field::DeviceId, Field::Seq, Field::Ts, Field::FillPct];
 
@@ -96,32 +97,37 @@ pub fn check(data: &[u8]) {
     assert_eq!(idempotency_key(&again), key);
 }
 
-/// Unicode's format characters (general category Cf, Unicode 17.0) and the line
-/// and paragraph separators, which a device id must not hold (README, "Readings and
-/// rejections"); listed here apart from the core's table.
+/// Unicode's format characters (general category Cf, Unicode 17.0), the line and
+/// paragraph separators and the other Default_Ignorable_Code_Points, which a device id
+/// must not hold (README, "Readings and rejections"); listed here apart from the core's
+/// table.
 fn invisible(c: char) -> bool {
     matches!(
         c as u32,
-        0xAD | 0x600..=0x605
+        0xAD | 0x34F
+            | 0x600..=0x605
             | 0x61C
             | 0x6DD
             | 0x70F
             | 0x890..=0x891
             | 0x8E2
-            | 0x180E
+            | 0x115F..=0x1160
+            | 0x17B4..=0x17B5
+            | 0x180B..=0x180F
             | 0x200B..=0x200F
             | 0x2028..=0x202E
-            | 0x2060..=0x2064
-            | 0x2066..=0x206F
+            | 0x2060..=0x206F
+            | 0x3164
+            | 0xFE00..=0xFE0F
             | 0xFEFF
-            | 0xFFF9..=0xFFFB
+            | 0xFFA0
+            | 0xFFF0..=0xFFFB
             | 0x110BD
             | 0x110CD
             | 0x13430..=0x1343F
             | 0x1BCA0..=0x1BCA3
             | 0x1D173..=0x1D17A
-            | 0xE0001
-            | 0xE0020..=0xE007F
+            | 0xE0000..=0xE0FFF
     )
 }
 
@@ -147,7 +153,10 @@ fn expected(raw: &RawReading<'_>) -> Result<(), String> {
                     && s != ".."
                     && s.len() <= 128
                     && !s.chars().any(char::is_control)
+                    && !s.starts_with(char::is_whitespace)
+                    && !s.ends_with(char::is_whitespace)
                     && !s.chars().any(invisible)
+                    && s.nfc().eq(s.chars())
             }
             (Field::Seq, Scalar::Int(n)) => n.unsigned_abs() <= MAX_SAFE_SEQ as u64,
             (Field::Seq, Scalar::Float(f)) => f.fract() == 0.0 && f.abs() <= MAX_SAFE_SEQ as f64,

@@ -35,9 +35,14 @@
 //! repeated readings do not key the same. Its phase would have to be configured.
 //!
 //! # Device clocks
-//! A device time before 2000-01-01T00:00:00Z is refused per sample with `invalid_ts`
-//! ("device clock not set"): an unsynced clock counts from 0 (1970) or from its last
-//! reset, and keying by it would make unrelated readings after each reset share seqs.
+//! A device time before 2015-01-01T00:00:00Z is refused per sample with `invalid_ts`
+//! ("device clock not set"): an unsynced clock counts from 0 (1970), from 2000-01-01
+//! (where real-time clocks start after a power loss) or from its last reset, and keying
+//! by it would make unrelated readings after each reset share seqs. A record dated
+//! 2000-01-01T00:10Z is such a clock, not a reading of 2000: before, it restarted the
+//! sequence window 26 years back. No LoRaWAN device keeps a set clock earlier than
+//! LoRaWAN itself (specification 1.0, January 2015), so the bound is that, one constant
+//! for every codec.
 //! A time after 9999-12-31 is refused with `invalid_ts` too, as the core does.
 //!
 //! # The counter reference
@@ -61,8 +66,9 @@ use std::borrow::Cow;
 use std::num::NonZeroU32;
 
 const MICROS_PER_SEC: i64 = 1_000_000;
-/// 2000-01-01T00:00:00Z in unix seconds: a device time before it is a clock never set.
-pub const MIN_DEVICE_TIME_S: i64 = 946_684_800;
+/// 2015-01-01T00:00:00Z in unix seconds: a device time before it is a clock never set
+/// (module docs, "Device clocks").
+pub const MIN_DEVICE_TIME_S: i64 = 1_420_070_400;
 /// The span of a 16-bit application counter.
 const COUNTER_SPAN: i64 = 1 << 16;
 
@@ -361,7 +367,7 @@ fn time(sample: &Sample, meta: &FrameMeta, config: &DeviceConfig) -> Result<Micr
         if secs < MIN_DEVICE_TIME_S {
             return Err(Error::Invalid(
                 Field::Ts,
-                "is a device time before 2000-01-01: the device clock is not set",
+                "is a device time before 2015-01-01: the device clock is not set",
             ));
         }
         secs.checked_mul(MICROS_PER_SEC).ok_or_else(out_of_range)?
@@ -687,7 +693,7 @@ mod tests {
     }
 
     #[test]
-    fn device_times_before_2000_or_past_9999_are_invalid_ts() {
+    fn device_times_before_2015_or_past_9999_are_invalid_ts() {
         let cfg = config(1000, 0, None);
         let with_time = |t| {
             of(vec![Sample {
@@ -704,11 +710,18 @@ mod tests {
         };
         assert_eq!(
             one(MIN_DEVICE_TIME_S).unwrap().ts,
-            at("2000-01-01T00:00:00Z")
+            at("2015-01-01T00:00:00Z")
         );
         let e = one(MIN_DEVICE_TIME_S - 1).unwrap_err();
         assert_eq!((e.code(), e.field()), ("invalid_ts", "ts"));
         assert!(e.to_string().contains("clock is not set"), "{e}");
+        // A real-time clock that started at its epoch after a power loss: before, a
+        // record of 2000-01-01T00:10Z was a reading, and restarted the sequence window.
+        for t in [946_684_800, 946_685_400, 946_684_800 + 365 * 86_400] {
+            let e = one(t).unwrap_err();
+            assert_eq!(e.code(), "invalid_ts", "{t}");
+            assert!(e.to_string().contains("clock is not set"), "{e}");
+        }
         assert_eq!(one(0).unwrap_err().code(), "invalid_ts");
         assert_eq!(one(i64::MIN).unwrap_err().code(), "invalid_ts");
         let last = MAX_MICROS.div_euclid(MICROS_PER_SEC);

@@ -377,10 +377,17 @@ pub fn lone_surrogate(field: Field) -> Error {
 
 /// The rules of a `device_id` (also applied to the device part of a stored key):
 /// 1–128 UTF-8 bytes, no control characters, no invisible or formatting characters
-/// ([`INVISIBLE`]), not `.` or `..`.
+/// ([`INVISIBLE`]), no white space at either end, in Unicode normalization form C,
+/// not `.` or `..`. Each rule keeps two ids that print the same from being two
+/// devices: `bin1`, `bin1 ` and `bin\u{34F}1` look alike in a log, a dashboard or a
+/// spreadsheet, and `café` typed on two keyboards is NFC (U+00E9) on one and NFD
+/// (`e` + U+0301) on the other. Such ids are refused, not rewritten: a network server
+/// that sends `bin1 ` is told so, rather than having its readings filed under an id
+/// it never sent.
 ///
 /// # Errors
-/// [`Error::Invalid`] for `device_id` naming the broken rule.
+/// [`Error::Invalid`] for `device_id` naming the broken rule,
+/// [`Error::InvisibleCharacter`] naming the code point.
 pub fn check_device_id(s: &str) -> Result<(), Error> {
     if s.is_empty() {
         return Err(Error::Invalid(Field::DeviceId, "must not be empty"));
@@ -403,10 +410,24 @@ pub fn check_device_id(s: &str) -> Result<(), Error> {
             "must not contain control characters",
         ));
     }
-    // Only non-ASCII text can hold one; ASCII ids (the usual DevEUIs) skip the scan.
+    // Unicode's White_Space (the ASCII space, U+00A0, U+3000, ...) at either end.
+    if s.starts_with(char::is_whitespace) || s.ends_with(char::is_whitespace) {
+        return Err(Error::Invalid(
+            Field::DeviceId,
+            "must not begin or end with white space",
+        ));
+    }
+    // Only non-ASCII text can break the last two rules; ASCII ids (the usual
+    // DevEUIs) skip both scans.
     if !s.is_ascii() {
         if let Some(c) = s.chars().find(|&c| is_invisible(c)) {
             return Err(Error::InvisibleCharacter(c));
+        }
+        if !is_nfc(s) {
+            return Err(Error::Invalid(
+                Field::DeviceId,
+                "must be in Unicode normalization form C (NFC: \"é\" as U+00E9, not \"e\" followed by U+0301)",
+            ));
         }
     }
     Ok(())
@@ -416,35 +437,56 @@ pub fn check_device_id(s: &str) -> Result<(), Error> {
 /// Unicode's format characters (general category Cf: the soft hyphen, zero-width
 /// space and joiners, bidirectional marks, embeddings, overrides and isolates, word
 /// joiner and invisible operators, the byte order mark, interlinear annotation, the
-/// tags) and the line and paragraph separators U+2028/U+2029. Each is invisible or
-/// reorders how the text around it is shown, so `bin\u{200B}1` would be a second
-/// device that prints as `bin1` in logs and dashboards. Sorted, disjoint, inclusive
-/// ranges of Unicode 17.0 (generated with `\p{Cf}` in Node 20's ICU); a static
-/// table and a binary search rather than a crate: 21 ranges, one lookup per
-/// non-ASCII character, nothing else of the Unicode database is needed.
-const INVISIBLE: [(u32, u32); 21] = [
+/// tags), the line and paragraph separators U+2028/U+2029, and every other
+/// Default_Ignorable_Code_Point (the combining grapheme joiner U+034F, the Hangul
+/// fillers U+115F/U+1160/U+3164/U+FFA0, the Khmer inherent vowels, the Mongolian and
+/// other variation selectors U+180B–U+180F, U+FE00–U+FE0F, U+E0100–U+E01EF, and the
+/// code points reserved as ignorable). Each is invisible or reorders how the text
+/// around it is shown, so `bin\u{200B}1` would be a second device that prints as
+/// `bin1` in logs and dashboards. Sorted, disjoint, inclusive ranges of Unicode 17.0,
+/// generated with `[\p{Cf}\p{Default_Ignorable_Code_Point}\u2028\u2029]` in Node 20's
+/// ICU; a static table and a binary search rather than a crate: 25 ranges, one lookup
+/// per non-ASCII character.
+const INVISIBLE: [(u32, u32); 25] = [
     (0x00AD, 0x00AD),
+    (0x034F, 0x034F),
     (0x0600, 0x0605),
     (0x061C, 0x061C),
     (0x06DD, 0x06DD),
     (0x070F, 0x070F),
     (0x0890, 0x0891),
     (0x08E2, 0x08E2),
-    (0x180E, 0x180E),
+    (0x115F, 0x1160),
+    (0x17B4, 0x17B5),
+    (0x180B, 0x180F),
     (0x200B, 0x200F),
     (0x2028, 0x202E),
-    (0x2060, 0x2064),
-    (0x2066, 0x206F),
+    (0x2060, 0x206F),
+    (0x3164, 0x3164),
+    (0xFE00, 0xFE0F),
     (0xFEFF, 0xFEFF),
-    (0xFFF9, 0xFFFB),
+    (0xFFA0, 0xFFA0),
+    (0xFFF0, 0xFFFB),
     (0x110BD, 0x110BD),
     (0x110CD, 0x110CD),
     (0x13430, 0x1343F),
     (0x1BCA0, 0x1BCA3),
     (0x1D173, 0x1D17A),
-    (0xE0001, 0xE0001),
-    (0xE0020, 0xE007F),
+    (0xE0000, 0xE0FFF),
 ];
+
+/// Whether `s` is in Unicode normalization form C: in Wasm by the JS engine's
+/// `String.prototype.normalize`, natively by the `unicode-normalization` crate (the
+/// reason is in Cargo.toml). Both are Unicode's NFC; only non-ASCII ids are asked.
+#[cfg(target_arch = "wasm32")]
+fn is_nfc(s: &str) -> bool {
+    js_sys::JsString::from(s).normalize("NFC") == s
+}
+
+#[cfg(not(target_arch = "wasm32"))]
+fn is_nfc(s: &str) -> bool {
+    unicode_normalization::is_nfc(s)
+}
 
 /// Whether `c` is in [`INVISIBLE`].
 fn is_invisible(c: char) -> bool {
@@ -628,6 +670,18 @@ mod tests {
             '\u{E0001}',
             '\u{E0020}',
             '\u{E007F}',
+            // Default_Ignorable_Code_Point outside Cf: each was a device of its own.
+            '\u{034F}',
+            '\u{FE0F}',
+            '\u{3164}',
+            '\u{115F}',
+            '\u{17B4}',
+            '\u{180B}',
+            '\u{E0100}',
+            '\u{FFA0}',
+            '\u{2065}',
+            '\u{E0000}',
+            '\u{E0FFF}',
         ] {
             let id = format!("bin{c}1");
             let e = check_device_id(&id).unwrap_err();
@@ -648,13 +702,18 @@ mod tests {
             '\u{2010}',
             '\u{2027}',
             '\u{202F}',
-            '\u{2065}',
             '\u{2070}',
+            '\u{034E}',
+            '\u{0350}',
+            '\u{3163}',
+            '\u{3165}',
+            '\u{FDFF}',
+            '\u{FE10}',
             '\u{FEFE}',
             '\u{FFFC}',
             '\u{FFFD}',
-            '\u{E0000}',
-            '\u{E0080}',
+            '\u{DFFFF}',
+            '\u{E1000}',
             'ü',
             '🗑',
         ] {
@@ -665,6 +724,58 @@ mod tests {
                 c as u32
             );
         }
+    }
+
+    #[test]
+    fn device_ids_with_white_space_at_either_end_are_refused() {
+        // Before, "bin1", " bin1" and "bin1 " were three devices that print alike.
+        for id in [
+            " bin1",
+            "bin1 ",
+            "\u{A0}bin1",
+            "bin1\u{3000}",
+            "bin1\u{2003}",
+            " ",
+        ] {
+            let e = check_device_id(id).unwrap_err();
+            assert_eq!(e.code(), "invalid_device_id", "{id:?}");
+            assert_eq!(
+                e.to_string(),
+                "device_id must not begin or end with white space",
+                "{id:?}"
+            );
+        }
+        // White space inside an id is the operator's choice.
+        assert_eq!(check_device_id("bin 1"), Ok(()));
+        assert_eq!(check_device_id("Müllplatz\u{A0}3"), Ok(()));
+    }
+
+    #[test]
+    fn device_ids_not_in_normalization_form_c_are_refused() {
+        // "café" as U+00E9 and as "e" + U+0301 print the same: before, two devices.
+        assert_eq!(check_device_id("caf\u{E9}"), Ok(()));
+        for id in [
+            "cafe\u{301}",
+            "A\u{30A}ngstr\u{F6}m",
+            "\u{212B}",
+            "\u{1100}\u{1161}",
+        ] {
+            let e = check_device_id(id).unwrap_err();
+            assert_eq!(e.code(), "invalid_device_id", "{id:?}");
+            assert!(
+                e.to_string()
+                    .starts_with("device_id must be in Unicode normalization form C"),
+                "{e}"
+            );
+        }
+        // Combining marks with no precomposed form are NFC as they stand.
+        assert_eq!(check_device_id("q\u{323}\u{307}"), Ok(()));
+        // Marks out of canonical order are not NFC either (U+0323 sorts before U+0307).
+        assert_eq!(
+            check_device_id("q\u{307}\u{323}").unwrap_err().code(),
+            "invalid_device_id"
+        );
+        assert_eq!(check_device_id("\u{AC00}"), Ok(()));
     }
 
     #[test]

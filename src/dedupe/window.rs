@@ -28,9 +28,10 @@
 //! report every unsent second as missing.
 //!
 //! # Gaps
-//! When the highest seq moves from `h` to `s > h + 1`, the seqs `h + 1 ..= s − 1` open
-//! one gap, noticed at the call's `at_ms`: one range, whatever its length (a jump of a
-//! million slots is one [`Gap`], not a million bits). A later arrival inside a listed
+//! When the highest seq moves from `h` to `s` with `h + 1 < s ≤ h + W`, the seqs
+//! `h + 1 ..= s − 1` open one gap, noticed at the call's `at_ms`: one range (a jump of
+//! 2 000 slots is one [`Gap`], not 2 000 bits). A gap is never longer than the window:
+//! a jump further than `h + W` is a reset (below). A later arrival inside a listed
 //! gap is [`Observation::Recovered`] with its delay since the gap was noticed; the gap
 //! shrinks or splits (the parts keep their `first_noticed_ms`). A gap stays listed when
 //! the window moves past it: below the window the gap list is the exact record.
@@ -41,8 +42,16 @@
 //! it is [`Observation::New`], below it as any other seq below the window.
 //!
 //! # The reset rule
-//! `h` is the highest seq seen. A seq `s` *below the window* (`s ≤ h − W`) that is in no
-//! listed gap is:
+//! `h` is the highest seq seen. A seq `s` *beyond the window* (`s > h + W`) is
+//! [`Observation::Reset`]: the window starts over at `s` (below). W readings or more
+//! lost in one stretch is not what a replay closes or a backfill asks for; such a jump
+//! is an outlier (a corrupted seq: seqs 1–5, then 4 294 967 295, then 6–10) or a counter
+//! that restarted at a higher value, and reading it as a gap would count up to 2^53
+//! seqs missing and take the seqs after an outlier for late arrivals. After an outlier
+//! the next seq is a reset back (small, or far below it), and the window goes on from
+//! there with nothing missing.
+//!
+//! A seq `s` *below the window* (`s ≤ h − W`) that is in no listed gap is:
 //! - [`Observation::Reset`] when `s ≤ h − 2W` (far below: a counter restarted after it had
 //!   counted past 2W, a device clock set back) **or** `s < W` (a small seq: frame
 //!   counters, the DF703's counter and a battery swap restart at 0 or 1, and the first seq
@@ -249,6 +258,11 @@ impl SeqWindow {
             self.restart(seq);
             return Ok(Observation::New);
         };
+        if seq > h + WINDOW_SLOTS {
+            // A jump beyond the window: an outlier or a counter that restarted
+            // elsewhere, not W or more readings lost (module docs, the reset rule).
+            return Ok(self.reset(h, seq));
+        }
         if seq > h {
             self.advance(h, seq, at);
             return Ok(Observation::New);
@@ -269,11 +283,7 @@ impl SeqWindow {
             return Ok(Observation::New);
         }
         if seq <= h - 2 * WINDOW_SLOTS || seq < WINDOW_SLOTS {
-            let closed = self.totals.missing;
-            bump(&mut self.totals.closed_by_reset, closed);
-            bump(&mut self.totals.resets, 1);
-            self.restart(seq);
-            return Ok(Observation::Reset { from: h, to: seq });
+            return Ok(self.reset(h, seq));
         }
         bump(&mut self.totals.too_old, 1);
         Ok(Observation::TooOld)
@@ -287,6 +297,16 @@ impl SeqWindow {
     fn mark(&mut self, seq: i64) {
         let (word, mask) = slot(seq);
         self.bits[word] |= mask;
+    }
+
+    /// The reset rule's outcome: the open gaps closed as reset, the window started over
+    /// at `seq`.
+    fn reset(&mut self, h: i64, seq: i64) -> Observation {
+        let closed = self.totals.missing;
+        bump(&mut self.totals.closed_by_reset, closed);
+        bump(&mut self.totals.resets, 1);
+        self.restart(seq);
+        Observation::Reset { from: h, to: seq }
     }
 
     /// Starts over at `seq`: no bits but its own, no gaps.

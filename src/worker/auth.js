@@ -9,8 +9,14 @@
 // and does not hold the token.
 import { HttpError } from "./core.js";
 
-/** Every 401 offers both schemes the worker reads from `Authorization`. */
-const CHALLENGE = 'Bearer, Basic realm="reconnect-dedupe"';
+/**
+ * Every 401 challenges for Basic, with its charset (RFC 7617), so that a browser opening
+ * a /v1 page prompts for a user name and password. Bearer is accepted all the same but
+ * not offered: a response's WWW-Authenticate fields reach the client joined into one
+ * (the Fetch standard's Headers), and Chromium reads one field as one challenge, so
+ * `Bearer, Basic realm=...` was a Bearer challenge with odd parameters, and no prompt.
+ */
+const CHALLENGE = 'Basic realm="reconnect-dedupe", charset="UTF-8"';
 /** At most this much of a received user name or scheme is shown in a 401. */
 const SHOWN_USER = 64;
 const SHOWN_SCHEME = 32;

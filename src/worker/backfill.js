@@ -133,6 +133,10 @@ export function backfillStep(storage, cfg, now, { device, health, target, contex
   if (last !== null && now - last < cfg.BACKFILL_INTERVAL_MS) return null;
   const range = wanted(sql, device_id, cfg, now, health);
   if (!range) return null;
+  // Never a time the sensor has not reached: a clock running ahead dates the window's
+  // highest slot, and the gaps below it, after now. Only slots wholly past are asked for.
+  range.to = Math.min(range.to, Math.floor(now / 1000 / device.period) - 1);
+  if (range.to < range.from) return null;
   const start_s = range.from * device.period;
   const end_s = (range.to + 1) * device.period - 1;
   if (end_s > 0xffff_ffff) return null; // not a time the sensor can hold
@@ -254,9 +258,36 @@ async function post(cfg, target, device_id, row) {
   const { res, text } = await fetchWithin(url, init, cfg.ORIGIN_TIMEOUT_MS, async (res) => ({ res, text: await res.text().catch(() => "") }));
   if (res.ok) return;
   const secret = target.via === "tts" ? target.api_key : cfg.CHIRPSTACK_API_TOKEN;
-  const e = new Error(`${target.via} answered ${res.status}: ${text.split(secret).join("[credential]").slice(0, 300)}`);
+  const e = new Error(`${target.via} answered ${res.status}: ${redacted(text, secret).slice(0, 300)}`);
   e.final = res.status >= 400 && res.status < 500 && res.status !== 408 && res.status !== 429;
   throw e;
+}
+
+/**
+ * `text` with every spelling of `secret` a server may echo replaced by
+ * "[credential]": as it is, percent-encoded (either case of hex digits), and in base64
+ * or base64url, inside a longer encoded text too. Base64 writes 3 bytes as 4
+ * characters, so the secret's characters depend on where it starts modulo 3: for each
+ * of the three starts, the characters that depend on nothing but the secret's bytes.
+ */
+export function redacted(text, secret) {
+  if (!secret) return text;
+  const bytes = new TextEncoder().encode(secret);
+  const spellings = new Set([secret, encodeURIComponent(secret), encodeURIComponent(secret).replace(/%[0-9A-F]{2}/g, (h) => h.toLowerCase())]);
+  for (let start = 0; start < 3; start++) {
+    const padded = new Uint8Array(start + bytes.length);
+    padded.set(bytes, start);
+    const b64 = btoa(String.fromCharCode(...padded));
+    // Characters before ceil(4·start/3) hold filler bits; those from floor(4·(start + n)/3) on, the bytes after.
+    const core = b64.slice(Math.ceil((4 * start) / 3), Math.floor((4 * (start + bytes.length)) / 3));
+    if (core.length < 8) continue; // too short to tell from other text
+    spellings.add(core);
+    spellings.add(core.replaceAll("+", "-").replaceAll("/", "_"));
+  }
+  let out = text;
+  // Longest first: a spelling inside another is replaced with it.
+  for (const s of [...spellings].sort((a, b) => b.length - a.length)) out = out.split(s).join("[credential]");
+  return out;
 }
 
 /**

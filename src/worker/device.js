@@ -287,13 +287,19 @@ export class Device {
       try {
         this.ctx.storage.transactionSync(() => {
           const through = outboxThrough(this.sql);
+          // The key stored last in this call per `device:seq:` prefix: the newest row of
+          // that seq, so a burst of readings sharing one seq links each to the one before
+          // it without scanning the seq's rows again (a scan per reading was quadratic).
+          const newestOfSeq = new Map();
           readings.forEach((r, i) => {
             const verdict = out.verdicts[i];
             if (!ADMITTED.has(verdict) || out.forgotten?.has(i)) return;
-            if (verdict === CONFLICT && !conflicts.has(i)) conflicts.set(i, this.conflictOf(r.key));
+            const prefix = seqPrefix(r.key);
+            if (verdict === CONFLICT && !conflicts.has(i)) conflicts.set(i, newestOfSeq.get(prefix) ?? this.conflictOf(r.key));
             const conflictsWith = verdict === CONFLICT ? conflicts.get(i) : null;
             const windowSeq = windowSeqs?.[i] ?? null;
             this.store(r, { device_id, now, burst_id, state, verdict: verdict === CONFLICT ? "conflict" : "admitted", conflictsWith, through, windowSeq }, moved);
+            newestOfSeq.set(prefix, r.key);
           });
           // A retried call counted already observed its seqs with the first one.
           health = windowSeqs && !out.counted ? this.observeSeqs(windowSeqs, out.verdicts, now, context) : null;
@@ -407,7 +413,7 @@ export class Device {
    * forgot is not held, so not linked. Reads only.
    */
   conflictOf(key) {
-    const prefix = key.slice(0, key.lastIndexOf(":") + 1);
+    const prefix = seqPrefix(key);
     const end = `${prefix.slice(0, -1)};`; // ';' follows ':': every key with the prefix sorts before it
     const row = this.sql.exec("SELECT key FROM readings WHERE key > ? AND key < ? AND key <> ? AND device_id = ? AND forgotten_at IS NULL ORDER BY admitted_at DESC, rowid DESC LIMIT 1", prefix, end, key, this.id).toArray()[0];
     return row?.key ?? null;
@@ -1126,4 +1132,9 @@ function logHealth({ recovered, resets }, { device_id, route, burst_id }) {
     console.log(JSON.stringify({ level: "INFO", event: "gap_recovered", device_id, route, burst_id, recovered: seqs.length, from: Math.min(...seqs), to: Math.max(...seqs), delay_ms }));
   }
   for (const { from, to } of resets) console.log(JSON.stringify({ level: "WARN", event: "seq_reset", device_id, route, burst_id, from, to }));
+}
+
+/** The `device_id:seq:` part of a key: what every key of one device and seq begins with. */
+function seqPrefix(key) {
+  return key.slice(0, key.lastIndexOf(":") + 1);
 }

@@ -40,10 +40,7 @@ export default {
         response = error(500, "internal_error", "unexpected error; see the worker log");
       }
     }
-    // A body the answer did not need is dropped, not awaited: `wrangler dev` (npm
-    // start) otherwise reads it to the end before answering, so a Content-Length
-    // larger than what the client sends held the connection.
-    if (request.body && !request.bodyUsed) request.body.cancel().catch(() => {});
+    if (request.body && !request.bodyUsed) await discard(request);
     // Every /v1 reply is about this moment and, but for health and the OpenAPI document,
     // for one token's holder: no shared cache may keep it. A cache keeps answers to
     // requests with Authorization apart (RFC 9111, section 3.5), not those with the
@@ -83,6 +80,8 @@ async function route(request, env) {
     requireConfiguredToken(cfg);
     return only(method, "GET", () => new Response(OPENAPI_JSON, { headers: OPENAPI_HEADERS }));
   }
+  // Before the credentials: a cross-site request is refused whatever it carries.
+  if (method !== "GET") refuseCrossSite(request, url);
   await authenticate(request, cfg);
   let m;
   if ((m = path.match(/^\/v1\/uplinks\/([a-z]+)$/)) && UPLINK_FORMATS.has(m[1])) {
@@ -103,7 +102,7 @@ async function route(request, env) {
     return only(method, "GET", () => gaps(env, deviceIdOf(m[1])));
   }
   if ((m = path.match(/^\/v1\/devices\/([^/]*)\/redrive$/))) {
-    return only(method, "POST", () => redrive(env, deviceIdOf(m[1]), url.searchParams));
+    return only(method, "POST", () => redrive(request, env, deviceIdOf(m[1]), url.searchParams));
   }
   if (path === "/v1/devices/health") return only(method, "GET", () => fleetHealthOf(request, env, url));
   if ((m = path.match(/^\/v1\/devices\/([^/]*)\/health$/))) {
@@ -113,7 +112,7 @@ async function route(request, env) {
     return only(method, "POST", () => forget(request, env, cfg, deviceIdOf(m[1])));
   }
   if ((m = path.match(/^\/v1\/devices\/([^/]*)\/reset$/))) {
-    return only(method, "POST", () => reset(env, deviceIdOf(m[1])));
+    return only(method, "POST", () => reset(request, env, deviceIdOf(m[1])));
   }
   if ((m = path.match(/^\/v1\/devices\/([^/]*)\/history$/))) {
     return only(method, "GET", () => history(env, deviceIdOf(m[1]), url.searchParams));
@@ -125,6 +124,83 @@ async function route(request, env) {
     });
   }
   throw new HttpError(404, "not_found", `no route for ${path}`);
+}
+
+// A body the answer did not need (a 401, 404, 405, 413 or 415, a ChirpStack event
+// other than `up`) is read to its end and dropped when it is at most this long, within
+// this time; a longer one, or one still arriving after it, is cancelled.
+const DISCARD_MAX_BYTES = 65_536;
+const DISCARD_MS = 1_000;
+
+/**
+ * Reads and drops what is left of `request`'s body. A cancelled body breaks the
+ * connection it came on under `wrangler dev` (npm start): its proxy's next request on
+ * that connection was answered 503 "Your worker restarted mid-request" without
+ * reaching the worker, or hung, so a ChirpStack `status` event lost the uplink that
+ * followed it. Cancelling stays for a body declared longer than DISCARD_MAX_BYTES (a
+ * Content-Length lie gets its 413 at once rather than after the bytes, which may
+ * never come) and for one that is slower than DISCARD_MS.
+ */
+async function discard(request) {
+  const declared = Number(request.headers.get("content-length") ?? NaN);
+  if (declared > DISCARD_MAX_BYTES) return request.body.cancel().catch(() => {});
+  const reader = request.body.getReader();
+  let timer;
+  const late = new Promise((resolve) => (timer = setTimeout(resolve, DISCARD_MS, null)));
+  let size = 0;
+  let done = false;
+  try {
+    while (!done && size <= DISCARD_MAX_BYTES) {
+      const chunk = await Promise.race([reader.read(), late]);
+      if (chunk === null) break;
+      done = chunk.done;
+      size += chunk.value?.byteLength ?? 0;
+    }
+  } catch {
+    // The client went away: nothing is left to read, and nobody to answer.
+    done = true;
+  } finally {
+    clearTimeout(timer);
+  }
+  if (!done) await reader.cancel().catch(() => {});
+}
+
+/**
+ * A browser sends a user's ambient credentials (Basic, cached for the worker's origin)
+ * with a form or `fetch()` another site makes it send: a page on evil.example could
+ * POST .../reset for an operator who once signed in. Every route that can change state
+ * refuses a request a browser marks as from another site (`Sec-Fetch-Site`, sent by
+ * every current browser), or, from a browser that does not send it, whose `Origin` is
+ * not the worker's. Network servers send neither header; the demo page is same-origin.
+ */
+function refuseCrossSite(request, url) {
+  const site = request.headers.get("sec-fetch-site");
+  const origin = request.headers.get("origin");
+  const foreign = site !== null ? site !== "same-origin" && site !== "none" : origin !== null && origin !== url.origin;
+  if (foreign) {
+    const from = site !== null ? `Sec-Fetch-Site: ${site}` : `Origin: ${origin.slice(0, 200)}`;
+    throw new HttpError(403, "cross_site_request", `a request from another site (${from}) cannot change state; send it from a server or from this worker's own pages`);
+  }
+}
+
+/**
+ * What an operator route that changes state accepts as a body: none, or JSON. A form
+ * (application/x-www-form-urlencoded, multipart/form-data, text/plain) is what a page on
+ * another site can make a browser send without asking; it is refused even where the
+ * route reads no body.
+ */
+function refuseNonJson(request) {
+  const type = mediaType(request);
+  if (type !== "" && !isJson(type)) throw new HttpError(415, "unsupported_media_type", `send no body or Content-Type: application/json, not ${JSON.stringify(type.slice(0, 100))}`);
+}
+
+/** The media type of `request`'s Content-Type, lower case, without parameters; "" when absent. */
+function mediaType(request) {
+  return (request.headers.get("content-type") ?? "").split(";")[0].trim().toLowerCase();
+}
+
+function isJson(type) {
+  return type === "application/json" || type.endsWith("+json");
 }
 
 /** GET routes also answer HEAD; a 405 names what is allowed. */
@@ -411,8 +487,8 @@ function verdictsOf(out, parked, notStored, notes) {
 
 /** The body of a request that must be JSON (else 415), at most MAX_BODY_BYTES (else 413). */
 async function readJson(request, cfg) {
-  const type = (request.headers.get("content-type") ?? "").split(";")[0].trim().toLowerCase();
-  if (type !== "application/json" && !type.endsWith("+json")) {
+  const type = mediaType(request);
+  if (!isJson(type)) {
     const hint = /protobuf|octet-stream/.test(type)
       ? "the Protobuf encoding is not supported; choose JSON (The Things Stack: the webhook format; ChirpStack: the HTTP integration's payload encoding)"
       : "send Content-Type: application/json";
@@ -512,7 +588,8 @@ async function gaps(env, path) {
  * Puts the device's readings the origin refused (delivery state `refused`) back in
  * the outbox: all of them, or those named by `key` parameters (at most 1000).
  */
-async function redrive(env, path, params) {
+async function redrive(request, env, path, params) {
+  refuseNonJson(request);
   const keys = params.getAll("key");
   if (keys.length > 1000 || keys.some((k) => k === "")) {
     throw new HttpError(400, "invalid_query", "give at most 1000 non-empty `key` parameters, or none to re-drive every refused reading");
@@ -547,7 +624,8 @@ async function forget(request, env, cfg, path) {
  * `reset`): every key forgotten, its sequence window and codec counter reference
  * deleted; its ledger, outbox, configuration, parked uplinks and counters kept.
  */
-async function reset(env, path) {
+async function reset(request, env, path) {
+  refuseNonJson(request);
   const { device_id, device } = await existingDevice(env, path);
   return operatorReply(device_id, () => device.reset({ device_id }));
 }
@@ -885,9 +963,16 @@ function json(status, body, headers = {}) {
  * CRLF after each; a field holding a comma, a double quote, CR or LF is quoted, its
  * quotes doubled; null is an empty field.
  */
+/**
+ * A CSV reply (RFC 4180). A text cell a spreadsheet would run as a formula (one that
+ * begins with `=`, `+`, `-`, `@`, a tab or a carriage return: a device id such as
+ * `=HYPERLINK(...)`) is written with a leading `'`, which Excel, LibreOffice and
+ * Google Sheets show as text; numbers are written as they are.
+ */
 function csv(columns, rows, headers = {}) {
   const field = (v) => {
-    const text = v === null || v === undefined ? "" : String(v);
+    let text = v === null || v === undefined ? "" : String(v);
+    if (typeof v === "string" && /^[=+\-@\t\r]/.test(text)) text = `'${text}`;
     return /[",\r\n]/.test(text) ? `"${text.replaceAll('"', '""')}"` : text;
   };
   const lines = [columns, ...rows.map((r) => columns.map((c) => r[c]))].map((cells) => `${cells.map(field).join(",")}\r\n`);

@@ -115,7 +115,9 @@ function item(specs) {
     .join(", ");
   const out = { description: `Another method: 405 \`method_not_allowed\`, \`Allow: ${allow}\`.` };
   for (const [method, spec] of Object.entries(specs)) {
-    out[method] = op(spec);
+    // Every method that can change state refuses a browser's cross-site request (index.js `refuseCrossSite`).
+    const codes = method === "get" ? spec.codes : { ...spec.codes, 403: [...(spec.codes?.[403] ?? []), "cross_site_request"] };
+    out[method] = op({ ...spec, codes });
     if (method === "get") out.head = headOf(out.get);
   }
   return out;
@@ -321,8 +323,9 @@ export const OPENAPI = {
           DEVICE_ID,
           { name: "key", in: "query", description: "The keys to re-drive (at most 1000, none empty); none: every refused reading.", schema: { type: "array", maxItems: 1000, items: { type: "string", minLength: 1 } }, style: "form", explode: true },
         ],
+        description: "No body, or JSON (one sent is not read): a form body is refused 415, as a page on another site could make a browser send one.",
         ok: { [JSON_TYPE]: schema("Redriven") },
-        codes: { 400: ["invalid_device_id", "invalid_query"], 503: ["device_unavailable"] },
+        codes: { 400: ["invalid_device_id", "invalid_query"], 415: ["unsupported_media_type"], 503: ["device_unavailable"] },
       },
     }),
     "/v1/devices/{device_id}/health": item({
@@ -358,10 +361,10 @@ export const OPENAPI = {
         id: "resetDevice",
         tag: "operator",
         summary: "The device's memory starts afresh (a re-commissioned sensor)",
-        description: "No body (one sent is not read).",
+        description: "No body, or JSON (one sent is not read): a form body is refused 415, as a page on another site could make a browser send one.",
         parameters: [DEVICE_ID],
         ok: { [JSON_TYPE]: schema("ResetReply") },
-        codes: { 400: ["invalid_device_id"], 404: ["unknown_device"], 503: ["device_unavailable", "storage_unavailable"] },
+        codes: { 400: ["invalid_device_id"], 404: ["unknown_device"], 415: ["unsupported_media_type"], 503: ["device_unavailable", "storage_unavailable"] },
       },
     }),
     "/v1/devices/{device_id}/history": item({
@@ -425,7 +428,11 @@ export const OPENAPI = {
     },
     responses: SHARED,
     headers: {
-      "WWW-Authenticate": { required: true, schema: { const: 'Bearer, Basic realm="reconnect-dedupe"' } },
+      "WWW-Authenticate": {
+        required: true,
+        description: "One Basic challenge, which a browser answers with a sign-in prompt; a Bearer token is accepted all the same.",
+        schema: { const: 'Basic realm="reconnect-dedupe", charset="UTF-8"' },
+      },
       "Retry-After": { description: "Seconds; on every 503 but `auth_not_configured`.", schema: { const: "1" } },
     },
     schemas: {
@@ -461,6 +468,7 @@ export const OPENAPI = {
           ["missing_reporting_period", "400: a codec that needs `reporting_period_s` without it."],
           ["invalid_backfill", "400: a configuration's `backfill` that is not true, false or null."],
           ["unauthorized", "401: the token is missing or wrong."],
+          ["cross_site_request", "403: a browser's request from another site (`Sec-Fetch-Site`, or `Origin` without it) to a route that can change state."],
           ["not_found", "404: no route for the path."],
           ["not_configured", "404: the device has no configuration."],
           ["unknown_device", "404: the device never reported and has no configuration."],
@@ -469,7 +477,7 @@ export const OPENAPI = {
           ["body_too_large", "413: the body is over MAX_BODY_BYTES."],
           ["too_many_readings", "413: over MAX_READINGS readings."],
           ["too_many_devices", "413: over MAX_DEVICES_PER_REQUEST devices; nothing was stored."],
-          ["unsupported_media_type", "415: not JSON (the Protobuf encodings included)."],
+          ["unsupported_media_type", "415: not JSON (the Protobuf encodings included); on reset and redrive, a form body."],
           ["invalid_config", "500: the worker's configuration is invalid; every route answers this."],
           ["wasm_trap", "500: the core trapped and was re-instantiated; retry."],
           ["internal_error", "500: unexpected; see the worker log."],

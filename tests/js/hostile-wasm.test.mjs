@@ -197,6 +197,18 @@ const rows = [
   ['checkDeviceId: 15 hex digits are kept as given', () => checkDeviceId('70b3d52dd600035'), { result: (v) => assert.equal(v, '70b3d52dd600035') }, S],
   ['checkDeviceId: 10 kB', () => checkDeviceId('x'.repeat(10_000)), { code: 'invalid_device_id' }, S],
   ['checkDeviceId: NUL inside', () => checkDeviceId('a\0b'), { code: 'invalid_device_id' }, S],
+  // Ids that print the same are one id or refused (src/dedupe/reading.rs): in Wasm the
+  // normal form is the JS engine's String.prototype.normalize, natively the crate's.
+  ...['\u034F', '\uFE0F', '\u3164', '\u115F', '\u17B4', '\u180B', '\u{E0100}'].map((c) => [`checkDeviceId: Default_Ignorable U+${c.codePointAt(0).toString(16).toUpperCase()}`, () => checkDeviceId(`bin${c}1`), { code: 'invalid_device_id' }, S]),
+  ['checkDeviceId: "café" in NFD', () => checkDeviceId('cafe\u0301'), { code: 'invalid_device_id' }, S],
+  ['checkDeviceId: NFD is refused with the rule named', () => { try { checkDeviceId('cafe\u0301'); } catch (e) { return e.message; } }, { result: (m) => assert.match(m, /^device_id must be in Unicode normalization form C/) }, S],
+  ['checkDeviceId: "café" in NFC', () => checkDeviceId('caf\u00e9'), { result: (v) => assert.equal(v, 'café') }, S],
+  ['checkDeviceId: marks out of canonical order', () => checkDeviceId('q\u0307\u0323'), { code: 'invalid_device_id' }, S],
+  ['checkDeviceId: marks in canonical order', () => checkDeviceId('q\u0323\u0307'), { result: (v) => assert.equal(v, 'q\u0323\u0307') }, S],
+  ['checkDeviceId: the Angstrom sign (NFC is U+00C5)', () => checkDeviceId('\u212B'), { code: 'invalid_device_id' }, S],
+  ['checkDeviceId: a leading space', () => checkDeviceId(' bin1'), { code: 'invalid_device_id' }, S],
+  ['checkDeviceId: a trailing no-break space', () => checkDeviceId('bin1\u00a0'), { code: 'invalid_device_id' }, S],
+  ['checkDeviceId: a space inside is an ordinary id', () => checkDeviceId('bin 1'), { result: (v) => assert.equal(v, 'bin 1') }, S],
   ['checkDeviceId: empty', () => checkDeviceId(''), { code: 'invalid_device_id' }, S],
   ['checkDeviceId: a number', () => checkDeviceId(5), { code: 'invalid_device_id' }, S],
   ['admitKeys: key of device ".."', (d) => d.admitKeys('..:1:0123456789abcdef', NOW), { code: 'invalid_key' }, S],

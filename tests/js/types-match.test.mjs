@@ -175,11 +175,13 @@ test('readingsFromPayload returns a PayloadReadings, with and without a frame id
 
 test('SeqWindow returns its declared types: observations of every kind, gaps, totals', () => {
   const w = new SeqWindow();
-  const seen = [1, 4, 3, 3, 5_000, 4].map((seq, i) => w.observe(seq, NOW + i));
+  // 5 000 is a jump beyond the window (2048) from 2 000: a reset, not a gap.
+  const seen = [1, 4, 3, 3, 2_000, 5_000].map((seq, i) => w.observe(seq, NOW + i));
   assert.deepEqual(seen.map((o) => o.kind), ['new', 'new', 'recovered', 'repeat', 'new', 'reset']);
   for (const o of seen) conforms(o, returns('SeqWindow', 'observe'), `observe (${o.kind})`);
-  w.observe(8, NOW);
-  assert.deepEqual(w.gaps().map((g) => [g.from, g.to]), [[5, 7]]);
+  w.observe(4_996, NOW);
+  w.observe(5_004, NOW);
+  assert.deepEqual(w.gaps().map((g) => [g.from, g.to]), [[5_001, 5_003]]);
   conforms(w.gaps(), returns('SeqWindow', 'gaps'), 'gaps');
   conforms(w.totals(), returns('SeqWindow', 'totals'), 'totals');
   const back = SeqWindow.fromBytes(w.toBytes());

@@ -7,6 +7,7 @@
 // AUTH_HEADER = x-ingest-token and BASIC_AUTH_USER set.
 import { test, after } from "node:test";
 import assert from "node:assert/strict";
+import net from "node:net";
 import { start, post, fixture, TOKEN } from "./harness.mjs";
 
 const USER = "ttn-webhook";
@@ -78,13 +79,35 @@ ROWS.forEach((row, i) => {
       assert.equal(error.code, "unauthorized");
       assert.match(error.message, row.message);
       assert.match(error.message, /expected the token as "Authorization: Bearer <token>" or as the password of "Authorization: Basic"/);
-      assert.equal(res.headers.get("www-authenticate"), 'Bearer, Basic realm="reconnect-dedupe"');
+      assert.equal(res.headers.get("www-authenticate"), 'Basic realm="reconnect-dedupe", charset="UTF-8"');
     } else {
       assert.equal(JSON.parse(text).unique, 1, text);
     }
     const ledger = await w.call(`/v1/devices/${device}/readings`, { headers: { authorization: `Bearer ${TOKEN}` } });
     assert.equal((await ledger.json()).readings.length, row.status === 200 ? 1 : 0, "stored only when authenticated");
   });
+});
+
+test("auth: a 401 challenges for Basic alone, on the wire as a browser reads it", async () => {
+  // Chromium reads one WWW-Authenticate field as one challenge: `Bearer, Basic realm=...`
+  // was a Bearer challenge with odd parameters, and no sign-in prompt.
+  const url = new URL(await workers.plain.mf.ready);
+  const head = await new Promise((resolve, reject) => {
+    const s = net.connect(Number(url.port), url.hostname);
+    let data = "";
+    s.on("error", reject);
+    s.on("data", (d) => {
+      data += d;
+      if (data.includes("\r\n\r\n")) {
+        s.destroy();
+        resolve(data.slice(0, data.indexOf("\r\n\r\n")));
+      }
+    });
+    s.write(`GET /v1/stats HTTP/1.1\r\nhost: ${url.host}\r\n\r\n`);
+  });
+  assert.match(head, /^HTTP\/1\.1 401 /);
+  const challenges = head.split("\r\n").filter((l) => /^www-authenticate:/i.test(l)).map((l) => l.slice(l.indexOf(":") + 1).trim());
+  assert.deepEqual(challenges, ['Basic realm="reconnect-dedupe", charset="UTF-8"']);
 });
 
 test("auth: a TTS uplink sent with Basic auth (the webhook's Request authentication) is stored", async () => {
@@ -153,4 +176,64 @@ test("auth: a token that holds a colon, sent bare as Basic credentials: 401 with
   } finally {
     await w.mf.dispose();
   }
+});
+
+// A page on another site can make a browser send a form, or a fetch() without a body,
+// with the Basic credentials it holds for the worker: before, a form POST to .../reset
+// from evil.example reset the device, and the stored readings' replays were admitted
+// again. Every route that can change state refuses it, and changes nothing.
+test("auth: every route that can change state refuses a cross-site request and a form body, and nothing changes", async () => {
+  const { call } = workers.plain;
+  const ambient = { authorization: basic(`operator:${TOKEN}`) };
+  const held = { device_id: "xs-bin", seq: 1, ts: "2026-07-16T09:00:00Z", fill_pct: 40 };
+  const first = await post(call, "/v1/readings", [held]);
+  assert.equal(first.status, 200);
+  const key = (await first.json()).admitted[0].key;
+  const json = { "content-type": "application/json" };
+  const routes = [
+    ["POST", "/v1/readings", json, JSON.stringify([{ ...held, device_id: "xs-new" }])],
+    ["POST", "/v1/uplinks/ttn", json, fixture("with-fill/tts-v3-uplink.json")],
+    ["POST", "/v1/uplinks/chirpstack?event=up", json, "{}"],
+    ["POST", "/v1/uplinks/helium", json, "{}"],
+    ["POST", "/v1/uplinks/loriot", json, "{}"],
+    ["POST", "/v1/devices/xs-bin/reset", {}, undefined],
+    ["POST", "/v1/devices/xs-bin/redrive", {}, undefined],
+    ["POST", "/v1/devices/xs-bin/forget", json, JSON.stringify({ key })],
+    ["PUT", "/v1/devices/xs-bin/config", json, JSON.stringify({ codec: "dingtek/df703", bin_depth_mm: 1200 })],
+  ];
+  const sites = [
+    [{ "sec-fetch-site": "cross-site", origin: "http://evil.example" }, /Sec-Fetch-Site: cross-site/],
+    [{ "sec-fetch-site": "same-site", origin: "http://bins.example" }, /Sec-Fetch-Site: same-site/],
+    [{ origin: "http://evil.example" }, /Origin: http:\/\/evil\.example/],
+    [{ origin: "null" }, /Origin: null/],
+  ];
+  for (const [method, p, headers, body] of routes) {
+    for (const [site, message] of sites) {
+      const res = await call(p, { method, headers: { ...ambient, ...headers, ...site }, body });
+      const text = await res.text();
+      assert.equal(res.status, 403, `${method} ${p} ${JSON.stringify(site)}: ${text}`);
+      assert.equal(JSON.parse(text).error.code, "cross_site_request");
+      assert.match(JSON.parse(text).error.message, message);
+    }
+  }
+  // A form body, even where the route reads none (reset, redrive), and even same-origin.
+  for (const type of ["application/x-www-form-urlencoded", "multipart/form-data; boundary=x", "text/plain"]) {
+    for (const p of ["/v1/devices/xs-bin/reset", "/v1/devices/xs-bin/redrive", "/v1/devices/xs-bin/forget"]) {
+      const res = await call(p, { method: "POST", headers: { ...ambient, "content-type": type, "sec-fetch-site": "same-origin" }, body: "key=x" });
+      const text = await res.text();
+      assert.equal(res.status, 415, `${p} ${type}: ${text}`);
+      assert.equal(JSON.parse(text).error.code, "unsupported_media_type");
+    }
+  }
+  // Nothing changed: the held reading is still a duplicate (no reset, no forget), no
+  // other device was stored, none configured.
+  const again = await post(call, "/v1/readings", [held]);
+  assert.deepEqual((await again.json()).verdicts.map((v) => [v.verdict, v.key]), [["duplicate", key]]);
+  assert.equal((await (await call("/v1/devices/xs-new/readings", { headers: ambient })).json()).readings.length, 0);
+  assert.equal((await call("/v1/devices/xs-bin/config", { headers: ambient })).status, 404);
+  // The same requests from the worker's own pages, or from a server, are served.
+  const own = await call("/v1/devices/xs-bin/reset", { method: "POST", headers: { ...ambient, "sec-fetch-site": "same-origin" } });
+  assert.equal(own.status, 200, await own.text());
+  const typed = await call("/v1/devices/xs-bin/reset", { method: "POST", headers: { ...ambient, "sec-fetch-site": "none" } });
+  assert.equal(typed.status, 200, await typed.text());
 });

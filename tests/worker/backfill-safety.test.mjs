@@ -31,6 +31,42 @@ const tts = (w, eui, dev, bytes) => ttsUplink(w, eui, dev, bytes, { "x-downlink-
 const health = (w, id) => gapsOf(w.call, id);
 const to = (path) => ns.requests.filter((r) => r.path === path);
 
+// Before, only the key as sent was cut out: an echo of it in base64 (inside a longer
+// encoded text too) stayed readable in last_error and the log. (Percent-encoding leaves
+// a TTS key, dots and base32, as it is: cut out as sent.)
+const ECHOES = [
+  ["base64 of the key", (k) => `token ${Buffer.from(k).toString("base64")} denied`],
+  ["base64 of a JSON echo (another alignment)", (k) => `request ${Buffer.from(JSON.stringify({ authorization: `Bearer ${k}` })).toString("base64")}`],
+  ["base64url, one byte further", (k) => `jwt ${Buffer.from(`x${k}`).toString("base64url")}`],
+];
+ECHOES.forEach(([what, echo], i) => {
+  test(`a TTS refusal that echoes the API key ${what}: no spelling of it in GET /gaps or the log`, async () => {
+    const eui = `A84041000000A1E${i}`;
+    const dev = `bin-echo-${i}`;
+    await putConfig(worker.call, eui, EM500);
+    answer = (r) => (r.path === ttsPath(dev) ? { status: 403, body: JSON.stringify({ message: echo(r.headers.authorization.slice("Bearer ".length)) }) } : { status: 200 });
+    try {
+      await tts(worker, eui, dev, history([0, 2]));
+      await tts(worker, eui, dev, live(600));
+      const failed = await until(async () => (await health(worker, eui)).backfill.recent[0], "the refusal recorded");
+      assert.match(failed.last_error, /answered 403: .*\[credential\]/);
+      await logSettled(worker);
+      const key = keyOf(dev);
+      // The spellings an attacker reading the text could decode (the key's middle is enough).
+      const middle = key.slice(6, -2);
+      const readable = (text) => {
+        const decoded = [text, decodeURIComponent(text.replace(/%(?![0-9A-Fa-f]{2})/g, "%25"))];
+        for (const m of text.match(/[A-Za-z0-9+/_-]{8,}={0,2}/g) ?? []) for (const skip of [0, 1, 2, 3]) decoded.push(Buffer.from(m.slice(skip), "base64").toString("latin1"));
+        return decoded.some((t) => t.includes(middle));
+      };
+      assert.equal(readable(JSON.stringify(await health(worker, eui))), false, `GET /gaps: ${failed.last_error}`);
+      assert.deepEqual(worker.lines.filter(readable), []);
+    } finally {
+      answer = () => ({ status: 200 });
+    }
+  });
+});
+
 test("a redirect from an allowed network server is not followed: nothing reaches a host BACKFILL_HOSTS does not allow", async () => {
   const eui = "A84041000000A101";
   await putConfig(worker.call, eui, EM500);

@@ -29,6 +29,35 @@ const health = (w, id) => gapsOf(w.call, id);
 const to = (path) => ns.requests.filter((r) => r.path === path);
 const slots = (g) => g.gaps.map((x) => [x.from - SLOT0, x.to - SLOT0]);
 
+test("a gap dated after now (the sensor's clock runs ahead) is never asked for, and one that reaches now only up to its last past slot", async () => {
+  const eui = "A84041000000B0F1";
+  assert.equal((await putConfig(worker.call, eui, EM500)).status, 200);
+  const nowSlot = Math.floor(Date.now() / 1000 / PERIOD) - SLOT0;
+  // Records dated two days ahead, with two slots missing between them.
+  const ahead = nowSlot + 288;
+  await tts(worker, eui, "bin-ahead", history([ahead, ahead + 1, ahead + 4]));
+  assert.deepEqual(slots(await health(worker, eui)), [[ahead + 2, ahead + 3]]);
+  await tts(worker, eui, "bin-ahead", live(700));
+  await tts(worker, eui, "bin-ahead", live(710));
+  await logSettled(worker);
+  assert.equal(to(ttsPath("bin-ahead")).length, 0, "no downlink for a range the sensor has not reached");
+  assert.equal((await health(worker, eui)).backfill.open, null);
+  // A gap from the past into the future: asked for up to the last slot wholly past.
+  const eui2 = "A84041000000B0F2";
+  assert.equal((await putConfig(worker.call, eui2, EM500)).status, 200);
+  await tts(worker, eui2, "bin-across", history([nowSlot - 3, nowSlot + 3]));
+  await tts(worker, eui2, "bin-across", live(700));
+  const [sent] = await until(() => to(ttsPath("bin-across")).length && to(ttsPath("bin-across")), "the downlink push");
+  const range = sent.body.downlinks[0].frm_payload;
+  const asked = Buffer.from(range, "base64");
+  assert.equal(asked.readUInt32LE(2), T0 + (nowSlot - 2) * PERIOD);
+  // It ends where the slot the worker's clock was in begins (the slot of the request's
+  // moment, at or after the one this test started in).
+  const end = asked.readUInt32LE(6) + 1;
+  assert.equal((end - T0) % PERIOD, 0);
+  assert.ok(end >= T0 + nowSlot * PERIOD && end <= Date.now() / 1000, `${end}`);
+});
+
 test("TTS: a gap the replay left open is asked for once, with fd6c + its time range, at the device's push URL with its key; the records that come back close it", async () => {
   const eui = "A84041000000B001";
   assert.equal((await putConfig(worker.call, eui, EM500)).status, 200);

@@ -277,6 +277,14 @@ const ROWS = [
   { name: "device id with a slash is admitted and read back", path: "/v1/readings", body: burst(reading("h/slash", 1)), status: 200, check: admitted(1), stored: { "h/slash": [1] } },
   { name: "device id of 10 kB", path: "/v1/readings", body: burst(reading(LONG, 1)), status: 200, check: rejectedAs("invalid_device_id"), objects: "none" },
   { name: "device id with NUL", path: "/v1/readings", body: burst(reading("h\u0000x", 1)), status: 200, check: rejectedAs("invalid_device_id"), objects: "none" },
+  // Ids that print as another (before, each was a device of its own beside "h-n-13"):
+  // Default_Ignorable code points outside Cf, NFD, white space at either end.
+  ...["\u034F", "\uFE0F", "\u3164", "\u115F", "\u17B4", "\u180B", "\u{E0100}"].map((c) => ({ name: `device id with U+${c.codePointAt(0).toString(16).toUpperCase()}`, path: "/v1/readings", body: burst(reading(`h-n-1${c}3`, 1)), status: 200, check: rejectedAs("invalid_device_id"), objects: "none" })),
+  { name: "device id in NFD", path: "/v1/readings", body: burst(reading("h-cafe\u0301", 1), reading("h-caf\u00e9", 1)), status: 200, check: rejectedAs("invalid_device_id"), stored: { "h-caf\u00e9": [1] } },
+  { name: "device id with a trailing space", path: "/v1/readings", body: burst(reading("h-n-13 ", 1)), status: 200, check: rejectedAs("invalid_device_id"), objects: "none" },
+  { name: "device id with a leading no-break space", path: "/v1/readings", body: burst(reading("\u00a0h-n-13", 1)), status: 200, check: rejectedAs("invalid_device_id"), objects: "none" },
+  { name: "ledger of an NFD name", path: `/v1/devices/${encodeURIComponent("h-cafe\u0301")}/readings`, status: 400, code: "invalid_device_id", objects: "none" },
+  { name: "ledger of a name with a trailing space", path: "/v1/devices/h-n-13%20/readings", status: 400, code: "invalid_device_id", objects: "none" },
 
   // native bursts: media types, methods, sizes, counts
   { name: "text/plain", path: "/v1/readings", headers: { "content-type": "text/plain" }, body: burst(reading("h-m-1", 1)), status: 415, code: "unsupported_media_type", stored: { "h-m-1": [] } },
@@ -573,58 +581,149 @@ test("hostile: device calls of one request run at most 16 at a time, answers in 
   assert.equal(most, 16);
 });
 
+// --- under npm start (wrangler dev) ----------------------------------------------------
+
 const HELD_MS = 20_000;
+let devServer = null;
+/** One `wrangler dev`, as `npm start` runs it, for the tests below; stopped after the file. */
+function npmStart() {
+  devServer ??= (async () => {
+    const root = new URL("../../", import.meta.url).pathname;
+    const port = await new Promise((resolve) => {
+      const srv = net.createServer().listen(0, "127.0.0.1", () => {
+        const p = srv.address().port;
+        srv.close(() => resolve(p));
+      });
+    });
+    const state = tempDir();
+    const child = spawn(
+      path.join(root, "node_modules/.bin/wrangler"),
+      ["dev", "--ip", "127.0.0.1", "--port", String(port), "--persist-to", state, "--var", `INGEST_TOKEN:${TOKEN}`, "--show-interactive-dev-session=false"],
+      { cwd: root, env: { ...process.env, WRANGLER_SEND_METRICS: "false", CI: "1" }, stdio: ["ignore", "pipe", "pipe"], detached: true },
+    );
+    const exited = new Promise((r) => child.on("exit", r));
+    let out = "";
+    child.stdout.on("data", (d) => (out += d));
+    child.stderr.on("data", (d) => (out += d));
+    // Its own process group, killed with everything wrangler started.
+    const stop = async () => {
+      try {
+        process.kill(-child.pid, "SIGKILL");
+      } catch {}
+      await exited;
+      fs.rmSync(state, { recursive: true, force: true });
+    };
+    try {
+      await until(() => /Ready on/.test(out), `wrangler dev to start:\n${out}`, 120_000);
+    } catch (e) {
+      await stop();
+      throw e;
+    }
+    return { port, stop, log: () => out };
+  })();
+  return devServer;
+}
+after(async () => {
+  if (devServer) await (await devServer).stop();
+});
+
+/**
+ * One connection to `port`: `exchange(raw)` writes a request and resolves its reply
+ * (`{status, head, body}`, the body read to its Content-Length), within HELD_MS (a bound
+ * on a hang, not a timing assertion).
+ */
+function connection(port) {
+  const s = net.connect(port, "127.0.0.1");
+  let data = Buffer.alloc(0);
+  let waiting = null;
+  const settle = () => {
+    if (!waiting) return;
+    const end = data.indexOf("\r\n\r\n");
+    if (end < 0) return;
+    const head = data.subarray(0, end).toString("latin1");
+    const length = Number(/\r\ncontent-length:\s*(\d+)/i.exec(head)?.[1] ?? 0);
+    if (data.length < end + 4 + length) return;
+    const body = data.subarray(end + 4, end + 4 + length).toString("utf8");
+    data = data.subarray(end + 4 + length);
+    const { resolve, timer } = waiting;
+    waiting = null;
+    clearTimeout(timer);
+    resolve({ status: Number(head.split(" ")[1]), head, body });
+  };
+  s.on("data", (d) => {
+    data = Buffer.concat([data, d]);
+    settle();
+  });
+  s.on("error", (e) => waiting?.reject(e));
+  s.on("close", () => waiting?.reject(new Error(`the connection closed before a reply; received: ${data.toString("latin1").slice(0, 300)}`)));
+  return {
+    exchange: (raw) =>
+      new Promise((resolve, reject) => {
+        const timer = setTimeout(() => {
+          waiting = null;
+          reject(new Error(`no reply within ${HELD_MS} ms: the connection is held`));
+        }, HELD_MS);
+        waiting = { resolve, reject, timer };
+        s.write(raw);
+      }),
+    close: () => s.destroy(),
+  };
+}
+
+/** An HTTP/1.1 request with `body` (text) and its Content-Length. */
+function httpRequest(method, target, headers, body = "") {
+  const fields = { host: "127.0.0.1", ...headers, "content-length": Buffer.byteLength(body) };
+  return `${method} ${target} HTTP/1.1\r\n${Object.entries(fields).map(([k, v]) => `${k}: ${v}`).join("\r\n")}\r\n\r\n${body}`;
+}
+
 test("hostile: under npm start (wrangler dev) a Content-Length lie gets its 413 before the body", async () => {
   // `wrangler dev` wraps the worker in a middleware that reads an unused request
   // body to its end before the reply leaves: a client that declares 2 MB and sends
-  // 2 bytes got no answer at all. The worker now drops what it does not read.
-  const root = new URL("../../", import.meta.url).pathname;
-  const port = await new Promise((resolve) => {
-    const srv = net.createServer().listen(0, "127.0.0.1", () => {
-      const p = srv.address().port;
-      srv.close(() => resolve(p));
-    });
-  });
-  const state = tempDir();
-  const child = spawn(
-    path.join(root, "node_modules/.bin/wrangler"),
-    ["dev", "--ip", "127.0.0.1", "--port", String(port), "--persist-to", state, "--var", `INGEST_TOKEN:${TOKEN}`, "--show-interactive-dev-session=false"],
-    { cwd: root, env: { ...process.env, WRANGLER_SEND_METRICS: "false", CI: "1" }, stdio: ["ignore", "pipe", "pipe"], detached: true },
-  );
-  // Its own process group, killed with everything wrangler started.
-  const stop = () => {
-    try {
-      process.kill(-child.pid, "SIGKILL");
-    } catch {}
-  };
-  let out = "";
-  child.stdout.on("data", (d) => (out += d));
-  child.stderr.on("data", (d) => (out += d));
+  // 2 bytes got no answer at all. The worker drops a body declared that long unread.
+  const { port } = await npmStart();
+  const c = connection(port);
   try {
-    await until(() => /Ready on/.test(out), `wrangler dev to start:\n${out}`, 120_000);
-    const reply = await new Promise((resolve, reject) => {
-      const s = net.connect(port, "127.0.0.1");
-      let data = "";
-      s.on("error", reject);
-      // Not a timing assertion: a bound on a hang, so that wrangler is always stopped.
-      s.setTimeout(HELD_MS, () => {
-        s.destroy();
-        reject(new Error(`no reply within ${HELD_MS} ms: the connection is held`));
-      });
-      s.on("data", (d) => {
-        data += d;
-        if (data.includes("\r\n\r\n")) {
-          s.destroy();
-          resolve(data);
-        }
-      });
-      s.write(`POST /v1/readings HTTP/1.1\r\nhost: 127.0.0.1\r\nauthorization: Bearer ${TOKEN}\r\ncontent-type: application/json\r\ncontent-length: 2000000\r\n\r\n[]`);
-    });
-    assert.match(reply, /^HTTP\/1\.1 413 /);
+    const reply = await c.exchange(`POST /v1/readings HTTP/1.1\r\nhost: 127.0.0.1\r\nauthorization: Bearer ${TOKEN}\r\ncontent-type: application/json\r\ncontent-length: 2000000\r\n\r\n[]`);
+    assert.equal(reply.status, 413, reply.head);
   } finally {
-    const exited = new Promise((r) => child.on("exit", r));
-    stop();
-    await exited;
-    fs.rmSync(state, { recursive: true, force: true });
+    c.close();
+  }
+});
+
+test("hostile: under npm start (wrangler dev) every reply that leaves a body unread keeps the connection for the next request", async () => {
+  // A body the worker did not read was cancelled; under wrangler dev that broke the
+  // proxy's connection, and the next request on it was answered 503 "Your worker
+  // restarted mid-request" without reaching the worker (or hung): a ChirpStack status
+  // event lost the uplink after it. Now each is read and dropped first.
+  const { port } = await npmStart();
+  const auth = { authorization: `Bearer ${TOKEN}` };
+  const json = { "content-type": "application/json" };
+  const unread = [
+    ["ChirpStack status", "POST", "/v1/uplinks/chirpstack?event=status", { ...auth, ...json }, fixture("chirpstack/status.json"), 200],
+    ["ChirpStack join", "POST", "/v1/uplinks/chirpstack?event=join", { ...auth, ...json }, fixture("chirpstack/join.json"), 200],
+    ["ChirpStack log", "POST", "/v1/uplinks/chirpstack?event=log", { ...auth, ...json }, fixture("chirpstack/log.json"), 200],
+    ["ChirpStack txack", "POST", "/v1/uplinks/chirpstack?event=txack", { ...auth, ...json }, fixture("chirpstack/txack.json"), 200],
+    ["no credentials, 4 KB", "POST", "/v1/readings", json, "x".repeat(4096), 401],
+    ["an unknown route", "POST", "/v1/nothing-here", { ...auth, ...json }, "[]", 404],
+    ["a method the route does not take", "POST", "/v1/stats", { ...auth, ...json }, "[]", 405],
+    ["not JSON", "POST", "/v1/readings", { ...auth, "content-type": "text/csv" }, "a,b\r\n1,2\r\n", 415],
+    ["reset with a JSON body", "POST", "/v1/devices/dev-unread/reset", { ...auth, ...json }, "{}", 404],
+    ["redrive with a JSON body", "POST", "/v1/devices/dev-unread/redrive", { ...auth, ...json }, "{}", 200],
+  ];
+  const c = connection(port);
+  try {
+    let seq = 0;
+    for (const [what, method, target, headers, body, status] of unread) {
+      const first = await c.exchange(httpRequest(method, target, headers, body));
+      assert.equal(first.status, status, `${what}: ${first.head}\n${first.body}`);
+      // The next request on the same connection reaches the worker and is stored.
+      seq += 1;
+      const reading = JSON.stringify([{ device_id: "dev-after-unread", seq, ts: new Date(Date.UTC(2026, 6, 16, 9, seq)).toISOString(), fill_pct: 40 }]);
+      const next = await c.exchange(httpRequest("POST", "/v1/readings", { ...auth, ...json }, reading));
+      assert.equal(next.status, 200, `after ${what}: ${next.head}\n${next.body}`);
+      assert.equal(JSON.parse(next.body).unique, 1, `after ${what}: ${next.body}`);
+    }
+  } finally {
+    c.close();
   }
 });

@@ -185,7 +185,7 @@ test("the route: the token as everywhere (Bearer, Basic, AUTH_HEADER), HEAD, 405
     const none = await w.call("/v1/metrics");
     assert.equal(none.status, 401);
     assert.equal((await none.json()).error.code, "unauthorized");
-    assert.equal(none.headers.get("www-authenticate"), 'Bearer, Basic realm="reconnect-dedupe"');
+    assert.equal(none.headers.get("www-authenticate"), 'Basic realm="reconnect-dedupe", charset="UTF-8"');
     const wrong = await w.call("/v1/metrics", { headers: { authorization: "Bearer not-the-token" } });
     assert.equal(wrong.status, 401);
     // Prometheus `authorization: {credentials_file}` (Bearer), `basic_auth` and `http_headers`.

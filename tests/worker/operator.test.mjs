@@ -381,3 +381,27 @@ test("health pages walk every device once, group by group and in code point orde
   assert.deepEqual(seen, body.devices.map((d) => d.device_id));
   assert.ok(pages > 2);
 });
+
+test("health CSV: an id a spreadsheet would run as a formula is written with a leading ', the JSON keeps it as it is", async () => {
+  // Before, `=HYPERLINK(...)` as a device id was exported verbatim, and a spreadsheet
+  // opening the CSV ran it.
+  const ids = ['=HYPERLINK("http://evil.example","bin")', "+41", "-7", "@SUM(A1)"];
+  for (const [i, id] of ids.entries()) await ingest([reading(id, 1, 10 + i)]);
+  await until(async () => {
+    const page = (await get(call, "/v1/devices/health?limit=1000")).body;
+    return ids.every((id) => page.devices.some((d) => d.device_id === id && d.received === 1));
+  }, "the roll-up to hold the devices");
+  const res = await call("/v1/devices/health?format=csv&limit=1000", { headers: { authorization: `Bearer ${TOKEN}` } });
+  const rows = new Map(parseCsv(await res.text()).map((r) => [r[0], r]));
+  for (const id of ids) {
+    const row = rows.get(`'${id}`);
+    assert.ok(row, `a row for '${id}: ${[...rows.keys()].join(" | ")}`);
+    assert.equal(rows.has(id), false, id);
+    // The counts are numbers, written as they are.
+    assert.deepEqual(row.slice(1, 3), ["1", "1"], id);
+  }
+  const one = await call(`${at("-7", "health")}?format=csv`, { headers: { authorization: `Bearer ${TOKEN}` } });
+  assert.deepEqual(parseCsv(await one.text()).map((r) => r[0]), ["device_id", "'-7"]);
+  const json = (await get(call, at("-7", "health"))).body;
+  assert.equal(json.device_id, "-7");
+});

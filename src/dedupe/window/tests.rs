@@ -157,9 +157,9 @@ fn a_gap_below_the_window_is_still_recovered() {
 }
 
 #[test]
-fn a_forward_jump_beyond_the_window_is_one_gap_and_clears_the_bitmap() {
+fn a_forward_jump_within_the_window_is_one_gap_and_clears_the_bitmap() {
     let mut w = seen(0..100);
-    let far = 99 + 10 * W;
+    let far = 99 + W;
     assert_eq!(obs(&mut w, far, T0 + 5.0), Observation::New);
     assert_eq!(w.gaps(), &[gap(100, far - 1, T0 + 5.0)]);
     assert_eq!(w.totals().missing, (far - 100) as u64);
@@ -173,17 +173,62 @@ fn a_forward_jump_beyond_the_window_is_one_gap_and_clears_the_bitmap() {
         Observation::Recovered { delay_ms: 5 }
     );
     // A jump of exactly W and of W − 1: the bitmap is cleared word by word, exactly.
-    for step in [W - 1, W, W + 1] {
+    for step in [W - 1, W] {
         let mut w = seen(0..W);
         obs(&mut w, W - 1 + step, T0);
         for s in W.max(step)..W - 1 + step {
             assert!(!w.contains(s), "step {step}, seq {s}");
         }
-        assert_eq!(
-            w.gaps(),
-            &[gap(W, W - 2 + step, T0)][..usize::from(step > 1)]
-        );
+        assert_eq!(w.gaps(), &[gap(W, W - 2 + step, T0)]);
     }
+}
+
+#[test]
+fn a_forward_jump_beyond_the_window_is_a_reset_not_a_gap() {
+    // One step further than the window: the window starts over there, nothing missing.
+    let mut w = seen(0..100);
+    assert_eq!(
+        obs(&mut w, 99 + W + 1, T0),
+        Observation::Reset {
+            from: 99,
+            to: 99 + W + 1
+        }
+    );
+    assert!(w.gaps().is_empty());
+    assert_eq!((w.totals().missing, w.totals().resets), (0, 1));
+    // Gaps open before the jump are closed as a reset closes them.
+    let mut w = seen([1, 5]);
+    obs(&mut w, 5 + 10 * W, T0);
+    assert_eq!(w.totals().closed_by_reset, 3);
+    assert!(w.gaps().is_empty());
+}
+
+#[test]
+fn one_outlier_seq_leaves_nothing_missing_and_nothing_recovered() {
+    // Seqs 1–5, then 4 294 967 295 (a corrupted seq), then 6–10: before, 4 294 967 284
+    // missing, a gap ratio of 1, and 6–10 counted as late arrivals.
+    let mut w = seen(1..=5);
+    assert_eq!(
+        obs(&mut w, 4_294_967_295, T0),
+        Observation::Reset {
+            from: 5,
+            to: 4_294_967_295
+        }
+    );
+    assert_eq!(
+        obs(&mut w, 6, T0),
+        Observation::Reset {
+            from: 4_294_967_295,
+            to: 6
+        }
+    );
+    for s in 7..=10 {
+        assert_eq!(obs(&mut w, s, T0), Observation::New, "{s}");
+    }
+    let t = w.totals();
+    assert_eq!((t.missing, t.recovered, t.resets), (0, 0, 2));
+    assert!(w.gaps().is_empty());
+    assert_eq!(w.highest(), Some(10));
 }
 
 #[test]
@@ -343,11 +388,20 @@ fn bad_seqs_and_times_are_coded_errors_and_change_nothing() {
         assert_eq!(w.observe(6, at).unwrap_err().code(), "invalid_time");
     }
     assert_eq!(w, before);
-    // The ends of the range are fine, and a jump across all of it is one gap.
-    assert_eq!(obs(&mut w, MAX_SAFE_SEQ, 8.64e15), Observation::New);
+    // The ends of the range are fine; a jump across all of it is a reset, not a gap.
+    assert_eq!(
+        obs(&mut w, MAX_SAFE_SEQ, 8.64e15),
+        Observation::Reset {
+            from: 5,
+            to: MAX_SAFE_SEQ
+        }
+    );
     let mut w = seen([-MAX_SAFE_SEQ]);
     obs(&mut w, MAX_SAFE_SEQ, T0);
-    assert_eq!(w.totals().missing, 2 * MAX_SAFE_SEQ as u64 - 1);
+    assert_eq!(w.totals().missing, 0);
+    let mut w = seen([MAX_SAFE_SEQ - W]);
+    assert_eq!(obs(&mut w, MAX_SAFE_SEQ, T0), Observation::New);
+    assert_eq!(w.totals().missing, W as u64 - 1);
 }
 
 #[test]
@@ -637,9 +691,20 @@ fn random_seqs_anywhere_keep_the_invariants() {
             let got = obs(&mut w, seq, T0 + step as f64);
             let h = before.highest.unwrap_or(seq);
             let below = seq <= h - W && before.find_gap(seq).is_err();
+            let beyond = seq > h + W;
+            // No gap is longer than the window, and none reaches above the highest.
+            assert!(
+                w.gaps()
+                    .iter()
+                    .all(|g| g.len() < W as u64 && g.last < w.highest().unwrap()),
+                "seed {seed}, {seq}"
+            );
             match got {
                 Observation::Reset { from, to } => {
-                    assert!(below && (seq <= h - 2 * W || seq < W), "seed {seed}, {seq}");
+                    assert!(
+                        beyond || (below && (seq <= h - 2 * W || seq < W)),
+                        "seed {seed}, {seq}"
+                    );
                     assert_eq!((from, to), (h, seq));
                     assert!(w.gaps().is_empty());
                 }
@@ -647,7 +712,16 @@ fn random_seqs_anywhere_keep_the_invariants() {
                     assert!(below && seq > h - 2 * W && seq >= W, "seed {seed}, {seq}");
                     assert_eq!(w.gaps(), before.gaps());
                 }
-                _ => assert!(!below, "seed {seed}, seq {seq} below the window"),
+                Observation::Recovered { .. } => {
+                    assert!(
+                        before.find_gap(seq).is_ok(),
+                        "seed {seed}, {seq} recovered outside a gap"
+                    );
+                }
+                _ => assert!(
+                    !below && !beyond,
+                    "seed {seed}, seq {seq} outside the window"
+                ),
             }
             next = w.highest().unwrap() + 1;
         }
