@@ -17,8 +17,8 @@
 compile_error!("the JavaScript API needs the `typescript` feature (a default one): its .d.ts is generated with tsify");
 
 use crate::codec::{
-    decode, payload_readings, Codec, Decoded, DeviceConfig, FrameMeta, BIN_DEPTH_MM, OFFSET_MM,
-    REPORTING_PERIOD_S,
+    decode, payload_readings, Codec, Decoded, DeviceConfig, DeviceState, FrameMeta, BIN_DEPTH_MM,
+    OFFSET_MM, REPORTING_PERIOD_S,
 };
 use crate::dedupe::dedup::{
     check_time, Audit, AuditContext, AuditCounts, AuditEvent, BurstOutcome, Deduplicator,
@@ -1314,6 +1314,10 @@ pub struct PayloadFrame {
     /// `PayloadReadings`; absent or null before the first).
     #[serde(default)]
     counter_ref: Option<i64>,
+    /// The device's stored schedule phase (`schedule_phase_s` of its last
+    /// `PayloadReadings`; absent or null before the first): Tekelek's slots follow it.
+    #[serde(default)]
+    schedule_phase_s: Option<i64>,
     /// The radio frame's identity, the plan's `raw.frame` (16 lower-case hex digits):
     /// each reading keyed at the receive time then carries one of its own, as a
     /// decoded payload's reading does, so a later copy of the frame is re-keyed by the
@@ -1331,7 +1335,7 @@ pub struct PayloadFrame {
 /// {@link PayloadReadings}: the readings (`index`: the sample's place; `frame`: the
 /// sample's identity in `frame.frame` when its ts derives from the receive time, else
 /// null), the samples rejected (`no_reading` for a sentinel, `invalid_ts`,
-/// `invalid_seq`) and the counter reference to keep. Throws `invalid_device_id`,
+/// `invalid_seq`) and the counter reference and schedule phase to keep. Throws `invalid_device_id`,
 /// `unknown_codec`, `invalid_config`, `invalid_payload`, `unsupported_port`,
 /// `missing_reporting_period`, `invalid_ts` (a bad `received_at`) or `invalid_burst`
 /// (arguments of the wrong type, a `frame.frame` that is not 16 lower-case hex digits).
@@ -1352,7 +1356,13 @@ pub fn readings_from_payload_js(
     let frame: PayloadFrame = object_arg(
         &frame,
         "the frame",
-        &["received_at", "f_cnt", "counter_ref", "frame"],
+        &[
+            "received_at",
+            "f_cnt",
+            "counter_ref",
+            "schedule_phase_s",
+            "frame",
+        ],
     )?;
     let codec = codec_arg(&config.codec)?;
     let (port, bytes) = frame_args(&f_port, &payload)?;
@@ -1388,7 +1398,10 @@ pub fn readings_from_payload_js(
         port,
         &bytes,
         &meta,
-        frame.counter_ref,
+        DeviceState {
+            counter_ref: frame.counter_ref,
+            schedule_phase_s: frame.schedule_phase_s,
+        },
     )
     .map_err(to_js)?;
     to_value(&out)

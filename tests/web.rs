@@ -524,7 +524,7 @@ fn a_js_exception_while_reading_arguments_is_a_coded_error_that_admits_nothing()
 #[wasm_bindgen_test]
 fn every_device_vector_decodes_in_the_browser_as_in_the_core() {
     use reconnect_dedupe::codec::{
-        decode, payload_readings, Codec, Decoded, DeviceConfig, FrameMeta,
+        decode, payload_readings, Codec, Decoded, DeviceConfig, DeviceState, FrameMeta,
     };
     use reconnect_dedupe::wasm::{decode_payload_js, readings_from_payload_js};
     use std::num::NonZeroU32;
@@ -597,7 +597,10 @@ fn every_device_vector_decodes_in_the_browser_as_in_the_core() {
                 port as u32,
                 &bytes,
                 &meta,
-                Some(9),
+                DeviceState {
+                    counter_ref: Some(9),
+                    schedule_phase_s: None,
+                },
             );
             let got = readings_from_payload_js(
                 "70b3d52dd600035a".into(),

@@ -28,11 +28,24 @@
 //! network adds latency. Rounding *down* would move an uplink received a few seconds
 //! early into the previous slot, so the same reading repeated by the next uplink would
 //! get another ts and seq; the nearest multiple absorbs jitter of up to half a period
-//! either side. Ties (exactly half a period) round to the later slot. The grid is the
-//! multiples of the period since the epoch, not the device's own phase: a device whose
-//! uplinks arrive close to half a period off that grid (a 6 h period with uplinks
-//! around 03:00, 09:00 …) can round one uplink down and the next up, and then its
-//! repeated readings do not key the same. Its phase would have to be configured.
+//! either side. Ties (exactly half a period) round to the later slot. The slots are the
+//! multiples of the period since the epoch, so a reading's ts is on the clock's grid.
+//!
+//! # The device's own phase
+//! A device's schedule need not be on that grid: a Tekelek reporting every 600 s may
+//! send at 09:04:58, 09:15:02, … Rounding each receive time on its own would put the
+//! first in 09:00 and the second in 09:20 (302 s past 09:15 is nearer), and the three
+//! readings the second repeats would key under new times: counted twice. So the
+//! device's phase, how long after its slot its uplinks arrive, is kept
+//! ([`readings_on_schedule`], [`Readings::schedule_phase_s`]; the worker stores it per
+//! device): an uplink's slot is the receive time *less the phase*, rounded to the
+//! nearest multiple of the period. The first uplink has no phase (0), so it rounds as
+//! above (298 s past 09:00: 09:00) and its offset becomes the phase; the second, 302 s
+//! past its slot, then rounds to 09:10, and its repeats key the same. The phase moves
+//! only when an uplink's offset differs from it by more than an eighth of a period
+//! (a clock's drift, not a radio's jitter), so it is rarely written; a phase that drifts
+//! past five eighths of a period wraps by one period (the ts stays within that of the
+//! receive time), and that one uplink's repeats are then counted again.
 //!
 //! # Device clocks
 //! A device time before 2015-01-01T00:00:00Z is refused per sample with `invalid_ts`
@@ -101,6 +114,15 @@ pub struct FrameMeta {
     pub frame: Option<u64>,
 }
 
+/// What the worker keeps of a device between its uplinks for the codecs (`None`: not
+/// yet): the application-counter reference ([`Readings::counter_ref`], DF703) and the
+/// schedule phase ([`Readings::schedule_phase_s`], Tekelek).
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct DeviceState {
+    pub counter_ref: Option<i64>,
+    pub schedule_phase_s: Option<i64>,
+}
+
 /// One sample's reading, the fields of the core's `Reading` but the device id.
 #[derive(Debug, Clone, Copy, PartialEq)]
 pub struct SampleReading {
@@ -119,6 +141,9 @@ pub struct Readings {
     /// The device's application-counter reference after this uplink (unchanged when
     /// no sample carries a counter).
     pub counter_ref: Option<i64>,
+    /// The device's schedule phase after this uplink ([`readings_on_schedule`]; unchanged
+    /// when no sample is dated by the schedule, or when it did not move).
+    pub schedule_phase_s: Option<i64>,
 }
 
 /// The readings of `uplink`'s samples (see the module's rules).
@@ -154,17 +179,81 @@ pub fn readings(
     meta: &FrameMeta,
     counter_ref: Option<i64>,
 ) -> Result<Readings, Error> {
+    readings_on_schedule(config, uplink, meta, counter_ref, None)
+}
+
+/// [`readings`] of a device whose stored schedule phase is `phase_s` (`None` before it
+/// has one): the uplink's slot is the receive time less the phase, rounded to the
+/// nearest multiple of the period (module docs, "The device's own phase"), and
+/// [`Readings::phase_s`] is the phase to store.
+///
+/// # Errors
+/// As [`readings`].
+pub fn readings_on_schedule(
+    config: &DeviceConfig,
+    uplink: &Uplink,
+    meta: &FrameMeta,
+    counter_ref: Option<i64>,
+    phase_s: Option<i64>,
+) -> Result<Readings, Error> {
     let scheduled = uplink.samples.iter().any(|s| on_schedule(s).is_some());
-    if scheduled && config.reporting_period_s.is_none() {
-        return Err(Error::MissingReportingPeriod);
-    }
+    let schedule = match (scheduled, config.reporting_period_s) {
+        (false, _) => None,
+        (true, None) => return Err(Error::MissingReportingPeriod),
+        (true, Some(period_s)) => Some(Schedule::of(meta.received_at, period_s, phase_s)),
+    };
     let mut counter_ref = counter_ref;
     let each = uplink
         .samples
         .iter()
-        .map(|sample| reading(config, sample, meta, &mut counter_ref))
+        .map(|sample| reading(sample, meta, config, schedule.as_ref(), &mut counter_ref))
         .collect();
-    Ok(Readings { each, counter_ref })
+    Ok(Readings {
+        each,
+        counter_ref,
+        schedule_phase_s: schedule.map_or(phase_s, |s| s.phase_s),
+    })
+}
+
+/// A scheduled uplink's slot (`None` past the range of `i64`) and the phase to store.
+struct Schedule {
+    period: NonZeroU32,
+    slot: Option<Micros>,
+    phase_s: Option<i64>,
+}
+
+impl Schedule {
+    /// The slot of an uplink received at `received_at` from a device whose phase is
+    /// `phase_s`, and its phase after it: the new offset when it moved by more than an
+    /// eighth of a period (drift, not jitter), wrapped by one period when it went past
+    /// five eighths (module docs).
+    fn of(received_at: Micros, period: NonZeroU32, phase_s: Option<i64>) -> Schedule {
+        let period_s = i64::from(period.get());
+        let phase = phase_s.unwrap_or(0);
+        let slot = phase
+            .checked_mul(MICROS_PER_SEC)
+            .and_then(|p| received_at.checked_sub(p))
+            .and_then(|shifted| slot(shifted, period, 0));
+        let moved = slot.and_then(|s| received_at.checked_sub(s)).map(|d| {
+            let d = d.div_euclid(MICROS_PER_SEC);
+            if d.abs().saturating_mul(8) > period_s.saturating_mul(5) {
+                d - period_s * d.signum()
+            } else if (d - phase).abs().saturating_mul(8) > period_s {
+                d
+            } else {
+                phase
+            }
+        });
+        let phase_s = match moved {
+            Some(p) if p != phase => Some(p),
+            _ => phase_s,
+        };
+        Schedule {
+            period,
+            slot,
+            phase_s,
+        }
+    }
 }
 
 /// The ranges of a [`DeviceConfig`]'s numbers, as `PUT /v1/devices/{id}/config`
@@ -175,7 +264,7 @@ pub const REPORTING_PERIOD_S: (u32, u32) = (1, 7 * 86_400);
 
 /// One uplink's raw payload as keyed readings of `device_id`: what the worker admits.
 /// Serialises as `{codec, battery, readings: [{index, key, seq, ts, fill_pct,
-/// frame}], rejected: [{index, field, code, message}], counter_ref}`; `index` is the
+/// frame}], rejected: [{index, field, code, message}], counter_ref, schedule_phase_s}`; `index` is the
 /// sample's place in the payload.
 #[derive(Debug, Clone, PartialEq, Serialize)]
 #[cfg_attr(feature = "typescript", derive(tsify::Tsify))]
@@ -187,6 +276,8 @@ pub struct PayloadReadings {
     pub rejected: Vec<Rejection>,
     /// The application-counter reference to store for the next uplink.
     pub counter_ref: Option<i64>,
+    /// The schedule phase to store for the next uplink (Tekelek; module docs).
+    pub schedule_phase_s: Option<i64>,
 }
 
 /// Decodes `bytes` with `codec`, makes each sample a reading by the module's rules
@@ -213,7 +304,7 @@ pub fn payload_readings(
     f_port: u32,
     bytes: &[u8],
     meta: &FrameMeta,
-    counter_ref: Option<i64>,
+    state: DeviceState,
 ) -> Result<PayloadReadings, Error> {
     check_device_id(device_id)?;
     let within = |name: &str, v: u32, (min, max): (u32, u32)| {
@@ -231,7 +322,13 @@ pub fn payload_readings(
         within("reporting_period_s", period.get(), REPORTING_PERIOD_S)?;
     }
     let uplink = decode(codec, f_port, bytes)?;
-    let got = readings(config, &uplink, meta, counter_ref)?;
+    let got = readings_on_schedule(
+        config,
+        &uplink,
+        meta,
+        state.counter_ref,
+        state.schedule_phase_s,
+    )?;
     let device_id = canonical_device_id(Cow::Borrowed(device_id));
     let mut out = PayloadReadings {
         codec: codec.id(),
@@ -239,6 +336,7 @@ pub fn payload_readings(
         readings: Vec::new(),
         rejected: Vec::new(),
         counter_ref: got.counter_ref,
+        schedule_phase_s: got.schedule_phase_s,
     };
     for (index, (each, sample)) in got.each.into_iter().zip(&uplink.samples).enumerate() {
         match each {
@@ -314,9 +412,10 @@ fn on_schedule(sample: &Sample) -> Option<u8> {
 
 /// One sample's reading, moving the counter reference.
 fn reading(
-    config: &DeviceConfig,
     sample: &Sample,
     meta: &FrameMeta,
+    config: &DeviceConfig,
+    schedule: Option<&Schedule>,
     counter_ref: &mut Option<i64>,
 ) -> Result<SampleReading, Error> {
     let counter = sample.app_counter.map(|c| counter_seq(c, counter_ref));
@@ -324,12 +423,12 @@ fn reading(
         .distance
         .map_err(|NoReading(why)| Error::NoReading(why))?;
     let (ts, seq) = match (counter, sample.device_time_s, on_schedule(sample)) {
-        (Some(seq), ..) => (time(sample, meta, config)?, seq?),
+        (Some(seq), ..) => (time(sample, meta, schedule)?, seq?),
         (None, Some(_), _) | (None, None, Some(_)) => {
-            let ts = time(sample, meta, config)?;
+            let ts = time(sample, meta, schedule)?;
             (ts, ts.div_euclid(MICROS_PER_SEC))
         }
-        (None, None, None) => (time(sample, meta, config)?, safe_seq(meta.f_cnt)?),
+        (None, None, None) => (time(sample, meta, schedule)?, safe_seq(meta.f_cnt)?),
     };
     Ok(SampleReading {
         seq,
@@ -361,7 +460,7 @@ fn safe_seq(n: i64) -> Result<i64, Error> {
 
 /// The sample's ts: its device time, its slot on the reporting schedule, or the
 /// receive time.
-fn time(sample: &Sample, meta: &FrameMeta, config: &DeviceConfig) -> Result<Micros, Error> {
+fn time(sample: &Sample, meta: &FrameMeta, schedule: Option<&Schedule>) -> Result<Micros, Error> {
     let out_of_range = || Error::Invalid(Field::Ts, TsError::YearOutOfRange.describe());
     let ts = if let Some(secs) = sample.device_time_s {
         if secs < MIN_DEVICE_TIME_S {
@@ -373,10 +472,11 @@ fn time(sample: &Sample, meta: &FrameMeta, config: &DeviceConfig) -> Result<Micr
         secs.checked_mul(MICROS_PER_SEC).ok_or_else(out_of_range)?
     } else if let Some(periods_ago) = on_schedule(sample) {
         // `readings` refused the uplink before when the period is absent.
-        let period_s = config
-            .reporting_period_s
-            .ok_or(Error::MissingReportingPeriod)?;
-        slot(meta.received_at, period_s, periods_ago).ok_or_else(out_of_range)?
+        let s = schedule.ok_or(Error::MissingReportingPeriod)?;
+        let back = i64::from(s.period.get()) * MICROS_PER_SEC * i64::from(periods_ago);
+        s.slot
+            .and_then(|slot| slot.checked_sub(back))
+            .ok_or_else(out_of_range)?
     } else {
         meta.received_at
     };
@@ -796,6 +896,90 @@ mod tests {
     }
 
     #[test]
+    fn tekelek_repeats_key_the_same_when_the_schedule_is_off_the_grid() {
+        // Period 600 s; uplink B 604 s after A; B's last three readings are A's first three.
+        let cfg = config(3000, 0, Some(600));
+        let a = tek766("1000000001121B7701131BAA01121BA90114F274");
+        let b = tek766("1000000001101B7701121B7701131BAA01121BA9");
+        let keyed = |uplink: &Uplink, received: &str, phase: Option<i64>| {
+            let got = readings_on_schedule(&cfg, uplink, &meta(received, 40), None, phase).unwrap();
+            let ts: Vec<String> = got
+                .each
+                .iter()
+                .map(|r| isoformat(r.as_ref().unwrap().ts))
+                .collect();
+            (ts, got.schedule_phase_s)
+        };
+        // On the grid: 1 new reading and 3 repeats, as before; no phase to store.
+        let (first, phase) = keyed(&a, "2026-07-16T09:00:30Z", None);
+        assert_eq!(phase, None);
+        let (second, _) = keyed(&b, "2026-07-16T09:10:30Z", phase);
+        assert_eq!(second[1..], first[..3]);
+        // Half a period off: before, B's slot was 09:20 and its repeats 4 new readings.
+        let (first, phase) = keyed(&a, "2026-07-16T09:04:58Z", None);
+        assert_eq!(first[0], "2026-07-16T09:00:00+00:00");
+        assert_eq!(phase, Some(298));
+        let (second, kept) = keyed(&b, "2026-07-16T09:15:02Z", phase);
+        assert_eq!(second[0], "2026-07-16T09:10:00+00:00");
+        assert_eq!(second[1..], first[..3]);
+        assert_eq!(kept, Some(298), "4 s of jitter does not move the phase");
+        // Without the phase, the same uplink flips to the next slot (what happened before).
+        assert_eq!(
+            keyed(&b, "2026-07-16T09:15:02Z", None).0[0],
+            "2026-07-16T09:20:00+00:00"
+        );
+        // Jitter either way around the phase keeps the slot; an old frame delivered late
+        // finds its own slot by the same phase.
+        for (received, slot) in [
+            ("2026-07-16T09:14:10Z", "09:10"),
+            ("2026-07-16T09:19:40Z", "09:10"),
+            ("2026-07-16T08:55:01Z", "08:50"),
+        ] {
+            assert_eq!(
+                keyed(&b, received, Some(298)).0[0],
+                format!("2026-07-16T{slot}:00+00:00"),
+                "{received}"
+            );
+        }
+    }
+
+    #[test]
+    fn the_schedule_phase_follows_drift_and_wraps_past_five_eighths_of_a_period() {
+        let cfg = config(3000, 0, Some(600));
+        let a = tek766("1000000001121B7701131BAA01121BA90114F274");
+        let phase_after = |received: &str, phase: Option<i64>| {
+            readings_on_schedule(&cfg, &a, &meta(received, 40), None, phase)
+                .unwrap()
+                .schedule_phase_s
+        };
+        // Within an eighth of a period (75 s) of the phase: kept, nothing to write.
+        assert_eq!(phase_after("2026-07-16T09:06:13Z", Some(298)), Some(298));
+        // Drifted further: the phase follows.
+        assert_eq!(phase_after("2026-07-16T09:06:14Z", Some(298)), Some(374));
+        // Past five eighths (375 s): wrapped by a period, the ts within 225 s of receipt.
+        assert_eq!(
+            phase_after("2026-07-16T09:06:20Z", Some(320)),
+            Some(380 - 600)
+        );
+        // A phase near 0 that does not move is not written (None stays None).
+        assert_eq!(phase_after("2026-07-16T09:01:00Z", None), None);
+        assert_eq!(phase_after("2026-07-16T09:01:16Z", None), Some(76));
+        // A device's phase of the far ends of i64 is no slot (invalid_ts), never a panic.
+        let got = readings_on_schedule(
+            &cfg,
+            &a,
+            &meta("2026-07-16T09:00:00Z", 40),
+            None,
+            Some(i64::MAX),
+        )
+        .unwrap();
+        assert!(got
+            .each
+            .iter()
+            .all(|r| r.as_ref().unwrap_err().code() == "invalid_ts"));
+    }
+
+    #[test]
     fn tekelek_rounds_to_the_nearest_slot_and_a_tie_to_the_later() {
         let period = NonZeroU32::new(600).unwrap();
         let s = |t| slot(t, period, 0).unwrap();
@@ -997,7 +1181,7 @@ mod tests {
                 85,
                 &history,
                 &meta(f_cnt),
-                None,
+                DeviceState::default(),
             )
         };
         let got = run("24e124136b502217", 7).unwrap();
@@ -1041,7 +1225,7 @@ mod tests {
             f_port,
             bytes,
             &meta,
-            None,
+            DeviceState::default(),
         )
         .unwrap();
         assert!(got.rejected.is_empty());
@@ -1095,7 +1279,7 @@ mod tests {
             85,
             &bytes,
             &meta,
-            None,
+            DeviceState::default(),
         )
         .unwrap();
         assert!(got.readings.is_empty());
@@ -1115,7 +1299,7 @@ mod tests {
                 85,
                 &bytes,
                 &meta,
-                None,
+                DeviceState::default(),
             )
             .unwrap_err();
             assert_eq!(e.code(), "invalid_config");
@@ -1127,7 +1311,7 @@ mod tests {
             86,
             &bytes,
             &meta,
-            None,
+            DeviceState::default(),
         )
         .unwrap_err();
         assert_eq!(e.code(), "unsupported_port");

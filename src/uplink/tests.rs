@@ -868,7 +868,7 @@ fn a_tts_uplink_without_a_fill_level_hands_on_its_raw_payload_and_codec() {
 
 #[test]
 fn the_raw_payload_is_what_the_codec_reads() {
-    use crate::codec::{payload_readings, Codec, DeviceConfig, FrameMeta};
+    use crate::codec::{payload_readings, Codec, DeviceConfig, DeviceState, FrameMeta};
     use std::num::NonZeroU32;
     let raw = plan_of(Format::Tts, &tts_em500()).raw.unwrap();
     let codec = Codec::from_id(raw.codec_hint.unwrap()).unwrap();
@@ -894,7 +894,7 @@ fn the_raw_payload_is_what_the_codec_reads() {
         raw.f_port,
         &bytes,
         &meta,
-        None,
+        DeviceState::default(),
     )
     .unwrap();
     let seqs: Vec<i64> = got.readings.iter().map(|r| r.seq).collect();

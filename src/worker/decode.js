@@ -29,18 +29,18 @@ function effectiveConfig(stored, raw) {
 }
 
 /**
- * `raw` decoded for its device: `{readings, rejected, codec, counter_ref}` as
+ * `raw` decoded for its device: `{readings, rejected, codec, counter_ref, schedule_phase_s}` as
  * readingsFromPayload answers (each rejection with the device id), with the
  * `reporting_period_s` it was decoded with (null: none), or `{parked:
  * {code, message}}` when the device has no usable configuration, or `{refused: {code,
  * message, codec}}` when the codec cannot read the payload (bytes it does not
- * understand, a port it does not read). `counterRef`: the device's stored
- * application-counter reference, or null. Throws what else the core throws (a trap).
+ * understand, a port it does not read). `counterRef`, `schedulePhase`: the device's
+ * stored application-counter reference and schedule phase, or null. Throws what else the core throws (a trap).
  */
-export function decodeRaw(raw, stored, counterRef) {
+export function decodeRaw(raw, stored, counterRef, schedulePhase = null) {
   const { config, missing } = effectiveConfig(stored, raw);
   if (missing.length) return { parked: notConfigured(raw.device_id, missing.join(" and ")) };
-  const frame = { received_at: raw.received_at, f_cnt: raw.f_cnt, counter_ref: counterRef, frame: raw.frame };
+  const frame = { received_at: raw.received_at, f_cnt: raw.f_cnt, counter_ref: counterRef, schedule_phase_s: schedulePhase, frame: raw.frame };
   try {
     const out = guarded(() => readingsFromPayload(raw.device_id, config, raw.f_port, bytesOfHex(raw.payload), frame));
     out.rejected = out.rejected.map((r) => ({ ...r, device_id: raw.device_id }));

@@ -220,7 +220,7 @@ export class Device {
     }
     // Also when nothing was stored: the reply lists the samples in not_stored, as the audit line counts them.
     const windowSeqs = decodedWindowSeqs(decoded, decoded.reporting_period_s);
-    const out = await this.admit(context, decoded.readings, byCode(decoded.rejected), { attempt, unpark, counterRef: decoded.counter_ref, crossPath: true, windowSeqs });
+    const out = await this.admit(context, decoded.readings, byCode(decoded.rejected), { attempt, unpark, counterRef: decoded.counter_ref, schedulePhase: decoded.schedule_phase_s, crossPath: true, windowSeqs });
     return { ...out, decoded: decodedView(raw, decoded, out.crossed) };
   }
 
@@ -238,7 +238,7 @@ export class Device {
    * below; `keys`: the keys as stored when `reframe` changed one), or `{ok: false,
    * status, code, message}` when nothing was stored.
    */
-  async admit(context, planned, rejected, { attempt = 0, counterRef = null, unpark = null, crossPath = false, windowSeqs = null } = {}) {
+  async admit(context, planned, rejected, { attempt = 0, counterRef = null, schedulePhase = null, unpark = null, crossPath = false, windowSeqs = null } = {}) {
     const { device_id, burst_id } = context;
     const refused = sumOf(rejected);
     const cfg = config(this.env);
@@ -309,6 +309,13 @@ export class Device {
               "INSERT INTO codec_state (device_id, counter_ref) VALUES (?1, ?2) ON CONFLICT (device_id) DO UPDATE SET counter_ref = ?2 WHERE counter_ref IS NOT ?2",
               device_id,
               counterRef,
+            );
+          }
+          if (schedulePhase !== null && schedulePhase !== undefined) {
+            this.sql.exec(
+              "INSERT INTO schedule_phase (device_id, phase_s) VALUES (?1, ?2) ON CONFLICT (device_id) DO UPDATE SET phase_s = ?2 WHERE phase_s IS NOT ?2",
+              device_id,
+              schedulePhase,
             );
           }
           if (unpark !== null) this.sql.exec("DELETE FROM parked WHERE device_id = ? AND frame = ?", device_id, unpark);
@@ -565,9 +572,14 @@ export class Device {
     }));
   }
 
-  /** `raw` decoded with the device's configuration and counter reference (decode.js `decodeRaw`). Reads only. */
+  /** `raw` decoded with the device's configuration, counter reference and schedule phase (decode.js `decodeRaw`). Reads only. */
   decode(raw) {
-    return decodeRaw(raw, this.deviceConfig(), this.prepared ? this.counterRef() : null);
+    return decodeRaw(raw, this.deviceConfig(), this.prepared ? this.counterRef() : null, this.prepared ? this.schedulePhase() : null);
+  }
+
+  /** The device's stored schedule phase in seconds (Tekelek), or null. */
+  schedulePhase() {
+    return this.sql.exec("SELECT phase_s FROM schedule_phase WHERE device_id = ?", this.id).toArray()[0]?.phase_s ?? null;
   }
 
   /** The codec's stored application-counter reference (DF703), or null. */
@@ -824,6 +836,8 @@ export class Device {
           after = this.deviceConfig();
           this.record("device_config", { before, after }, now);
           const window = before && before.reporting_period_s !== reporting_period_s ? this.restartWindow() : null;
+          // A phase is a share of the period it was seen with.
+          if (before && before.reporting_period_s !== reporting_period_s) this.sql.exec("DELETE FROM schedule_phase WHERE device_id = ?", this.id);
           // Its open history request asked for slots of the old unit.
           restarted = window && { ...window, backfill_cancelled: cancelBackfill(this.sql, this.id, now) };
         });
@@ -1046,6 +1060,7 @@ export class Device {
         const seq_window = this.restartWindow();
         const counter_ref = this.counterRef();
         this.sql.exec("DELETE FROM codec_state WHERE device_id = ?", this.id);
+        this.sql.exec("DELETE FROM schedule_phase WHERE device_id = ?", this.id);
         // A history request for the forgotten window's gaps is closed (backfill.js).
         const backfill_cancelled = cancelBackfill(this.sql, this.id, now);
         detail = { forgotten, held, seq_window, counter_ref, backfill_cancelled, reset_at: isoTime(now) };

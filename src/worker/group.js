@@ -107,6 +107,9 @@ CREATE TABLE IF NOT EXISTS parked (
 CREATE INDEX IF NOT EXISTS parked_by_time ON parked (device_id, parked_at);
 -- The application-counter reference of a device's codec (DF703): one row, or none.
 CREATE TABLE IF NOT EXISTS codec_state (device_id TEXT PRIMARY KEY, counter_ref INTEGER NOT NULL);
+-- How long after its slot a device's scheduled uplinks arrive (Tekelek: src/codec/readings.rs,
+-- "The device's own phase"), in seconds: one row, or none (on the grid). Written when it moves.
+CREATE TABLE IF NOT EXISTS schedule_phase (device_id TEXT PRIMARY KEY, phase_s INTEGER NOT NULL);
 -- Each device's history of operator events (GET /v1/devices/{id}/history): key_forgotten,
 -- device_reset, device_config; the last HISTORY_EVENTS of them. AUTOINCREMENT: an id is
 -- never reused after trimming, so a page's cursor stays valid.

@@ -93,8 +93,8 @@ export const shapes = {
   deviceConfig: { bin_depth_mm: true, offset_mm: true, reporting_period_s: true } satisfies Members<DeviceConfigLimits>,
   bounds: { min: true, max: true } satisfies Members<Bounds>,
   payloadConfig: { codec: true, bin_depth_mm: true, offset_mm: true, reporting_period_s: true } satisfies Members<PayloadConfig>,
-  payloadFrame: { received_at: true, f_cnt: true, counter_ref: true, frame: true } satisfies Members<PayloadFrame>,
-  payloadReadings: { codec: true, battery: true, readings: true, rejected: true, counter_ref: true } satisfies Members<PayloadReadings>,
+  payloadFrame: { received_at: true, f_cnt: true, counter_ref: true, schedule_phase_s: true, frame: true } satisfies Members<PayloadFrame>,
+  payloadReadings: { codec: true, battery: true, readings: true, rejected: true, counter_ref: true, schedule_phase_s: true } satisfies Members<PayloadReadings>,
   decoded: { codec: true, battery: true, samples: true } satisfies Members<DecodedPayload>,
   sample: {
     distance_mm: true, no_reading: true, device_time_s: true, app_counter: true, periods_ago: true,

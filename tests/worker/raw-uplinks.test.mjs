@@ -189,6 +189,30 @@ test("a Tekelek without its reporting period is parked, and decoded once the per
   assert.equal((await ledger(id)).length, 4);
 });
 
+test("a Tekelek whose schedule is half a period off the clock's grid: the readings the next uplink repeats are its duplicates", async () => {
+  // Period 600 s, uplink B 604 s after A, B's last three readings A's first three.
+  // Before, received at 09:04:58 / 09:15:02, B's slot was 09:20 (its receive time
+  // rounded on the grid from the epoch): 4 new readings, 0 duplicates, conflicts.
+  const body = raw("tts-em310-udl-live.json");
+  const id = "A0B1C2D3E4F50012";
+  const uplink = (fCnt, hex, received_at) => {
+    const m = { ...body.uplink_message, f_port: 1, f_cnt: fCnt, frm_payload: Buffer.from(hex, "hex").toString("base64"), received_at };
+    m.version_ids = { ...m.version_ids, brand_id: "tekelek", model_id: "tek766" };
+    return { ...body, received_at, end_device_ids: { ...body.end_device_ids, dev_eui: id, device_id: "tek-phase" }, uplink_message: m };
+  };
+  await configure(id, { codec: "tekelek/tek766", bin_depth_mm: 3000, reporting_period_s: 600 });
+  const a = await send("ttn", uplink(40, "1000000001121B7701131BAA01121BA90114F274", "2026-07-16T09:04:58Z"));
+  assert.deepEqual([a.body.unique, a.body.duplicates_suppressed], [4, 0], JSON.stringify(a.body));
+  const b = await send("ttn", uplink(41, "1000000001101B7701121B7701131BAA01121BA9", "2026-07-16T09:15:02Z"));
+  assert.deepEqual([b.body.unique, b.body.duplicates_suppressed], [1, 3], JSON.stringify(b.body));
+  const rows = await ledger(id);
+  assert.deepEqual(rows.map((r) => r.ts).sort(), ["08:30", "08:40", "08:50", "09:00", "09:10"].map((t) => `2026-07-16T${t}:00+00:00`));
+  assert.ok(rows.every((r) => r.verdict === "admitted"), JSON.stringify(rows));
+  // The next one, 597 s later (jitter the other way): one new, three duplicates again.
+  const c = await send("ttn", uplink(42, "1000000001111B7701101B7701121B7701131BAA", "2026-07-16T09:24:59Z"));
+  assert.deepEqual([c.body.unique, c.body.duplicates_suppressed], [1, 3], JSON.stringify(c.body));
+});
+
 test("Simulate uplink with only bytes answers the decoded verdicts and stores nothing", async () => {
   const body = raw("tts-em500-udl-history.json");
   const id = "A0B1C2D3E4F50003";
