@@ -163,6 +163,10 @@ extern "C" {
     /// `String(v)`, which runs a `toString` of the caller's.
     #[wasm_bindgen(catch, js_name = String)]
     fn try_string(v: &JsValue) -> Result<js_sys::JsString, JsValue>;
+    /// `Object.prototype.toString.call(v)`: `[object Uint8Array]` for a typed array of
+    /// any realm (read from its internal slot by %TypedArray%.prototype's tag getter).
+    #[wasm_bindgen(js_namespace = ["Object", "prototype", "toString"], js_name = call)]
+    fn type_tag(v: &JsValue) -> String;
 }
 
 /// A caller's exception as text: `String(e)` (`TypeError: boom`, `42`), at most
@@ -432,9 +436,13 @@ fn times_arg(v: &JsValue) -> Result<Vec<f64>, JsValue> {
 }
 
 /// The bytes of a `Uint8Array` argument, copied through a catching call; `None`
-/// when `v` is no `Uint8Array`, `Err` the caller's exception (a Proxy's trap).
+/// when `v` is no `Uint8Array`, `Err` the caller's exception (a Proxy's trap). A
+/// `Uint8Array` of another realm (`node:vm`, an iframe, what Jest hands a test) is one
+/// too: `instanceof` fails across realms, so such a value is also recognised by
+/// `ArrayBuffer.isView` and its type tag, which both read the value's internal slots.
 fn u8_arg(v: &JsValue, what: &str) -> Option<Result<Vec<u8>, JsValue>> {
-    v.has_type::<js_sys::Uint8Array>().then(|| {
+    let foreign = || js_sys::ArrayBuffer::is_view(v) && type_tag(v) == "[object Uint8Array]";
+    (v.has_type::<js_sys::Uint8Array>() || foreign()).then(|| {
         CopiedU8::new(v)
             .map(|a| a.unchecked_into::<js_sys::Uint8Array>().to_vec())
             .map_err(|e| to_js(threw_arg(what, &e)))

@@ -8,6 +8,7 @@ import { test } from 'node:test';
 import assert from 'node:assert/strict';
 import fs from 'node:fs';
 import { createHash } from 'node:crypto';
+import vm from 'node:vm';
 
 const wasmPath = new URL('../../pkg/reconnect_dedupe_bg.wasm', import.meta.url);
 assert.ok(fs.existsSync(wasmPath), 'pkg/ is missing: run `npm run build` first');
@@ -137,6 +138,15 @@ const rows = [
   ['parseUplink: a format that is a number, not a name', () => pkg.parseUplink(5, '{}'), { code: 'unknown_format' }, S],
   ['parseUplink: a format that is an object whose toString throws', () => pkg.parseUplink({ toString() { throw new Error('boom'); } }, '{}'), { code: 'unknown_format' }, S],
   ['auditLine: an event that is a number', () => auditLine(5, { received: 0, unique: 0, duplicates_suppressed: 0, rejected: 0, seq_reuses: 0, evicted_before_ttl: 0 }, NOW), { code: 'invalid_burst' }, S],
+  // Bytes from another realm (node:vm, an iframe, what Jest hands a test): before,
+  // refused as "must be a Uint8Array" (instanceof fails across realms).
+  ['decodePayload: a Uint8Array of another realm', () => pkg.decodePayload('milesight-iot/em500-udl', 85, vm.runInNewContext('Uint8Array.of(0x20, 0xCE, 0x9E, 0x74, 0x46, 0x63, 0xD2, 0x04)')),
+    { result: (v) => assert.deepEqual(v.samples.map((x) => x.distance_mm), [1234]) }, S],
+  ['parseUplink: a body of another realm', () => pkg.parseUplink('readings', vm.runInNewContext('Uint8Array.of(0x5b, 0x5d)')), { result: (v) => assert.equal(JSON.parse(v).received, 0) }, S],
+  ['processBurstJson: bytes of another realm', (d) => d.processBurstJson(vm.runInNewContext('Uint8Array.from(bytes)', { bytes: [...Buffer.from(JSON.stringify([HELD[0]]))] }), NOW),
+    { result: (o) => assert.equal(JSON.parse(o).duplicates_suppressed, 1) }, (d) => assert.deepEqual(HELD.map((x) => d.contains(x, NOW)), [true, true])],
+  ['decodePayload: an Int8Array of another realm is no Uint8Array', () => pkg.decodePayload('milesight-iot/em500-udl', 85, vm.runInNewContext('new Int8Array(8)')), { code: 'invalid_burst' }, S],
+  ['decodePayload: an object that claims the Uint8Array tag is none', () => pkg.decodePayload('milesight-iot/em500-udl', 85, { [Symbol.toStringTag]: 'Uint8Array', length: 0 }), { code: 'invalid_burst' }, S],
   ['parseUplink: a Proxy of bytes whose get trap throws', () => pkg.parseUplink('readings', new Proxy(new Uint8Array(2), { get() { throw new Error('trap'); } })), { code: 'invalid_burst' }, S],
   ['restore: a Proxy of bytes whose get trap throws', () => Deduplicator.restore(new Proxy(base, { get() { throw new Error('trap'); } })), { code: 'invalid_burst' }, S],
   ['fromKeys: admission times as a Proxy whose get trap throws', () => Deduplicator.fromKeys(HELD_KEYS[0], new Proxy([NOW], { get() { throw new Error('trap'); } })), { code: 'invalid_burst' }, S],
