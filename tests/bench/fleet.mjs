@@ -412,11 +412,16 @@ function poller(port, route, headers, everyMs, good) {
   return p;
 }
 
-/** What a workerd process runs, from its command line: its config's file name (wrangler's proxy and the worker are two). */
-function roleOf(pid) {
+/**
+ * What a workerd process runs, from its command line: under `npm start`, wrangler's
+ * proxy (its ProxyWorker, listening on the port the fleet sends to, `port`) or the
+ * worker (wrangler's second workerd, behind it); else the worker of serve:workerd.
+ */
+function roleOf(pid, port) {
   try {
     const args = fs.readFileSync(`/proc/${pid}/cmdline`, "utf8").split("\0").filter(Boolean);
-    return args.slice(1).filter((a) => !a.startsWith("-")).map((a) => path.basename(a)).join(" ") || "workerd";
+    if (args.some((a) => a.endsWith(`entry=127.0.0.1:${port}`))) return "wrangler's proxy";
+    return args.includes("--binary") ? "the worker (wrangler dev)" : "the worker (serve:workerd)";
   } catch {
     return "workerd";
   }
@@ -642,7 +647,7 @@ async function run(target, scenario) {
       for (const pid of x.pids) rss.pids.add(pid);
       for (const [pid, own] of x.each) {
         rss.peakOf.set(pid, Math.max(rss.peakOf.get(pid) ?? 0, own));
-        if (!rss.roleOf.has(pid)) rss.roleOf.set(pid, roleOf(pid));
+        if (!rss.roleOf.has(pid)) rss.roleOf.set(pid, roleOf(pid, worker.port));
       }
     }
     return x;
@@ -658,10 +663,12 @@ async function run(target, scenario) {
     const r = await sendRound(worker.port, token, round, t);
     f.rounds.push(r);
     say(`round ${round}: ${fmt(r.requests)} requests in ${(r.ms / 1000).toFixed(1)} s (${fmt(r.readings / (r.ms / 1000))} uplinks/s), ${fmt(t.refusedByRound[round])} answered non-2xx; latency p50 ${ms(r.p50)}, p99 ${ms(r.p99)}, max ${ms(r.max)}`);
-    if (round === 1) f.rssAfterRound1 = sample()?.rss;
-    if (round === 2) f.rssAfterRound2 = sample()?.rss;
+    const x = sample();
+    if (round === 1) f.rssAfterRound1 = x?.rss;
+    if (round === 2) [f.rssAfterRound2, f.eachAfterRound2] = [x?.rss, x?.each];
   }
-  f.loadEndRss = sample()?.rss;
+  const end = sample();
+  [f.loadEndRss, f.eachAfterRound3] = [end?.rss, end?.each];
 
   // Quiet: the origin (recovered) holds every admitted key, then /v1/stats is exact.
   if (scenario === "failing") {
@@ -740,7 +747,11 @@ async function run(target, scenario) {
   for (const [pid, peak] of rss.peakOf) if (peak >= RSS_LIMIT) failures.push(`workerd ${pid} (${rss.roleOf.get(pid)}) RSS peaked at ${MiB(peak)} (limit: under 1 GiB)`);
   // Round 3 stores nothing new (every reading a duplicate): memory that grows through it
   // grows per request, not per reading held.
-  if (f.loadEndRss > FLAT_LIMIT * f.rssAfterRound2) failures.push(`workerd RSS grew from ${MiB(f.rssAfterRound2)} to ${MiB(f.loadEndRss)} through round 3, which stores nothing new (limit: ${Math.round((FLAT_LIMIT - 1) * 100)} %)`);
+  // Per process too: under npm start, wrangler's proxy and the worker each.
+  f.flat = [...(f.eachAfterRound2 ?? [])].map(([pid, before]) => ({ pid, role: rss.roleOf.get(pid), before, after: f.eachAfterRound3?.get(pid) ?? 0 }));
+  for (const { pid, role, before, after } of f.flat) {
+    if (after > FLAT_LIMIT * before) failures.push(`workerd ${pid} (${role}) RSS grew from ${MiB(before)} to ${MiB(after)} through round 3, which stores nothing new (limit: ${Math.round((FLAT_LIMIT - 1) * 100)} %)`);
+  }
   const slack = t.uncounted ? ` (${fmt(t.uncounted)} readings were in replies without counts)` : "";
   for (const [k, v] of Object.entries(t.counted)) if (stats?.[k] !== v) failures.push(`/v1/stats ${k} = ${stats?.[k] ?? "no answer"} after ${(f.statsSettleMs / 1000).toFixed(0)} s, the replies counted ${v}${slack}`);
   if (stats && stats.pending_deliveries !== 0) failures.push(`/v1/stats pending_deliveries = ${stats.pending_deliveries} after ${(f.statsSettleMs / 1000).toFixed(0)} s, 0 expected once the origin has every admitted key`);
@@ -761,6 +772,7 @@ function report(f) {
   say(`/v1/health ${polls(f.health)}; /v1/stats ${polls(f.statsLat)}`);
   say(`slowest /v1/health polls: ${f.health.slowest.join("; ")}`);
   say(`workerd RSS peak by process: ${f.rssEach.join("; ")}`);
+  say(`workerd RSS through round 3 by process: ${f.flat.map(({ pid, role, before, after }) => `${pid} ${role}: ${MiB(before)} → ${MiB(after)} (${(after / before).toFixed(2)})`).join("; ")}`);
   say(`workerd (${rss.processes ?? 0} process(es) at once, ${rss.pids.size} seen: more means one was restarted): RSS peak ${MiB(rss.peak)}, after round 1 ${MiB(f.rssAfterRound1)}, after round 2 ${MiB(f.rssAfterRound2)}, after round 3 ${MiB(f.loadEndRss)}, at the end ${MiB(f.endRss)} (round 3 / round 2: ${(f.loadEndRss / f.rssAfterRound2).toFixed(2)}); open files up to ${fmt(rss.peakFiles)}`);
   say(`origin: ${fmt(origin.delivered.size)} distinct keys received of ${fmt(t.admitted.size)} admitted, ${fmt(f.missing)} missing after ${(f.drainMs / 1000).toFixed(1)} s, ${fmt(f.redelivered)} redelivered, ${fmt(f.unexplained)} no reply admitted; ${fmt(origin.posts)} POSTs (${fmt(origin.refused)} answered 503), ${fmt(f.retriedBodies)} bodies sent more than once, ${f.keyChanged} changed key, ${f.bodyChanged} keys reused for another body`);
   const s = f.stats;
@@ -796,6 +808,7 @@ function table(runs) {
     ["workerd RSS peak", (f) => MiB(f.rss.peak)],
     ["workerd RSS after round 1 / 2 / 3", (f) => `${MiB(f.rssAfterRound1)} / ${MiB(f.rssAfterRound2)} / ${MiB(f.loadEndRss)}`],
     ["workerd RSS peak by process", (f) => f.rssEach.join("; ")],
+    ["workerd RSS round 2 → 3 by process", (f) => f.flat.map(({ role, before, after }) => `${role}: ${MiB(before)} → ${MiB(after)}`).join("; ")],
     ["workerd open files, peak", (f) => fmt(f.rss.peakFiles)],
     ["round 1 / 2 / 3", (f) => f.rounds.map((r) => `${(r.ms / 1000).toFixed(1)} s`).join(" / ")],
     ["uplinks/s, round 1 / 2 / 3", (f) => f.rounds.map((r) => fmt(r.readings / (r.ms / 1000))).join(" / ")],
