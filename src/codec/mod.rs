@@ -37,9 +37,9 @@ mod tekelek;
 mod test_kit;
 
 pub use readings::{
-    payload_readings, readings, readings_on_schedule, unwrap_counter, DeviceConfig, DeviceState,
-    FrameMeta, PayloadReadings, Readings, SampleReading, BIN_DEPTH_MM, MIN_DEVICE_TIME_S,
-    OFFSET_MM, REPORTING_PERIOD_S,
+    payload_readings, readings, unwrap_counter, DeviceConfig, DeviceState, FrameMeta,
+    PayloadReadings, Readings, SampleReading, BIN_DEPTH_MM, MIN_DEVICE_TIME_S, OFFSET_MM,
+    REPORTING_PERIOD_S,
 };
 
 /// A sensor model whose bytes the core reads.

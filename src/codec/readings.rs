@@ -37,7 +37,7 @@
 //! first in 09:00 and the second in 09:20 (302 s past 09:15 is nearer), and the three
 //! readings the second repeats would key under new times: counted twice. So the
 //! device's phase, how long after its slot its uplinks arrive, is kept
-//! ([`readings_on_schedule`], [`Readings::schedule_phase_s`]; the worker stores it per
+//! ([`DeviceState::schedule_phase_s`], [`Readings::schedule_phase_s`]; the worker stores it per
 //! device): an uplink's slot is the receive time *less the phase*, rounded to the
 //! nearest multiple of the period. The first uplink has no phase (0), so it rounds as
 //! above (298 s past 09:00: 09:00) and its offset becomes the phase; the second, 302 s
@@ -141,15 +141,18 @@ pub struct Readings {
     /// The device's application-counter reference after this uplink (unchanged when
     /// no sample carries a counter).
     pub counter_ref: Option<i64>,
-    /// The device's schedule phase after this uplink ([`readings_on_schedule`]; unchanged
+    /// The device's schedule phase after this uplink ([`readings`]; unchanged
     /// when no sample is dated by the schedule, or when it did not move).
     pub schedule_phase_s: Option<i64>,
 }
 
-/// The readings of `uplink`'s samples (see the module's rules).
+/// The readings of `uplink`'s samples (see the module's rules), for a device whose
+/// stored codec state is `state`: the application-counter reference unwraps its
+/// counters, and the schedule phase dates its scheduled samples (module docs, "The
+/// device's own phase"); [`Readings`] holds both to store after it.
 ///
 /// ```
-/// use reconnect_dedupe::codec::{decode, readings, Codec, DeviceConfig, FrameMeta};
+/// use reconnect_dedupe::codec::{decode, readings, Codec, DeviceConfig, DeviceState, FrameMeta};
 /// use std::num::NonZeroU32;
 /// let config = DeviceConfig {
 ///     codec: Some(Codec::MilesightEm500Udl),
@@ -162,7 +165,7 @@ pub struct Readings {
 ///              0x20, 0xCE, 0x3A, 0x82, 0x46, 0x63, 0xD0, 0x04];
 /// let uplink = decode(Codec::MilesightEm500Udl, 85, &bytes).unwrap();
 /// let meta = FrameMeta { received_at: 1_700_000_000_000_000, f_cnt: 7, frame: None };
-/// let got = readings(&config, &uplink, &meta, None).unwrap();
+/// let got = readings(&config, &uplink, &meta, DeviceState::default()).unwrap();
 /// let first = got.each[0].as_ref().unwrap();
 /// assert_eq!((first.seq, first.ts, first.fill_pct), (1665561758, 1665561758_000_000, 17.7));
 /// ```
@@ -177,32 +180,19 @@ pub fn readings(
     config: &DeviceConfig,
     uplink: &Uplink,
     meta: &FrameMeta,
-    counter_ref: Option<i64>,
-) -> Result<Readings, Error> {
-    readings_on_schedule(config, uplink, meta, counter_ref, None)
-}
-
-/// [`readings`] of a device whose stored schedule phase is `phase_s` (`None` before it
-/// has one): the uplink's slot is the receive time less the phase, rounded to the
-/// nearest multiple of the period (module docs, "The device's own phase"), and
-/// [`Readings::phase_s`] is the phase to store.
-///
-/// # Errors
-/// As [`readings`].
-pub fn readings_on_schedule(
-    config: &DeviceConfig,
-    uplink: &Uplink,
-    meta: &FrameMeta,
-    counter_ref: Option<i64>,
-    phase_s: Option<i64>,
+    state: DeviceState,
 ) -> Result<Readings, Error> {
     let scheduled = uplink.samples.iter().any(|s| on_schedule(s).is_some());
     let schedule = match (scheduled, config.reporting_period_s) {
         (false, _) => None,
         (true, None) => return Err(Error::MissingReportingPeriod),
-        (true, Some(period_s)) => Some(Schedule::of(meta.received_at, period_s, phase_s)),
+        (true, Some(period_s)) => Some(Schedule::of(
+            meta.received_at,
+            period_s,
+            state.schedule_phase_s,
+        )),
     };
-    let mut counter_ref = counter_ref;
+    let mut counter_ref = state.counter_ref;
     let each = uplink
         .samples
         .iter()
@@ -211,30 +201,31 @@ pub fn readings_on_schedule(
     Ok(Readings {
         each,
         counter_ref,
-        schedule_phase_s: schedule.map_or(phase_s, |s| s.phase_s),
+        schedule_phase_s: schedule.map_or(state.schedule_phase_s, |s| s.phase_s),
     })
 }
 
-/// A scheduled uplink's slot (`None` past the range of `i64`) and the phase to store.
+/// A scheduled uplink's receive time less the device's phase (`None` past the range of
+/// `i64`), which its samples' slots are rounded from, and the phase to store.
 struct Schedule {
     period: NonZeroU32,
-    slot: Option<Micros>,
+    shifted: Option<Micros>,
     phase_s: Option<i64>,
 }
 
 impl Schedule {
-    /// The slot of an uplink received at `received_at` from a device whose phase is
+    /// The schedule of an uplink received at `received_at` from a device whose phase is
     /// `phase_s`, and its phase after it: the new offset when it moved by more than an
     /// eighth of a period (drift, not jitter), wrapped by one period when it went past
     /// five eighths (module docs).
     fn of(received_at: Micros, period: NonZeroU32, phase_s: Option<i64>) -> Schedule {
         let period_s = i64::from(period.get());
         let phase = phase_s.unwrap_or(0);
-        let slot = phase
+        let shifted = phase
             .checked_mul(MICROS_PER_SEC)
-            .and_then(|p| received_at.checked_sub(p))
-            .and_then(|shifted| slot(shifted, period, 0));
-        let moved = slot.and_then(|s| received_at.checked_sub(s)).map(|d| {
+            .and_then(|p| received_at.checked_sub(p));
+        let now = shifted.and_then(|t| slot(t, period, 0));
+        let moved = now.and_then(|s| received_at.checked_sub(s)).map(|d| {
             let d = d.div_euclid(MICROS_PER_SEC);
             if d.abs().saturating_mul(8) > period_s.saturating_mul(5) {
                 d - period_s * d.signum()
@@ -250,7 +241,7 @@ impl Schedule {
         };
         Schedule {
             period,
-            slot,
+            shifted,
             phase_s,
         }
     }
@@ -322,12 +313,14 @@ pub fn payload_readings(
         within("reporting_period_s", period.get(), REPORTING_PERIOD_S)?;
     }
     let uplink = decode(codec, f_port, bytes)?;
-    let got = readings_on_schedule(
+    let got = readings(
         config,
         &uplink,
         meta,
-        state.counter_ref,
-        state.schedule_phase_s,
+        DeviceState {
+            counter_ref: state.counter_ref,
+            schedule_phase_s: state.schedule_phase_s,
+        },
     )?;
     let device_id = canonical_device_id(Cow::Borrowed(device_id));
     let mut out = PayloadReadings {
@@ -473,9 +466,8 @@ fn time(sample: &Sample, meta: &FrameMeta, schedule: Option<&Schedule>) -> Resul
     } else if let Some(periods_ago) = on_schedule(sample) {
         // `readings` refused the uplink before when the period is absent.
         let s = schedule.ok_or(Error::MissingReportingPeriod)?;
-        let back = i64::from(s.period.get()) * MICROS_PER_SEC * i64::from(periods_ago);
-        s.slot
-            .and_then(|slot| slot.checked_sub(back))
+        s.shifted
+            .and_then(|t| slot(t, s.period, periods_ago))
             .ok_or_else(out_of_range)?
     } else {
         meta.received_at
@@ -486,8 +478,9 @@ fn time(sample: &Sample, meta: &FrameMeta, schedule: Option<&Schedule>) -> Resul
     Ok(ts)
 }
 
-/// `received_at` rounded to the nearest multiple of the period since the epoch (ties:
-/// the later), minus `periods_ago` periods; `None` past the range of `i64`.
+/// `received_at` (a device's, less its phase) rounded to the nearest multiple of the
+/// period since the epoch (ties: the later), minus `periods_ago` periods; `None` past
+/// the range of `i64`.
 fn slot(received_at: Micros, period_s: NonZeroU32, periods_ago: u8) -> Option<Micros> {
     let period = i64::from(period_s.get()).checked_mul(MICROS_PER_SEC)?;
     let past = received_at.rem_euclid(period);
@@ -565,7 +558,13 @@ mod tests {
     fn em500_history_keys_by_device_time_whatever_the_frame_counter() {
         let cfg = config(1500, 100, None);
         let uplink = history_uplink();
-        let first = readings(&cfg, &uplink, &meta("2022-10-12T09:01:00Z", 12), None).unwrap();
+        let first = readings(
+            &cfg,
+            &uplink,
+            &meta("2022-10-12T09:01:00Z", 12),
+            DeviceState::default(),
+        )
+        .unwrap();
         let want = vec![
             (1_665_561_758, "2022-10-12T08:02:38+00:00".to_owned(), 24.4),
             (1_665_565_242, "2022-10-12T09:00:42+00:00".to_owned(), 24.5),
@@ -573,7 +572,16 @@ mod tests {
         assert_eq!(triples(&first), want);
         assert_eq!(first.counter_ref, None);
         // After a rejoin: frame counter 1, delivered a day later.
-        let replay = readings(&cfg, &uplink, &meta("2022-10-13T11:00:00Z", 1), Some(3)).unwrap();
+        let replay = readings(
+            &cfg,
+            &uplink,
+            &meta("2022-10-13T11:00:00Z", 1),
+            DeviceState {
+                counter_ref: Some(3),
+                schedule_phase_s: None,
+            },
+        )
+        .unwrap();
         assert_eq!(triples(&replay), want);
         assert_eq!(replay.counter_ref, Some(3));
     }
@@ -582,13 +590,24 @@ mod tests {
     fn a_live_sample_is_keyed_by_the_frame_counter_and_the_receive_time() {
         let cfg = config(3000, 0, Some(HOUR_S));
         for (_, uplink) in decoded(Codec::MilesightEm310Udl, EM310, 3) {
-            let got = readings(&cfg, &uplink, &meta("2026-07-16T09:00:05.25Z", 4711), None);
+            let got = readings(
+                &cfg,
+                &uplink,
+                &meta("2026-07-16T09:00:05.25Z", 4711),
+                DeviceState::default(),
+            );
             let want = (4711, "2026-07-16T09:00:05.250000+00:00".to_owned(), 29.5);
             assert_eq!(triples(&got.unwrap()), vec![want]);
         }
         // The EM500's live sample beside its history: the same rule.
         let uplink = decode(Codec::MilesightEm500Udl, 85, &hex("01756403821E00")).unwrap();
-        let got = readings(&cfg, &uplink, &meta("2026-07-16T09:00:00Z", 9), None).unwrap();
+        let got = readings(
+            &cfg,
+            &uplink,
+            &meta("2026-07-16T09:00:00Z", 9),
+            DeviceState::default(),
+        )
+        .unwrap();
         assert_eq!(
             triples(&got),
             vec![(9, "2026-07-16T09:00:00+00:00".to_owned(), 99.0)]
@@ -606,7 +625,13 @@ mod tests {
             sample(5000),
         ]);
         let cfg = config(3000, 200, None);
-        let got = readings(&cfg, &uplink, &meta("2026-07-16T09:00:00Z", 1), None).unwrap();
+        let got = readings(
+            &cfg,
+            &uplink,
+            &meta("2026-07-16T09:00:00Z", 1),
+            DeviceState::default(),
+        )
+        .unwrap();
         let fills: Vec<f64> = got
             .each
             .iter()
@@ -631,7 +656,7 @@ mod tests {
             &config(1500, 0, None),
             &uplink,
             &meta("2026-07-16T09:00:00Z", 2),
-            None,
+            DeviceState::default(),
         )
         .unwrap();
         assert_eq!(got.each.len(), 2);
@@ -648,7 +673,7 @@ mod tests {
             &config(1, 0, None),
             &empty,
             &meta("2026-07-16T09:00:00Z", 2),
-            None,
+            DeviceState::default(),
         )
         .unwrap()
         .each
@@ -670,7 +695,16 @@ mod tests {
         let cfg = config(2000, 0, None);
         let m = meta("2026-07-16T09:00:00Z", 77);
         let step = |level, counter, reference| {
-            let got = readings(&cfg, &df703(level, counter), &m, reference).unwrap();
+            let got = readings(
+                &cfg,
+                &df703(level, counter),
+                &m,
+                DeviceState {
+                    counter_ref: reference,
+                    schedule_phase_s: None,
+                },
+            )
+            .unwrap();
             (got.each[0].as_ref().unwrap().seq, got.counter_ref)
         };
         // The vector itself: counter 1, the first counter seen.
@@ -678,7 +712,7 @@ mod tests {
             &cfg,
             &decode(Codec::DingtekDf703, 3, &hex(DF703_HEARTBEAT)).unwrap(),
             &m,
-            None,
+            DeviceState::default(),
         )
         .unwrap();
         assert_eq!(
@@ -709,7 +743,16 @@ mod tests {
         );
         assert_eq!(reference, Some(65_556));
         // A level-0 frame is no_reading, but its counter still moves the reference.
-        let got = readings(&cfg, &df703(0, 2), &m, Some(65_536)).unwrap();
+        let got = readings(
+            &cfg,
+            &df703(0, 2),
+            &m,
+            DeviceState {
+                counter_ref: Some(65_536),
+                schedule_phase_s: None,
+            },
+        )
+        .unwrap();
         assert_eq!(got.each[0].as_ref().unwrap_err().code(), "no_reading");
         assert_eq!(got.counter_ref, Some(65_538));
     }
@@ -752,14 +795,32 @@ mod tests {
     fn a_counter_past_the_safe_seq_range_is_invalid_seq_and_moves_nothing() {
         let cfg = config(2000, 0, None);
         let m = meta("2026-07-16T09:00:00Z", 1);
-        let got = readings(&cfg, &df703(1000, 0), &m, Some(MAX_SAFE_SEQ)).unwrap();
+        let got = readings(
+            &cfg,
+            &df703(1000, 0),
+            &m,
+            DeviceState {
+                counter_ref: Some(MAX_SAFE_SEQ),
+                schedule_phase_s: None,
+            },
+        )
+        .unwrap();
         assert_eq!(got.each[0].as_ref().unwrap_err().code(), "invalid_seq");
         assert_eq!(got.counter_ref, Some(MAX_SAFE_SEQ));
         let wide = of(vec![Sample {
             app_counter: Some(65_536),
             ..live(Ok(1000))
         }]);
-        let got = readings(&cfg, &wide, &m, Some(4)).unwrap();
+        let got = readings(
+            &cfg,
+            &wide,
+            &m,
+            DeviceState {
+                counter_ref: Some(4),
+                schedule_phase_s: None,
+            },
+        )
+        .unwrap();
         let e = got.each[0].as_ref().unwrap_err();
         assert_eq!(e.code(), "invalid_seq");
         assert_eq!(
@@ -784,7 +845,7 @@ mod tests {
                 f_cnt,
                 frame: None,
             };
-            let got = readings(&cfg, &uplink, &m, None)
+            let got = readings(&cfg, &uplink, &m, DeviceState::default())
                 .unwrap()
                 .each
                 .swap_remove(0);
@@ -803,7 +864,7 @@ mod tests {
         };
         let m = meta("2026-07-16T09:00:00Z", 1);
         let one = |t| {
-            readings(&cfg, &with_time(t), &m, None)
+            readings(&cfg, &with_time(t), &m, DeviceState::default())
                 .unwrap()
                 .each
                 .swap_remove(0)
@@ -837,7 +898,7 @@ mod tests {
             frame: None,
         };
         let live_one = of(vec![live(Ok(100))]);
-        let got = readings(&cfg, &live_one, &late, None)
+        let got = readings(&cfg, &live_one, &late, DeviceState::default())
             .unwrap()
             .each
             .swap_remove(0);
@@ -857,7 +918,13 @@ mod tests {
             hex("1000000001121B7701131BAA01121BA90114F274")
         );
         // Received 3 min 12 s after its slot (06:00).
-        let got = readings(&cfg, &first, &meta("2026-07-16T06:03:12Z", 40), None).unwrap();
+        let got = readings(
+            &cfg,
+            &first,
+            &meta("2026-07-16T06:03:12Z", 40),
+            DeviceState::default(),
+        )
+        .unwrap();
         let before = triples(&got);
         let slot = |t: &str, ullage_mm: u32| {
             let ts = at(t);
@@ -877,18 +944,30 @@ mod tests {
         // One period later, received 2 min 30 s *before* its slot (12:00), another
         // frame counter; a new current reading, the previous three shifted by one.
         let next = tek766("1000000001101B7701121B7701131BAA01121BA9");
-        let got = readings(&cfg, &next, &meta("2026-07-16T11:57:30Z", 41), None).unwrap();
+        let got = readings(
+            &cfg,
+            &next,
+            &meta("2026-07-16T11:57:30Z", 41),
+            DeviceState::default(),
+        )
+        .unwrap();
         let after = triples(&got);
         assert_eq!(after[0], slot("2026-07-16T12:00:00Z", 2720));
         assert_eq!(after[1..], before[..3]);
         // Jitter up to just under half a period either side keeps the slots.
         for received in ["2026-07-16T09:00:00Z", "2026-07-16T14:59:59.999999Z"] {
-            let got = readings(&cfg, &next, &meta(received, 41), None).unwrap();
+            let got = readings(&cfg, &next, &meta(received, 41), DeviceState::default()).unwrap();
             assert_eq!(triples(&got), after, "{received}");
         }
         // The status frame's reading is off the schedule: receive time and frame counter.
         let (_, status) = decoded(Codec::TekelekTek766, TEK766, 3).swap_remove(2);
-        let got = readings(&cfg, &status, &meta("2026-07-16T07:31:00Z", 42), None).unwrap();
+        let got = readings(
+            &cfg,
+            &status,
+            &meta("2026-07-16T07:31:00Z", 42),
+            DeviceState::default(),
+        )
+        .unwrap();
         assert_eq!(
             triples(&got),
             vec![(42, "2026-07-16T07:31:00+00:00".to_owned(), 98.7)]
@@ -902,7 +981,16 @@ mod tests {
         let a = tek766("1000000001121B7701131BAA01121BA90114F274");
         let b = tek766("1000000001101B7701121B7701131BAA01121BA9");
         let keyed = |uplink: &Uplink, received: &str, phase: Option<i64>| {
-            let got = readings_on_schedule(&cfg, uplink, &meta(received, 40), None, phase).unwrap();
+            let got = readings(
+                &cfg,
+                uplink,
+                &meta(received, 40),
+                DeviceState {
+                    counter_ref: None,
+                    schedule_phase_s: phase,
+                },
+            )
+            .unwrap();
             let ts: Vec<String> = got
                 .each
                 .iter()
@@ -948,9 +1036,17 @@ mod tests {
         let cfg = config(3000, 0, Some(600));
         let a = tek766("1000000001121B7701131BAA01121BA90114F274");
         let phase_after = |received: &str, phase: Option<i64>| {
-            readings_on_schedule(&cfg, &a, &meta(received, 40), None, phase)
-                .unwrap()
-                .schedule_phase_s
+            readings(
+                &cfg,
+                &a,
+                &meta(received, 40),
+                DeviceState {
+                    counter_ref: None,
+                    schedule_phase_s: phase,
+                },
+            )
+            .unwrap()
+            .schedule_phase_s
         };
         // Within an eighth of a period (75 s) of the phase: kept, nothing to write.
         assert_eq!(phase_after("2026-07-16T09:06:13Z", Some(298)), Some(298));
@@ -965,12 +1061,14 @@ mod tests {
         assert_eq!(phase_after("2026-07-16T09:01:00Z", None), None);
         assert_eq!(phase_after("2026-07-16T09:01:16Z", None), Some(76));
         // A device's phase of the far ends of i64 is no slot (invalid_ts), never a panic.
-        let got = readings_on_schedule(
+        let got = readings(
             &cfg,
             &a,
             &meta("2026-07-16T09:00:00Z", 40),
-            None,
-            Some(i64::MAX),
+            DeviceState {
+                counter_ref: None,
+                schedule_phase_s: Some(i64::MAX),
+            },
         )
         .unwrap();
         assert!(got
@@ -1013,7 +1111,7 @@ mod tests {
             &config(3000, 0, None),
             &first,
             &meta("2026-07-16T06:00:00Z", 1),
-            None,
+            DeviceState::default(),
         )
         .unwrap_err();
         assert_eq!(
@@ -1027,7 +1125,7 @@ mod tests {
             &config(3000, 0, None),
             &status,
             &meta("2026-07-16T06:00:00Z", 1),
-            None,
+            DeviceState::default(),
         );
         assert!(got.unwrap().each[0].is_ok());
         // A sample with a device time is dated by it, whatever its periods_ago.
@@ -1040,7 +1138,7 @@ mod tests {
             &config(3000, 0, None),
             &dated,
             &meta("2026-07-16T06:00:00Z", 1),
-            None,
+            DeviceState::default(),
         );
         assert_eq!(got.unwrap().each[0].as_ref().unwrap().seq, 1_700_000_000);
     }
@@ -1114,8 +1212,28 @@ mod tests {
                 frame: None,
             };
             let reference = rng.bool().then(|| pick_i64(&mut rng, &counters));
-            let got = readings(&cfg, &uplink, &m, reference);
-            assert_eq!(got, readings(&cfg, &uplink, &m, reference), "deterministic");
+            let got = readings(
+                &cfg,
+                &uplink,
+                &m,
+                DeviceState {
+                    counter_ref: reference,
+                    schedule_phase_s: None,
+                },
+            );
+            assert_eq!(
+                got,
+                readings(
+                    &cfg,
+                    &uplink,
+                    &m,
+                    DeviceState {
+                        counter_ref: reference,
+                        schedule_phase_s: None
+                    }
+                ),
+                "deterministic"
+            );
             let got = match got {
                 Ok(got) => got,
                 Err(e) => {

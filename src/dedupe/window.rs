@@ -48,8 +48,11 @@
 //! is an outlier (a corrupted seq: seqs 1–5, then 4 294 967 295, then 6–10) or a counter
 //! that restarted at a higher value, and reading it as a gap would count up to 2^53
 //! seqs missing and take the seqs after an outlier for late arrivals. After an outlier
-//! the next seq is a reset back (small, or far below it), and the window goes on from
-//! there with nothing missing.
+//! more than 2W beyond, the next seq is a reset back (far below it, or small), and the
+//! window goes on from there with nothing missing. After one less than 2W beyond, the
+//! seqs that follow are between W and 2W below it: [`Observation::TooOld`] until they
+//! reach its window (up to W of them; a known shortcoming of this rule: the seen-set,
+//! not the window, decides admission, so only the device's sequence figures are off).
 //!
 //! A seq `s` *below the window* (`s ≤ h − W`) that is in no listed gap is:
 //! - [`Observation::Reset`] when `s ≤ h − 2W` (far below: a counter restarted after it had

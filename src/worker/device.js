@@ -835,9 +835,10 @@ export class Device {
           );
           after = this.deviceConfig();
           this.record("device_config", { before, after }, now);
-          const window = before && before.reporting_period_s !== reporting_period_s ? this.restartWindow() : null;
+          const periodChanged = before && before.reporting_period_s !== reporting_period_s;
+          const window = periodChanged ? this.restartWindow() : null;
           // A phase is a share of the period it was seen with.
-          if (before && before.reporting_period_s !== reporting_period_s) this.sql.exec("DELETE FROM schedule_phase WHERE device_id = ?", this.id);
+          if (periodChanged) this.sql.exec("DELETE FROM schedule_phase WHERE device_id = ?", this.id);
           // Its open history request asked for slots of the old unit.
           restarted = window && { ...window, backfill_cancelled: cancelBackfill(this.sql, this.id, now) };
         });
