@@ -1,4 +1,4 @@
-// The cross-path rule (README "One measurement by two paths") under review, in
+// The cross-path rule (README "One measurement by two paths") at its edges, in
 // workerd: its tolerance pinned at ±1 µs around both bounds for the receive-time
 // forms the core writes (whole seconds, microseconds), two datalog records that could
 // take one live reading, a record twice in one uplink, a live reading evicted from the

@@ -1,4 +1,4 @@
-// Attacks on the verdicts (issue 12, first part): multi-device bursts with one device
+// The verdicts under faults and odd input (issue 12, first part): multi-device bursts with one device
 // failing, conflicts by the `device_id:seq:` prefix with device ids holding `:`, `%`,
 // `_`, `;` or non-ASCII, and the first admission a duplicate of an unparked uplink names.
 // In workerd (Miniflare); faults are SQLite triggers put in by python3 (harness `sqlite`).
