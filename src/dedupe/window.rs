@@ -47,12 +47,13 @@
 //! lost in one stretch is not what a replay closes or a backfill asks for; such a jump
 //! is an outlier (a corrupted seq: seqs 1–5, then 4 294 967 295, then 6–10) or a counter
 //! that restarted at a higher value, and reading it as a gap would count up to 2^53
-//! seqs missing and take the seqs after an outlier for late arrivals. After an outlier
-//! more than 2W beyond, the next seq is a reset back (far below it, or small), and the
-//! window goes on from there with nothing missing. After one less than 2W beyond, the
-//! seqs that follow are between W and 2W below it: [`Observation::TooOld`] until they
-//! reach its window (up to W of them; a known shortcoming of this rule: the seen-set,
-//! not the window, decides admission, so only the device's sequence figures are off).
+//! seqs missing and take the seqs after an outlier for late arrivals. The window
+//! remembers the highest seq before the jump, `b`, until it moves on from the jump:
+//! while it does, a seq at most `b + W` is a reset back (the jump was an outlier), and
+//! the window goes on from there with nothing missing. The first seq above the jump, or
+//! a fill of its window above `b + W`, says the jump was a counter that restarted
+//! higher: `b` is forgotten, and seqs near it are read by the rules below again. A
+//! second jump keeps the first `b` (two outliers in a row).
 //!
 //! A seq `s` *below the window* (`s ≤ h − W`) that is in no listed gap is:
 //! - [`Observation::Reset`] when `s ≤ h − 2W` (far below: a counter restarted after it had
@@ -64,8 +65,8 @@
 //! - [`Observation::TooOld`] otherwise: within the W slots just below the window, a replay
 //!   older than the window. Nothing changes but the count.
 //!
-//! A seq in the window or in a listed gap is never a reset. Where that misreads a
-//! restart, it does so boundedly and without a false gap:
+//! A seq in the window or in a listed gap is never a reset, but on the way back from a
+//! jump. Where that misreads a restart, it does so boundedly and without a false gap:
 //! - a counter that restarts before it passed W (`h < W`) lands in the window: its
 //!   seqs read as repeats, then as fills, until it passes `h`;
 //! - a restart whose first seq seen is `≥ W` and within `2W` of `h` reads as
@@ -186,6 +187,9 @@ pub struct SeqTotals {
 pub struct SeqWindow {
     /// The highest seq seen since the last reset; `None` before the first.
     highest: Option<i64>,
+    /// After a jump beyond the window, the highest seq before it, until the window
+    /// moves on from the jump (the way back of the reset rule); below `highest − W`.
+    before_jump: Option<i64>,
     /// Bit `seq mod W` for each seq of the window.
     bits: [u64; WORDS],
     /// Open gaps, ascending, disjoint and never adjacent; all below `highest`.
@@ -214,6 +218,7 @@ impl SeqWindow {
     pub fn new() -> SeqWindow {
         SeqWindow {
             highest: None,
+            before_jump: None,
             bits: [0; WORDS],
             gaps: Vec::new(),
             totals: SeqTotals::default(),
@@ -264,9 +269,13 @@ impl SeqWindow {
         if seq > h + WINDOW_SLOTS {
             // A jump beyond the window: an outlier or a counter that restarted
             // elsewhere, not W or more readings lost (module docs, the reset rule).
-            return Ok(self.reset(h, seq));
+            let before = self.before_jump.unwrap_or(h);
+            let got = self.reset(h, seq);
+            self.before_jump = Some(before);
+            return Ok(got);
         }
         if seq > h {
+            self.before_jump = None;
             self.advance(h, seq, at);
             return Ok(Observation::New);
         }
@@ -275,6 +284,10 @@ impl SeqWindow {
             bump(&mut self.totals.repeats, 1);
             return Ok(Observation::Repeat);
         }
+        if self.before_jump.is_some_and(|b| seq <= b + WINDOW_SLOTS) {
+            // Back near the seqs before the jump: it was an outlier.
+            return Ok(self.reset(h, seq));
+        }
         if let Ok(i) = self.find_gap(seq) {
             if in_window {
                 self.mark(seq);
@@ -282,6 +295,7 @@ impl SeqWindow {
             return Ok(self.recover(i, seq, at));
         }
         if in_window {
+            self.before_jump = None;
             self.mark(seq);
             return Ok(Observation::New);
         }
@@ -312,8 +326,9 @@ impl SeqWindow {
         Observation::Reset { from: h, to: seq }
     }
 
-    /// Starts over at `seq`: no bits but its own, no gaps.
+    /// Starts over at `seq`: no bits but its own, no gaps, no jump to go back from.
     fn restart(&mut self, seq: i64) {
+        self.before_jump = None;
         self.bits = [0; WORDS];
         self.gaps.clear();
         self.totals.missing = 0;
@@ -424,7 +439,9 @@ impl SeqWindow {
     /// The window as compact bytes, for the device's SQLite row.
     ///
     /// Format v1: the version byte [`FORMAT_VERSION`]; a flags byte (bit 0: a seq was
-    /// seen); and when one was: the highest seq (i64, little-endian), a u32
+    /// seen; bit 1: a jump beyond the window can still be gone back from); and when a seq
+    /// was seen: the highest seq (i64, little-endian), with bit 1 the highest before the
+    /// jump (i64, little-endian; a release before it refuses such bytes), a u32
     /// (little-endian) whose bit `i` says word `i` of the ring is non-zero, those words
     /// (u64 little-endian, in order), then as LEB128 varints the counters `recovered`,
     /// `repeats`, `resets`, `too_old`, `gaps_dropped`, `missing_dropped`,
@@ -433,11 +450,15 @@ impl SeqWindow {
     /// An empty window is 2 bytes; a new device's 30; a device in order with every word
     /// in use 278, plus 5 to 13 per gap (BENCHMARKS.md, "Sequence window").
     pub fn to_bytes(&self) -> Vec<u8> {
-        let mut out = vec![FORMAT_VERSION, u8::from(self.highest.is_some())];
+        let flags = u8::from(self.highest.is_some()) | u8::from(self.before_jump.is_some()) << 1;
+        let mut out = vec![FORMAT_VERSION, flags];
         let Some(h) = self.highest else {
             return out;
         };
         out.extend_from_slice(&h.to_le_bytes());
+        if let Some(b) = self.before_jump {
+            out.extend_from_slice(&b.to_le_bytes());
+        }
         let used: u32 = (0..WORDS)
             .filter(|&i| self.bits[i] != 0)
             .fold(0, |m, i| m | 1 << i);
@@ -484,16 +505,24 @@ impl SeqWindow {
             return Err(bad("sequence window: unsupported version"));
         }
         let mut w = SeqWindow::new();
-        match r.u8()? {
+        let jumped = match r.u8()? {
             0 => return r.end().map(|()| w),
-            1 => {}
+            1 => false,
+            3 => true,
             _ => return Err(bad("sequence window: unknown flags")),
-        }
+        };
         let h = i64::from_le_bytes(r.take()?);
         if h.unsigned_abs() > MAX_SAFE_SEQ as u64 {
             return Err(bad("sequence window: seq out of range"));
         }
         w.highest = Some(h);
+        if jumped {
+            let b = i64::from_le_bytes(r.take()?);
+            if b < -MAX_SAFE_SEQ || b >= h - WINDOW_SLOTS {
+                return Err(bad("sequence window: the seq before a jump out of range"));
+            }
+            w.before_jump = Some(b);
+        }
         let used = u32::from_le_bytes(r.take()?);
         for (i, word) in w.bits.iter_mut().enumerate() {
             if used & 1 << i != 0 {

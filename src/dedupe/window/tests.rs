@@ -19,6 +19,12 @@ impl SeqWindow {
         };
         assert!(h.unsigned_abs() <= MAX_SAFE_SEQ as u64);
         assert!(self.bit(h), "the highest seq is not marked");
+        if let Some(b) = self.before_jump {
+            assert!(
+                b >= -MAX_SAFE_SEQ && b < h - W,
+                "the seq before a jump out of range"
+            );
+        }
         assert!(self.gaps.len() <= MAX_GAPS, "gap list over its bound");
         let mut missing = 0;
         for (i, g) in self.gaps.iter().enumerate() {
@@ -229,6 +235,71 @@ fn one_outlier_seq_leaves_nothing_missing_and_nothing_recovered() {
     assert_eq!((t.missing, t.recovered, t.resets), (0, 0, 2));
     assert!(w.gaps().is_empty());
     assert_eq!(w.highest(), Some(10));
+}
+
+#[test]
+fn an_outlier_less_than_2w_beyond_leaves_the_seqs_after_it_counted() {
+    // Seqs 10 000–10 005, then 13 100 (a corrupted seq, between W and 2W beyond), then
+    // the device goes on at 10 006: before, up to W of the seqs after the outlier were
+    // too old (below its window, above its reset zone). The first seq near the highest
+    // before the jump is a reset back, and the device's seqs go on from there.
+    let mut w = seen(10_000..=10_005);
+    let outlier = 10_005 + W + 1_047;
+    assert!(outlier - 10_005 > W && outlier - 10_005 < 2 * W);
+    assert_eq!(
+        obs(&mut w, outlier, T0),
+        Observation::Reset {
+            from: 10_005,
+            to: outlier
+        }
+    );
+    // The network server's second delivery of the outlier is a repeat, and keeps the way back.
+    assert_eq!(obs(&mut w, outlier, T0), Observation::Repeat);
+    assert_eq!(
+        obs(&mut w, 10_006, T0),
+        Observation::Reset {
+            from: outlier,
+            to: 10_006
+        }
+    );
+    for s in 10_007..=10_020 {
+        assert_eq!(obs(&mut w, s, T0), Observation::New, "{s}");
+    }
+    let t = w.totals();
+    assert_eq!((t.missing, t.too_old, t.resets), (0, 0, 2));
+    // A seq inside the outlier's window but near the highest before it is a reset back too
+    // (a jump of just over W: 10 100 is in 12 100's window).
+    let mut w = seen(10_000..=10_005);
+    obs(&mut w, 10_005 + W + 50, T0);
+    assert_eq!(
+        obs(&mut w, 10_100, T0),
+        Observation::Reset {
+            from: 10_005 + W + 50,
+            to: 10_100
+        }
+    );
+    // Two outliers in a row: the way back is to the seqs before the first.
+    let mut w = seen(10_000..=10_005);
+    obs(&mut w, 10_005 + W + 1, T0);
+    obs(&mut w, 10_005 + 3 * W, T0);
+    assert_eq!(
+        obs(&mut w, 10_006, T0),
+        Observation::Reset {
+            from: 10_005 + 3 * W,
+            to: 10_006
+        }
+    );
+    // A jump that the device goes on from was a restart at a higher value: once the
+    // window moves on from it, an old seq near the highest before is too old again.
+    let mut w = seen(10_000..=10_005);
+    obs(&mut w, outlier, T0);
+    assert_eq!(obs(&mut w, outlier + 1, T0), Observation::New);
+    assert_eq!(obs(&mut w, 10_006, T0), Observation::TooOld);
+    // A fill of the outlier's window far from the seqs before it says the same.
+    let mut w = seen(10_000..=10_005);
+    obs(&mut w, outlier, T0);
+    assert_eq!(obs(&mut w, outlier - 10, T0), Observation::New);
+    assert_eq!(obs(&mut w, 10_006, T0), Observation::TooOld);
 }
 
 #[test]
@@ -476,6 +547,16 @@ fn corrupt_or_truncated_bytes_are_coded_errors_never_panics() {
     refused(&[], "truncated");
     refused(&[2, 0], "unsupported version");
     refused(&[1, 2], "unknown flags");
+    // A seq before a jump that is not W below the highest: seq 5000, before it 5000 − W.
+    let mut b = vec![1, 3];
+    b.extend(5000i64.to_le_bytes());
+    b.extend((5000 - W).to_le_bytes());
+    refused(&b, "before a jump out of range");
+    // Bytes with a jump to go back from round-trip (the fields are otherwise as v1's).
+    let mut w = seen(1..=5);
+    obs(&mut w, 5 + 3 * W, T0);
+    assert_eq!(w.to_bytes()[1], 3);
+    assert_eq!(w.to_bytes().len(), seen([5 + 3 * W]).to_bytes().len() + 8);
     refused(&[1, 0, 0], "trailing bytes");
     let mut long = good.clone();
     long.push(0);
@@ -532,20 +613,20 @@ fn bytes_per_device() {
     assert_eq!(std::mem::size_of::<Gap>(), 24);
     let idle = SeqWindow::new();
     let struct_bytes = std::mem::size_of::<SeqWindow>();
-    assert_eq!(struct_bytes, 16 + 8 * WORDS + 24 + 8 * 8);
+    assert_eq!(struct_bytes, 2 * 16 + 8 * WORDS + 24 + 8 * 8);
     assert_eq!(idle.memory_bytes(), struct_bytes);
-    assert_eq!(struct_bytes, 360);
+    assert_eq!(struct_bytes, 376);
     let mut w = seen(0..10_000);
     obs(&mut w, 10_005, T0);
-    assert_eq!(w.memory_bytes(), 360 + 4 * 24); // Vec's first allocation holds 4
+    assert_eq!(w.memory_bytes(), 376 + 4 * 24); // Vec's first allocation holds 4
     let mut full = seen([0]);
     for i in 1..=200 {
         obs(&mut full, 2 * i, T0);
     }
     assert_eq!(full.gaps().len(), MAX_GAPS);
-    // At the bound the list's allocation stops at G gaps: 1 896 bytes in all.
-    assert_eq!(full.memory_bytes(), 360 + MAX_GAPS * 24);
-    assert_eq!(full.memory_bytes(), 1_896);
+    // At the bound the list's allocation stops at G gaps: 1 912 bytes in all.
+    assert_eq!(full.memory_bytes(), 376 + MAX_GAPS * 24);
+    assert_eq!(full.memory_bytes(), 1_912);
 }
 
 /// The model: the set of seqs seen, the highest, and the missing seqs with when they
@@ -692,6 +773,7 @@ fn random_seqs_anywhere_keep_the_invariants() {
             let h = before.highest.unwrap_or(seq);
             let below = seq <= h - W && before.find_gap(seq).is_err();
             let beyond = seq > h + W;
+            let back = seq <= h && before.before_jump.is_some_and(|b| seq <= b + W);
             // No gap is longer than the window, and none reaches above the highest.
             assert!(
                 w.gaps()
@@ -702,7 +784,7 @@ fn random_seqs_anywhere_keep_the_invariants() {
             match got {
                 Observation::Reset { from, to } => {
                     assert!(
-                        beyond || (below && (seq <= h - 2 * W || seq < W)),
+                        beyond || back || (below && (seq <= h - 2 * W || seq < W)),
                         "seed {seed}, {seq}"
                     );
                     assert_eq!((from, to), (h, seq));
