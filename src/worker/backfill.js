@@ -265,29 +265,43 @@ async function post(cfg, target, device_id, row) {
 
 /**
  * `text` with every spelling of `secret` a server may echo replaced by
- * "[credential]": as it is, percent-encoded (either case of hex digits), and in base64
- * or base64url, inside a longer encoded text too. Base64 writes 3 bytes as 4
- * characters, so the secret's characters depend on where it starts modulo 3: for each
- * of the three starts, the characters that depend on nothing but the secret's bytes.
+ * "[credential]": as it is, in base64 or base64url (inside a longer encoded text too),
+ * and each of those with any of its characters percent-encoded (either case of hex
+ * digits, `+` for a space) or written as a JSON escape (`\uXXXX`, `\"`, `\\`, `\/`;
+ * escaped again when quoted again).
+ * Base64 writes 3 bytes as 4 characters, so the secret's characters depend on where it
+ * starts modulo 3: for each of the three starts, the characters that depend on nothing
+ * but the secret's bytes, when there are at least 4 of them (fewer would cut ordinary
+ * words out of the message; both network servers' keys are far longer).
  */
 export function redacted(text, secret) {
   if (!secret) return text;
   const bytes = new TextEncoder().encode(secret);
-  const spellings = new Set([secret, encodeURIComponent(secret), encodeURIComponent(secret).replace(/%[0-9A-F]{2}/g, (h) => h.toLowerCase())]);
+  const spellings = new Set([secret]);
   for (let start = 0; start < 3; start++) {
     const padded = new Uint8Array(start + bytes.length);
     padded.set(bytes, start);
     const b64 = btoa(String.fromCharCode(...padded));
     // Characters before ceil(4·start/3) hold filler bits; those from floor(4·(start + n)/3) on, the bytes after.
     const core = b64.slice(Math.ceil((4 * start) / 3), Math.floor((4 * (start + bytes.length)) / 3));
-    if (core.length < 8) continue; // too short to tell from other text
+    if (core.length < 4) continue;
     spellings.add(core);
     spellings.add(core.replaceAll("+", "-").replaceAll("/", "_"));
   }
-  let out = text;
   // Longest first: a spelling inside another is replaced with it.
-  for (const s of [...spellings].sort((a, b) => b.length - a.length)) out = out.split(s).join("[credential]");
-  return out;
+  const patterns = [...spellings].sort((a, b) => b.length - a.length).map((s) => [...s].map(anySpelling).join(""));
+  return text.replace(new RegExp(patterns.join("|"), "g"), "[credential]");
+}
+
+/** A regular expression matching the character `c` as it is, percent-encoded or JSON-escaped. */
+function anySpelling(c) {
+  const hex = (n, width) => [...n.toString(16).padStart(width, "0")].map((d) => (/[a-f]/.test(d) ? `[${d}${d.toUpperCase()}]` : d)).join("");
+  const ways = [c.replace(/[\\^$.*+?()[\]{}|/-]/g, "\\$&"), [...new TextEncoder().encode(c)].map((b) => `%${hex(b, 2)}`).join("")];
+  // One backslash or more: a JSON text quoted again in another.
+  ways.push([...Array(c.length).keys()].map((i) => `\\\\+u${hex(c.charCodeAt(i), 4)}`).join(""));
+  if (c === " ") ways.push("\\+");
+  if (c === '"' || c === "\\" || c === "/") ways.push(`\\\\+\\${c}`);
+  return `(?:${ways.join("|")})`;
 }
 
 /**

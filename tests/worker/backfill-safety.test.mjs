@@ -32,17 +32,27 @@ const health = (w, id) => gapsOf(w.call, id);
 const to = (path) => ns.requests.filter((r) => r.path === path);
 
 // Before, only the key as sent was cut out: an echo of it in base64 (inside a longer
-// encoded text too) stayed readable in last_error and the log. (Percent-encoding leaves
-// a TTS key, dots and base32, as it is: cut out as sent.)
+// encoded text too) stayed readable in last_error and the log; then a key percent-encoded
+// by an encoder stricter than encodeURIComponent (`!'()*~`, Go's url.QueryEscape, PHP's
+// rawurlencode), or written in JSON's `\u` escapes, stayed readable too. A TTS key is
+// dots and base32, but the header that carries it is the network server's to fill.
+const ODD_KEY = "NNSXS.K3Y!'(O)*F~\"B\\IN.Z2";
+const everyByte = (k) => [...Buffer.from(k)].map((b) => `%${b.toString(16).padStart(2, "0")}`).join("");
 const ECHOES = [
   ["base64 of the key", (k) => `token ${Buffer.from(k).toString("base64")} denied`],
   ["base64 of a JSON echo (another alignment)", (k) => `request ${Buffer.from(JSON.stringify({ authorization: `Bearer ${k}` })).toString("base64")}`],
   ["base64url, one byte further", (k) => `jwt ${Buffer.from(`x${k}`).toString("base64url")}`],
+  ["with every byte percent-encoded", (k) => `token=${everyByte(k)} denied`, ODD_KEY],
+  ["as Go's url.QueryEscape writes it (`!'()*` encoded)", (k) => `token=${encodeURIComponent(k).replace(/[!'()*]/g, (c) => `%${c.charCodeAt(0).toString(16).toUpperCase()}`)}`, ODD_KEY],
+  ["in JSON's \\u escapes", (k) => `token ${[...k].map((c) => `\\u${c.charCodeAt(0).toString(16).padStart(4, "0")}`).join("")}`, ODD_KEY],
+  ["base64 of the key, percent-encoded", (k) => `token=${encodeURIComponent(Buffer.from(k).toString("base64"))}`, ODD_KEY],
 ];
-ECHOES.forEach(([what, echo], i) => {
+ECHOES.forEach(([what, echo, key = null], i) => {
   test(`a TTS refusal that echoes the API key ${what}: no spelling of it in GET /gaps or the log`, async () => {
     const eui = `A84041000000A1E${i}`;
     const dev = `bin-echo-${i}`;
+    const keyOf = (d) => key ?? `NNSXS.SECRET-KEY-OF-${d}`;
+    const tts = (w, eui, dev, bytes) => ttsUplink(w, eui, dev, bytes, { "x-downlink-push": `${base}${ttsPath(dev)}`, "x-downlink-apikey": keyOf(dev) });
     await putConfig(worker.call, eui, EM500);
     answer = (r) => (r.path === ttsPath(dev) ? { status: 403, body: JSON.stringify({ message: echo(r.headers.authorization.slice("Bearer ".length)) }) } : { status: 200 });
     try {
@@ -55,8 +65,13 @@ ECHOES.forEach(([what, echo], i) => {
       // The spellings an attacker reading the text could decode (the key's middle is enough).
       const middle = key.slice(6, -2);
       const readable = (text) => {
-        const decoded = [text, decodeURIComponent(text.replace(/%(?![0-9A-Fa-f]{2})/g, "%25"))];
-        for (const m of text.match(/[A-Za-z0-9+/_-]{8,}={0,2}/g) ?? []) for (const skip of [0, 1, 2, 3]) decoded.push(Buffer.from(m.slice(skip), "base64").toString("latin1"));
+        const unescaped = text.replace(/\\+u([0-9a-fA-F]{4})/g, (_, h) => String.fromCharCode(parseInt(h, 16))).replace(/\\+(["\\/])/g, "$1");
+        const decoded = [text, unescaped];
+        for (const t of [text, unescaped]) {
+          const bytes = t.replace(/%(?![0-9A-Fa-f]{2})/g, "%25");
+          decoded.push(decodeURIComponent(bytes));
+        }
+        for (const t of [...decoded]) for (const m of t.match(/[A-Za-z0-9+/_-]{8,}={0,2}/g) ?? []) for (const skip of [0, 1, 2, 3]) decoded.push(Buffer.from(m.slice(skip), "base64").toString("latin1"));
         return decoded.some((t) => t.includes(middle));
       };
       assert.equal(readable(JSON.stringify(await health(worker, eui))), false, `GET /gaps: ${failed.last_error}`);
