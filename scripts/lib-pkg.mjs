@@ -43,6 +43,19 @@ if (!fs.existsSync(new URL('reconnect_dedupe_bg.wasm', out))) {
   console.error('lib-pkg: pkg/reconnect_dedupe_bg.wasm is missing; run `npm run build`');
   process.exit(1);
 }
+// The glue's classes, guarded against use after free() and free() within their own
+// call (lib/instance-guard.js says why); once per glue wasm-pack writes.
+const glue = new URL('reconnect_dedupe.js', out);
+const glueText = fs.readFileSync(glue, 'utf8');
+const GUARD_MARK = '// reconnect-dedupe: lib/instance-guard.js';
+if (!glueText.includes(GUARD_MARK)) {
+  const classes = [...glueText.matchAll(/^export class (\w+) \{/gm)].map((m) => m[1]);
+  if (classes.length === 0) {
+    console.error('lib-pkg: no exported class in pkg/reconnect_dedupe.js; has the glue changed shape?');
+    process.exit(1);
+  }
+  fs.appendFileSync(glue, `\n${GUARD_MARK}\n${read('lib/instance-guard.js')}guardInstances(${classes.join(', ')});\n`);
+}
 const cargo = cargoPackage();
 const { '//': _why, name, ...rest } = JSON.parse(read('lib/package.json.in'));
 const manifest = { name, version: cargo.version, description: cargo.description, license: cargo.license, ...rest };

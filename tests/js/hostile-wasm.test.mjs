@@ -389,6 +389,47 @@ test('an instance whose call met a JS exception still works, and free() frees it
   d.free();
 });
 
+// Before, free() from inside a getter the instance's own call was reading threw
+// "attempted to take ownership of Rust value while it was borrowed" through the call,
+// left the instance answering an uncoded "null pointer passed to rust" and its memory
+// never freed; a call on an instance already freed threw the same uncoded error.
+// (A SeqWindow's calls run no code of the caller's: its arguments are numbers and bytes.)
+test('free() during the instance\'s own call is refused with a code, and the instance goes on working', () => {
+  const d = new Deduplicator();
+  const refused = [];
+  const hook = (f) => {
+    try {
+      f();
+    } catch (e) {
+      refused.push(e);
+    }
+  };
+  const burst = [{ ...r('g', 1), get fill_pct() { hook(() => d.free()); hook(() => d.stats()); return 10; } }];
+  assert.equal(d.processBurst(burst, NOW).unique.length, 1, 'the call went through');
+  assert.deepEqual(refused.map((e) => e.code), ['instance_busy', 'instance_busy']);
+  assert.match(refused[0].message, /^Deduplicator\.free\(\) during a call of the same instance/);
+  assert.match(refused[1].message, /^Deduplicator\.stats\(\) during a call of the same instance/);
+  // The instance still works; free() afterwards frees it.
+  assert.equal(d.stats().keys, 1);
+  assert.equal(d.processBurst([r('g', 1, 10)], NOW).duplicates_suppressed, 1);
+  d.free();
+  assert.throws(() => d.free(), { code: 'instance_freed' });
+});
+
+test('a call on an instance that was freed throws instance_freed, naming the call', () => {
+  const d = new Deduplicator();
+  d.free();
+  for (const [name, call] of [['stats', () => d.stats()], ['processBurst', () => d.processBurst([], NOW)], ['snapshot', () => d.snapshot()]]) {
+    assert.throws(call, (e) => e.code === 'instance_freed' && e.message.startsWith(`Deduplicator.${name}: this Deduplicator was freed`), name);
+  }
+  const w = new pkg.SeqWindow();
+  w.free();
+  assert.throws(() => w.highest, { code: 'instance_freed' });
+  assert.throws(() => w.observe(1, NOW), { code: 'instance_freed' });
+  // Static calls need no instance.
+  assert.equal(Deduplicator.restore(new Deduplicator().snapshot()).stats().keys, 0);
+});
+
 // Property over the Wasm API: seeded random calls of every method that changes the
 // deduplicator, half of their arguments hostile; a call that throws leaves snapshot
 // bytes and stats exactly as they were, one that returns reconciles its counts.
