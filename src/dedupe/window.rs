@@ -43,17 +43,22 @@
 //!
 //! # The reset rule
 //! `h` is the highest seq seen. A seq `s` *beyond the window* (`s > h + W`) is
-//! [`Observation::Reset`]: the window starts over at `s` (below). W readings or more
-//! lost in one stretch is not what a replay closes or a backfill asks for; such a jump
-//! is an outlier (a corrupted seq: seqs 1–5, then 4 294 967 295, then 6–10) or a counter
-//! that restarted at a higher value, and reading it as a gap would count up to 2^53
-//! seqs missing and take the seqs after an outlier for late arrivals. The window
-//! remembers the highest seq before the jump, `b`, until it moves on from the jump:
-//! while it does, a seq at most `b + W` is a reset back (the jump was an outlier), and
-//! the window goes on from there with nothing missing. The first seq above the jump, or
-//! a fill of its window above `b + W`, says the jump was a counter that restarted
-//! higher: `b` is forgotten, and seqs near it are read by the rules below again. A
-//! second jump keeps the first `b` (two outliers in a row).
+//! [`Observation::Reset`] at once: W readings or more lost in one stretch is not what a
+//! replay closes or a backfill asks for; such a jump is an outlier (a corrupted seq:
+//! seqs 1–5, then 4 294 967 295, then 6–10) or a counter that restarted at a higher
+//! value, and reading it as a gap would count up to 2^53 seqs missing and take the seqs
+//! after an outlier for late arrivals. Which of the two it was, only the seqs after it
+//! tell, so the window keeps the jump *pending* and does not move:
+//! - a seq near the window (`≤ h + W`) is read against the window as if the jump had
+//!   not come: after an outlier the device's seqs go on with nothing missing, nothing
+//!   recovered and nothing too old, and its open gaps stay open;
+//! - the jump's own seq again is [`Observation::Repeat`];
+//! - a seq above the jump by at most W, or in the W slots below it and beyond `h + W`,
+//!   says the counter goes on from the jump: the window starts over there (below), and
+//!   the seq is [`Observation::New`] (the reset was reported already);
+//! - a seq beyond both is another jump in its place, reported the same way;
+//! - when the window reaches within W of the jump, the jump is dropped: its seq is
+//!   then read as any other.
 //!
 //! A seq `s` *below the window* (`s ≤ h − W`) that is in no listed gap is:
 //! - [`Observation::Reset`] when `s ≤ h − 2W` (far below: a counter restarted after it had
@@ -65,8 +70,8 @@
 //! - [`Observation::TooOld`] otherwise: within the W slots just below the window, a replay
 //!   older than the window. Nothing changes but the count.
 //!
-//! A seq in the window or in a listed gap is never a reset, but on the way back from a
-//! jump. Where that misreads a restart, it does so boundedly and without a false gap:
+//! A seq in the window or in a listed gap is never a reset. Where that misreads a
+//! restart, it does so boundedly and without a false gap:
 //! - a counter that restarts before it passed W (`h < W`) lands in the window: its
 //!   seqs read as repeats, then as fills, until it passes `h`;
 //! - a restart whose first seq seen is `≥ W` and within `2W` of `h` reads as
@@ -187,9 +192,9 @@ pub struct SeqTotals {
 pub struct SeqWindow {
     /// The highest seq seen since the last reset; `None` before the first.
     highest: Option<i64>,
-    /// After a jump beyond the window, the highest seq before it, until the window
-    /// moves on from the jump (the way back of the reset rule); below `highest − W`.
-    before_jump: Option<i64>,
+    /// A jump beyond the window not yet confirmed by the device (the reset rule):
+    /// always above `highest + W`.
+    jump: Option<i64>,
     /// Bit `seq mod W` for each seq of the window.
     bits: [u64; WORDS],
     /// Open gaps, ascending, disjoint and never adjacent; all below `highest`.
@@ -218,16 +223,22 @@ impl SeqWindow {
     pub fn new() -> SeqWindow {
         SeqWindow {
             highest: None,
-            before_jump: None,
+            jump: None,
             bits: [0; WORDS],
             gaps: Vec::new(),
             totals: SeqTotals::default(),
         }
     }
 
-    /// The highest seq seen since the last reset.
+    /// The highest seq seen since the last reset (a pending jump is not: see the
+    /// module docs, the reset rule).
     pub fn highest(&self) -> Option<i64> {
         self.highest
+    }
+
+    /// A jump beyond the window that the device has not confirmed yet.
+    pub fn pending_jump(&self) -> Option<i64> {
+        self.jump
     }
 
     /// The open gaps, lowest first (read-only).
@@ -267,26 +278,20 @@ impl SeqWindow {
             return Ok(Observation::New);
         };
         if seq > h + WINDOW_SLOTS {
-            // A jump beyond the window: an outlier or a counter that restarted
-            // elsewhere, not W or more readings lost (module docs, the reset rule).
-            let before = self.before_jump.unwrap_or(h);
-            let got = self.reset(h, seq);
-            self.before_jump = Some(before);
-            return Ok(got);
+            return Ok(self.beyond(h, seq, at));
         }
         if seq > h {
-            self.before_jump = None;
             self.advance(h, seq, at);
+            if self.jump.is_some_and(|j| j <= seq + WINDOW_SLOTS) {
+                // The window reached the jump: it is a seq like any other now.
+                self.jump = None;
+            }
             return Ok(Observation::New);
         }
         let in_window = seq > h - WINDOW_SLOTS;
         if in_window && self.bit(seq) {
             bump(&mut self.totals.repeats, 1);
             return Ok(Observation::Repeat);
-        }
-        if self.before_jump.is_some_and(|b| seq <= b + WINDOW_SLOTS) {
-            // Back near the seqs before the jump: it was an outlier.
-            return Ok(self.reset(h, seq));
         }
         if let Ok(i) = self.find_gap(seq) {
             if in_window {
@@ -295,7 +300,6 @@ impl SeqWindow {
             return Ok(self.recover(i, seq, at));
         }
         if in_window {
-            self.before_jump = None;
             self.mark(seq);
             return Ok(Observation::New);
         }
@@ -304,6 +308,40 @@ impl SeqWindow {
         }
         bump(&mut self.totals.too_old, 1);
         Ok(Observation::TooOld)
+    }
+
+    /// A seq beyond the window (`seq > h + W`): a new jump, a repeat of the pending
+    /// one, or the device going on from it (module docs, the reset rule).
+    fn beyond(&mut self, h: i64, seq: i64, at: i64) -> Observation {
+        let Some(j) = self.jump else {
+            return self.jumped(h, seq);
+        };
+        if seq == j {
+            bump(&mut self.totals.repeats, 1);
+            return Observation::Repeat;
+        }
+        if seq > j + WINDOW_SLOTS || seq <= j - WINDOW_SLOTS {
+            // Beyond both: another jump in its place.
+            return self.jumped(h, seq);
+        }
+        // Above it or in its window: the counter goes on from the jump. The reset it
+        // was reported as happens now.
+        self.close_by_reset();
+        self.restart(j);
+        if seq > j {
+            self.advance(j, seq, at);
+        } else {
+            self.mark(seq);
+        }
+        Observation::New
+    }
+
+    /// Reports a jump from `h` to `seq` as a reset and keeps it pending: the window
+    /// stays as it is until the device confirms the jump.
+    fn jumped(&mut self, h: i64, seq: i64) -> Observation {
+        self.jump = Some(seq);
+        bump(&mut self.totals.resets, 1);
+        Observation::Reset { from: h, to: seq }
     }
 
     fn bit(&self, seq: i64) -> bool {
@@ -319,16 +357,21 @@ impl SeqWindow {
     /// The reset rule's outcome: the open gaps closed as reset, the window started over
     /// at `seq`.
     fn reset(&mut self, h: i64, seq: i64) -> Observation {
-        let closed = self.totals.missing;
-        bump(&mut self.totals.closed_by_reset, closed);
+        self.close_by_reset();
         bump(&mut self.totals.resets, 1);
         self.restart(seq);
         Observation::Reset { from: h, to: seq }
     }
 
-    /// Starts over at `seq`: no bits but its own, no gaps, no jump to go back from.
+    /// Counts the open gaps' seqs as closed by a reset (before a restart clears them).
+    fn close_by_reset(&mut self) {
+        let closed = self.totals.missing;
+        bump(&mut self.totals.closed_by_reset, closed);
+    }
+
+    /// Starts over at `seq`: no bits but its own, no gaps, no pending jump.
     fn restart(&mut self, seq: i64) {
-        self.before_jump = None;
+        self.jump = None;
         self.bits = [0; WORDS];
         self.gaps.clear();
         self.totals.missing = 0;
@@ -439,9 +482,9 @@ impl SeqWindow {
     /// The window as compact bytes, for the device's SQLite row.
     ///
     /// Format v1: the version byte [`FORMAT_VERSION`]; a flags byte (bit 0: a seq was
-    /// seen; bit 1: a jump beyond the window can still be gone back from); and when a seq
-    /// was seen: the highest seq (i64, little-endian), with bit 1 the highest before the
-    /// jump (i64, little-endian; a release before it refuses such bytes), a u32
+    /// seen; bit 1: a jump beyond the window is pending); and when a seq was seen: the
+    /// highest seq (i64, little-endian), with bit 1 the pending jump's seq (i64,
+    /// little-endian; a release before 0.2 refuses such bytes), a u32
     /// (little-endian) whose bit `i` says word `i` of the ring is non-zero, those words
     /// (u64 little-endian, in order), then as LEB128 varints the counters `recovered`,
     /// `repeats`, `resets`, `too_old`, `gaps_dropped`, `missing_dropped`,
@@ -450,14 +493,14 @@ impl SeqWindow {
     /// An empty window is 2 bytes; a new device's 30; a device in order with every word
     /// in use 278, plus 5 to 13 per gap (BENCHMARKS.md, "Sequence window").
     pub fn to_bytes(&self) -> Vec<u8> {
-        let flags = u8::from(self.highest.is_some()) | u8::from(self.before_jump.is_some()) << 1;
+        let flags = u8::from(self.highest.is_some()) | u8::from(self.jump.is_some()) << 1;
         let mut out = vec![FORMAT_VERSION, flags];
         let Some(h) = self.highest else {
             return out;
         };
         out.extend_from_slice(&h.to_le_bytes());
-        if let Some(b) = self.before_jump {
-            out.extend_from_slice(&b.to_le_bytes());
+        if let Some(j) = self.jump {
+            out.extend_from_slice(&j.to_le_bytes());
         }
         let used: u32 = (0..WORDS)
             .filter(|&i| self.bits[i] != 0)
@@ -517,11 +560,11 @@ impl SeqWindow {
         }
         w.highest = Some(h);
         if jumped {
-            let b = i64::from_le_bytes(r.take()?);
-            if b < -MAX_SAFE_SEQ || b >= h - WINDOW_SLOTS {
-                return Err(bad("sequence window: the seq before a jump out of range"));
+            let j = i64::from_le_bytes(r.take()?);
+            if j > MAX_SAFE_SEQ || j <= h + WINDOW_SLOTS {
+                return Err(bad("sequence window: a pending jump out of range"));
             }
-            w.before_jump = Some(b);
+            w.jump = Some(j);
         }
         let used = u32::from_le_bytes(r.take()?);
         for (i, word) in w.bits.iter_mut().enumerate() {

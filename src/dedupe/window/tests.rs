@@ -19,10 +19,10 @@ impl SeqWindow {
         };
         assert!(h.unsigned_abs() <= MAX_SAFE_SEQ as u64);
         assert!(self.bit(h), "the highest seq is not marked");
-        if let Some(b) = self.before_jump {
+        if let Some(j) = self.jump {
             assert!(
-                b >= -MAX_SAFE_SEQ && b < h - W,
-                "the seq before a jump out of range"
+                j <= MAX_SAFE_SEQ && j > h + W,
+                "a pending jump out of range"
             );
         }
         assert!(self.gaps.len() <= MAX_GAPS, "gap list over its bound");
@@ -202,17 +202,27 @@ fn a_forward_jump_beyond_the_window_is_a_reset_not_a_gap() {
     );
     assert!(w.gaps().is_empty());
     assert_eq!((w.totals().missing, w.totals().resets), (0, 1));
-    // Gaps open before the jump are closed as a reset closes them.
+    // The window moves once the device goes on from the jump; the gaps open before it
+    // are closed then, as a reset closes them, and not before.
     let mut w = seen([1, 5]);
     obs(&mut w, 5 + 10 * W, T0);
-    assert_eq!(w.totals().closed_by_reset, 3);
+    assert_eq!((w.highest(), w.pending_jump()), (Some(5), Some(5 + 10 * W)));
+    assert_eq!((w.totals().missing, w.totals().closed_by_reset), (3, 0));
+    assert_eq!(obs(&mut w, 5 + 10 * W + 1, T0), Observation::New);
+    assert_eq!(
+        (w.highest(), w.pending_jump()),
+        (Some(5 + 10 * W + 1), None)
+    );
+    let t = w.totals();
+    assert_eq!((t.missing, t.closed_by_reset, t.resets), (0, 3, 1));
     assert!(w.gaps().is_empty());
 }
 
 #[test]
 fn one_outlier_seq_leaves_nothing_missing_and_nothing_recovered() {
     // Seqs 1–5, then 4 294 967 295 (a corrupted seq), then 6–10: before, 4 294 967 284
-    // missing, a gap ratio of 1, and 6–10 counted as late arrivals.
+    // missing, a gap ratio of 1, and 6–10 counted as late arrivals. The outlier is
+    // reported as a reset; the window waits for the device to go on from it.
     let mut w = seen(1..=5);
     assert_eq!(
         obs(&mut w, 4_294_967_295, T0),
@@ -221,31 +231,22 @@ fn one_outlier_seq_leaves_nothing_missing_and_nothing_recovered() {
             to: 4_294_967_295
         }
     );
-    assert_eq!(
-        obs(&mut w, 6, T0),
-        Observation::Reset {
-            from: 4_294_967_295,
-            to: 6
-        }
-    );
-    for s in 7..=10 {
+    for s in 6..=10 {
         assert_eq!(obs(&mut w, s, T0), Observation::New, "{s}");
     }
     let t = w.totals();
-    assert_eq!((t.missing, t.recovered, t.resets), (0, 0, 2));
+    assert_eq!((t.missing, t.recovered, t.resets), (0, 0, 1));
     assert!(w.gaps().is_empty());
     assert_eq!(w.highest(), Some(10));
 }
 
 #[test]
-fn an_outlier_less_than_2w_beyond_leaves_the_seqs_after_it_counted() {
+fn after_an_outlier_the_window_goes_on_as_if_it_had_not_come() {
     // Seqs 10 000–10 005, then 13 100 (a corrupted seq, between W and 2W beyond), then
     // the device goes on at 10 006: before, up to W of the seqs after the outlier were
-    // too old (below its window, above its reset zone). The first seq near the highest
-    // before the jump is a reset back, and the device's seqs go on from there.
+    // too old (below its window, above its reset zone).
     let mut w = seen(10_000..=10_005);
     let outlier = 10_005 + W + 1_047;
-    assert!(outlier - 10_005 > W && outlier - 10_005 < 2 * W);
     assert_eq!(
         obs(&mut w, outlier, T0),
         Observation::Reset {
@@ -253,52 +254,73 @@ fn an_outlier_less_than_2w_beyond_leaves_the_seqs_after_it_counted() {
             to: outlier
         }
     );
-    // The network server's second delivery of the outlier is a repeat, and keeps the way back.
+    // The network server's second delivery of the outlier is a repeat.
     assert_eq!(obs(&mut w, outlier, T0), Observation::Repeat);
-    assert_eq!(
-        obs(&mut w, 10_006, T0),
-        Observation::Reset {
-            from: outlier,
-            to: 10_006
-        }
-    );
-    for s in 10_007..=10_020 {
+    for s in 10_006..=10_020 {
         assert_eq!(obs(&mut w, s, T0), Observation::New, "{s}");
     }
     let t = w.totals();
-    assert_eq!((t.missing, t.too_old, t.resets), (0, 0, 2));
-    // A seq inside the outlier's window but near the highest before it is a reset back too
-    // (a jump of just over W: 10 100 is in 12 100's window).
-    let mut w = seen(10_000..=10_005);
-    obs(&mut w, 10_005 + W + 50, T0);
-    assert_eq!(
-        obs(&mut w, 10_100, T0),
-        Observation::Reset {
-            from: 10_005 + W + 50,
-            to: 10_100
-        }
-    );
-    // Two outliers in a row: the way back is to the seqs before the first.
+    assert_eq!((t.missing, t.too_old, t.resets), (0, 0, 1));
+    // A replay of a seq seen before the outlier is a repeat, and opens no gap.
+    let mut w = seen(1..=10);
+    obs(&mut w, 4_294_967_295, T0);
+    assert_eq!(obs(&mut w, 9, T0), Observation::Repeat);
+    assert_eq!(obs(&mut w, 11, T0), Observation::New);
+    assert_eq!(obs(&mut w, 10, T0), Observation::Repeat);
+    assert_eq!((w.totals().missing, w.totals().recovered), (0, 0));
+    // The gaps open before the outlier stay open: their late arrivals are recovered.
+    let mut w = seen([1, 2, 3, 4, 5, 8, 9, 10]);
+    obs(&mut w, 4_294_967_295, T0);
+    assert_eq!(obs(&mut w, 11, T0), Observation::New);
+    assert!(delay(&mut w, 6, T0 + 5.0).is_some());
+    assert!(delay(&mut w, 7, T0 + 5.0).is_some());
+    let t = w.totals();
+    assert_eq!((t.missing, t.recovered, t.closed_by_reset), (0, 2, 0));
+    // Two outliers in a row: the second takes the first's place; the device goes on.
     let mut w = seen(10_000..=10_005);
     obs(&mut w, 10_005 + W + 1, T0);
-    obs(&mut w, 10_005 + 3 * W, T0);
     assert_eq!(
-        obs(&mut w, 10_006, T0),
+        obs(&mut w, 10_005 + 3 * W, T0),
         Observation::Reset {
-            from: 10_005 + 3 * W,
-            to: 10_006
+            from: 10_005,
+            to: 10_005 + 3 * W
         }
     );
-    // A jump that the device goes on from was a restart at a higher value: once the
-    // window moves on from it, an old seq near the highest before is too old again.
+    assert_eq!(obs(&mut w, 10_006, T0), Observation::New);
+    assert_eq!(w.pending_jump(), Some(10_005 + 3 * W));
+    // The window reaching within W of a pending jump drops it.
+    let mut w = seen([0]);
+    obs(&mut w, 3 * W, T0);
+    obs(&mut w, W, T0);
+    assert_eq!(w.pending_jump(), Some(3 * W));
+    obs(&mut w, 2 * W, T0);
+    assert_eq!(w.pending_jump(), None);
+    assert_eq!(obs(&mut w, 3 * W, T0), Observation::New);
+}
+
+#[test]
+fn a_counter_that_restarted_higher_is_followed_once_it_goes_on() {
+    // 9 990–10 000, then the counter really restarts at 13 000, its old buffer replayed
+    // between the live frames: one reset, and the replay too old once the window moved
+    // (not a reset at every frame, there and back).
+    use Observation::*;
+    let mut w = seen(9_990..=10_000);
+    let got: Vec<_> = [13_000, 9_995, 13_001, 9_996, 13_002, 9_997, 13_003]
+        .into_iter()
+        .map(|s| obs(&mut w, s, T0))
+        .collect();
+    let reset = Reset {
+        from: 10_000,
+        to: 13_000,
+    };
+    assert_eq!(got, [reset, Repeat, New, TooOld, New, TooOld, New]);
+    assert_eq!((w.totals().resets, w.highest()), (1, Some(13_003)));
+    // A fill of the jump's window beyond the old one says the same.
     let mut w = seen(10_000..=10_005);
-    obs(&mut w, outlier, T0);
-    assert_eq!(obs(&mut w, outlier + 1, T0), Observation::New);
-    assert_eq!(obs(&mut w, 10_006, T0), Observation::TooOld);
-    // A fill of the outlier's window far from the seqs before it says the same.
-    let mut w = seen(10_000..=10_005);
-    obs(&mut w, outlier, T0);
-    assert_eq!(obs(&mut w, outlier - 10, T0), Observation::New);
+    let jump = 10_005 + W + 1_047;
+    obs(&mut w, jump, T0);
+    assert_eq!(obs(&mut w, jump - 10, T0), Observation::New);
+    assert_eq!((w.highest(), w.pending_jump()), (Some(jump), None));
     assert_eq!(obs(&mut w, 10_006, T0), Observation::TooOld);
 }
 
@@ -547,12 +569,12 @@ fn corrupt_or_truncated_bytes_are_coded_errors_never_panics() {
     refused(&[], "truncated");
     refused(&[2, 0], "unsupported version");
     refused(&[1, 2], "unknown flags");
-    // A seq before a jump that is not W below the highest: seq 5000, before it 5000 − W.
+    // A pending jump that is not beyond the window: seq 5000, the jump 5000 + W.
     let mut b = vec![1, 3];
     b.extend(5000i64.to_le_bytes());
-    b.extend((5000 - W).to_le_bytes());
-    refused(&b, "before a jump out of range");
-    // Bytes with a jump to go back from round-trip (the fields are otherwise as v1's).
+    b.extend((5000 + W).to_le_bytes());
+    refused(&b, "a pending jump out of range");
+    // Bytes with a pending jump round-trip (the fields are otherwise as v1's).
     let mut w = seen(1..=5);
     obs(&mut w, 5 + 3 * W, T0);
     assert_eq!(w.to_bytes()[1], 3);
@@ -758,6 +780,9 @@ fn random_seqs_anywhere_keep_the_invariants() {
         let mut rng = fastrand::Rng::with_seed(0xa11_0000 + seed);
         let mut w = SeqWindow::new();
         let mut next = rng.i64(0..100_000);
+        // The seqs sent since the window last started over: none of them is ever a
+        // late arrival.
+        let mut sent = BTreeSet::new();
         for step in 0..1000 {
             let seq = match rng.u32(..100) {
                 0..=49 => next,
@@ -765,6 +790,8 @@ fn random_seqs_anywhere_keep_the_invariants() {
                 65..=79 => next - rng.i64(1..3 * W),
                 80..=84 => rng.i64(-5..W + 5),
                 85..=89 => rng.i64(-MAX_SAFE_SEQ..=MAX_SAFE_SEQ),
+                // Near a pending jump: its repeat, the device going on from it.
+                90..=94 => w.jump.map_or(next, |j| j + rng.i64(-W..=W)),
                 _ => next - rng.i64(1..40),
             }
             .clamp(-MAX_SAFE_SEQ, MAX_SAFE_SEQ);
@@ -773,7 +800,9 @@ fn random_seqs_anywhere_keep_the_invariants() {
             let h = before.highest.unwrap_or(seq);
             let below = seq <= h - W && before.find_gap(seq).is_err();
             let beyond = seq > h + W;
-            let back = seq <= h && before.before_jump.is_some_and(|b| seq <= b + W);
+            let jump = before.jump;
+            let goes_on = jump.is_some_and(|j| beyond && seq != j && seq > j - W && seq <= j + W);
+            let is_jump = beyond && !goes_on && Some(seq) != jump;
             // No gap is longer than the window, and none reaches above the highest.
             assert!(
                 w.gaps()
@@ -784,11 +813,17 @@ fn random_seqs_anywhere_keep_the_invariants() {
             match got {
                 Observation::Reset { from, to } => {
                     assert!(
-                        beyond || back || (below && (seq <= h - 2 * W || seq < W)),
+                        is_jump || (below && (seq <= h - 2 * W || seq < W)),
                         "seed {seed}, {seq}"
                     );
                     assert_eq!((from, to), (h, seq));
-                    assert!(w.gaps().is_empty());
+                    if is_jump {
+                        // Pending: the window has not moved.
+                        assert_eq!((w.gaps(), w.highest), (before.gaps(), before.highest));
+                        assert_eq!(w.jump, Some(seq));
+                    } else {
+                        assert!(w.gaps().is_empty());
+                    }
                 }
                 Observation::TooOld => {
                     assert!(below && seq > h - 2 * W && seq >= W, "seed {seed}, {seq}");
@@ -799,12 +834,22 @@ fn random_seqs_anywhere_keep_the_invariants() {
                         before.find_gap(seq).is_ok(),
                         "seed {seed}, {seq} recovered outside a gap"
                     );
+                    assert!(
+                        !sent.contains(&seq),
+                        "seed {seed}, {seq} recovered but seen"
+                    );
                 }
                 _ => assert!(
-                    !below && !beyond,
+                    (!below && !beyond) || goes_on || Some(seq) == jump,
                     "seed {seed}, seq {seq} outside the window"
                 ),
             }
+            // Since the last reset the window started over at: every seq sent.
+            let (was, now) = (before.highest.unwrap_or(seq), w.highest.unwrap());
+            if now < was || now > was + W {
+                sent.clear();
+            }
+            sent.insert(seq);
             next = w.highest().unwrap() + 1;
         }
     }
