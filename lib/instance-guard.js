@@ -1,38 +1,53 @@
 // Appended to wasm-bindgen's glue (pkg/reconnect_dedupe.js) by scripts/lib-pkg.mjs,
-// with one `guardInstances(...)` line naming the glue's exported classes; it runs in
-// the glue's module scope. Two misuses of an instance otherwise end in wasm-bindgen's
-// own uncoded errors:
+// with one `guardInstances({...})` line naming the glue's exported classes; it runs in
+// the glue's module scope. Three misuses of an instance otherwise end in wasm-bindgen's
+// own uncoded errors, or worse:
 // * a call on an instance already freed: "null pointer passed to rust";
 // * free() from inside the instance's own call (a getter or valueOf of an argument it
 //   is reading): "attempted to take ownership of Rust value while it was borrowed"
-//   thrown through that call, the instance unusable after and its memory never freed.
-// Here the first throws `instance_freed`, naming the call; the second throws
-// `instance_busy` from free() and frees nothing, so the call goes on and the instance
-// stays usable. A call's own re-entry (a getter calling another method of the same
-// instance) is refused the same way, `instance_busy`.
+//   thrown through that call, the instance unusable after and its memory never freed;
+// * an instance made before the module's Wasm instance started over (the glue's
+//   `__wbg_reset_state`, which the worker calls after a trap): its calls throw
+//   "Invalid stale object from previous Wasm instance", and its free() frees memory of
+//   the new instance, which the next allocation then overwrites.
+// Here the first throws `instance_freed` naming the call; the second throws
+// `instance_busy` from free() (or from any other call of the same instance) and
+// frees nothing, so the call goes on and the instance stays usable; the third throws
+// `instance_stale`, and its free() only forgets the instance (its memory went with the
+// old Wasm instance). The state is kept beside the instance (a WeakSet), never on it,
+// so that a frozen instance works.
 
-function guardInstances(...classes) {
-  const busy = Symbol('reconnect-dedupe: in a call');
+function guardInstances(classes) {
+  const busy = new WeakSet();
   const coded = (code, message) => Object.assign(new Error(message), { code });
-  for (const C of classes) {
+  // The glue's count of Wasm instances, where it has one (wasm-bindgen's reset support).
+  const current = () => (typeof __wbg_instance_id === 'undefined' ? undefined : __wbg_instance_id);
+  for (const [className, C] of Object.entries(classes)) {
     const proto = C.prototype;
     for (const name of Object.getOwnPropertyNames(proto)) {
       if (name === 'constructor' || name.startsWith('__')) continue;
       const d = Object.getOwnPropertyDescriptor(proto, name);
       const f = d.value ?? d.get;
       if (typeof f !== 'function') continue;
-      const label = d.get ? `${C.name}.${name}` : `${C.name}.${name}()`;
+      const call = d.get ? `${className}.${name}` : `${className}.${name}()`;
       const guarded = function (...args) {
-        if (this.__wbg_ptr === 0) throw coded('instance_freed', `${C.name}.${name}: this ${C.name} was freed (free() was called); make a new one`);
-        if (this[busy]) {
-          throw coded('instance_busy', `${label} during a call of the same instance (from a getter or valueOf of its argument): refused, nothing changed`);
+        if (this.__wbg_ptr === 0) throw coded('instance_freed', `${className}.${name}: this ${className} was freed (free() was called); make a new one`);
+        if (busy.has(this)) {
+          throw coded('instance_busy', `${call} during a call of the same instance (from a getter or valueOf of its argument): refused, nothing changed`);
+        }
+        if (this.__wbg_inst !== undefined && this.__wbg_inst !== current()) {
+          if (name === 'free') {
+            this.__destroy_into_raw();
+            return undefined;
+          }
+          throw coded('instance_stale', `${className}.${name}: this ${className} is from before the Wasm instance started over (after a trap); make a new one`);
         }
         if (name === 'free') return f.apply(this, args);
-        this[busy] = true;
+        busy.add(this);
         try {
           return f.apply(this, args);
         } finally {
-          this[busy] = false;
+          busy.delete(this);
         }
       };
       Object.defineProperty(proto, name, d.get ? { ...d, get: guarded } : { ...d, value: guarded });

@@ -54,7 +54,7 @@ if (!glueText.includes(GUARD_MARK)) {
     console.error('lib-pkg: no exported class in pkg/reconnect_dedupe.js; has the glue changed shape?');
     process.exit(1);
   }
-  fs.appendFileSync(glue, `\n${GUARD_MARK}\n${read('lib/instance-guard.js')}guardInstances(${classes.join(', ')});\n`);
+  fs.appendFileSync(glue, `\n${GUARD_MARK}\n${read('lib/instance-guard.js')}guardInstances({ ${classes.join(', ')} });\n`);
 }
 const cargo = cargoPackage();
 const { '//': _why, name, ...rest } = JSON.parse(read('lib/package.json.in'));

@@ -476,3 +476,38 @@ test('a Wasm call that throws changes nothing (seeded random calls)', () => {
   }
   assert.ok(failed > 300 && succeeded > 300, `${failed} failed, ${succeeded} succeeded`);
 });
+
+// (A frozen instance cannot be freed: the glue's free() writes to it. The garbage
+// collector frees it, as any instance not freed.)
+test('a frozen or non-extensible instance works as any other', () => {
+  const w = Object.freeze(new pkg.SeqWindow());
+  assert.equal(w.observe(1, NOW).kind, 'new');
+  assert.equal(w.highest, 1);
+  const d = Object.preventExtensions(new Deduplicator());
+  assert.equal(d.processBurst([r('frozen', 1)], NOW).unique.length, 1);
+  d.free();
+  assert.throws(() => d.stats(), { code: 'instance_freed' });
+});
+
+// Last in this file: it starts the module's Wasm instance over, as the worker does
+// after a trap (tests/worker/wasm-reset.test.mjs), which leaves every earlier
+// instance stale. Before, free() of a stale instance freed memory of the new
+// instance: the next allocation overwrote a live window.
+test('an instance left from before the Wasm instance started over: free() frees nothing, a call throws instance_stale', () => {
+  const old = new pkg.SeqWindow();
+  old.observe(3, NOW);
+  pkg.__wbg_reset_state();
+  const live = new pkg.SeqWindow();
+  live.observe(7, NOW);
+  old.free();
+  const next = new pkg.SeqWindow();
+  next.observe(5000, NOW);
+  assert.equal(live.highest, 7, 'the live window kept its state');
+  assert.equal(next.highest, 5000);
+  assert.throws(() => old.observe(4, NOW), { code: 'instance_freed' });
+  const stale = new Deduplicator();
+  pkg.__wbg_reset_state();
+  assert.throws(() => stale.stats(), (e) => e.code === 'instance_stale' && /^Deduplicator\.stats: this Deduplicator is from before the Wasm instance started over/.test(e.message));
+  stale.free();
+  assert.equal(new Deduplicator().stats().keys, 0);
+});
