@@ -263,16 +263,21 @@ async function post(cfg, target, device_id, row) {
   throw e;
 }
 
+/** How much of a network server's answer is searched for the credential (and at most 300 characters of it shown). */
+const ECHO_SEARCHED = 65_536;
+
 /**
- * `text` with every spelling of `secret` a server may echo replaced by
- * "[credential]": as it is, in base64 or base64url (inside a longer encoded text too),
- * and each of those with any of its characters percent-encoded (either case of hex
- * digits, `+` for a space) or written as a JSON escape (`\uXXXX`, `\"`, `\\`, `\/`;
- * escaped again when quoted again).
- * Base64 writes 3 bytes as 4 characters, so the secret's characters depend on where it
- * starts modulo 3: for each of the three starts, the characters that depend on nothing
- * but the secret's bytes, when there are at least 4 of them (fewer would cut ordinary
- * words out of the message; both network servers' keys are far longer).
+ * `text` (its first ECHO_SEARCHED characters) with every spelling of `secret` a server
+ * may echo replaced by "[credential]": as it is, in base64 or base64url (inside a
+ * longer encoded text too), and each of those with any of its characters
+ * percent-encoded (either case of hex digits, `+` for a space) or written as a JSON
+ * escape (`\uXXXX`, `\"`, `\\`, `\/`; escaped again, up to 8 backslashes, when quoted
+ * again). Base64 writes 3 bytes as 4 characters, so the secret's characters depend on
+ * where it starts modulo 3: for each of the three starts, the characters that depend on
+ * nothing but the secret's bytes, when there are at least 4 of them (fewer would cut
+ * ordinary words out of the message; both network servers' keys are far longer). The
+ * expression has no unbounded repetition and matches a run of backslashes one way
+ * only, so its cost is linear in the text.
  */
 export function redacted(text, secret) {
   if (!secret) return text;
@@ -288,19 +293,33 @@ export function redacted(text, secret) {
     spellings.add(core);
     spellings.add(core.replaceAll("+", "-").replaceAll("/", "_"));
   }
-  // Longest first: a spelling inside another is replaced with it.
-  const patterns = [...spellings].sort((a, b) => b.length - a.length).map((s) => [...s].map(anySpelling).join(""));
-  return text.replace(new RegExp(patterns.join("|"), "g"), "[credential]");
+  // Longest first: a spelling inside another is replaced with it. Each as it is, then with
+  // its characters in any of their spellings.
+  const runs = { n: 0 };
+  const patterns = [...spellings].sort((a, b) => b.length - a.length).flatMap((s) => [literal(s), [...s].map((c) => anySpelling(c, runs)).join("")]);
+  return text.slice(0, ECHO_SEARCHED).replace(new RegExp(patterns.join("|"), "g"), "[credential]");
 }
 
-/** A regular expression matching the character `c` as it is, percent-encoded or JSON-escaped. */
-function anySpelling(c) {
+const literal = (s) => s.replace(/[\\^$.*+?()[\]{}|/-]/g, "\\$&");
+
+/**
+ * A regular expression matching the character `c` as it is, percent-encoded or
+ * JSON-escaped (one to eight backslashes). A backslash's own spellings are a lone
+ * backslash, or a whole run of 2 to 9 taken at once (a lookahead and a backreference,
+ * named from `runs`), so that no run is split two ways.
+ */
+function anySpelling(c, runs) {
   const hex = (n, width) => [...n.toString(16).padStart(width, "0")].map((d) => (/[a-f]/.test(d) ? `[${d}${d.toUpperCase()}]` : d)).join("");
-  const ways = [c.replace(/[\\^$.*+?()[\]{}|/-]/g, "\\$&"), [...new TextEncoder().encode(c)].map((b) => `%${hex(b, 2)}`).join("")];
-  // One backslash or more: a JSON text quoted again in another.
-  ways.push([...Array(c.length).keys()].map((i) => `\\\\+u${hex(c.charCodeAt(i), 4)}`).join(""));
+  const ways = [[...new TextEncoder().encode(c)].map((b) => `%${hex(b, 2)}`).join("")];
+  ways.push([...Array(c.length).keys()].map((i) => `\\\\{1,8}u${hex(c.charCodeAt(i), 4)}`).join(""));
+  if (c === "\\") {
+    const name = `run${runs.n++}`;
+    ways.push("\\\\(?!\\\\)", `(?=(?<${name}>\\\\{2,9}))\\k<${name}>`);
+  } else {
+    ways.push(literal(c));
+  }
   if (c === " ") ways.push("\\+");
-  if (c === '"' || c === "\\" || c === "/") ways.push(`\\\\+\\${c}`);
+  if (c === '"' || c === "/") ways.push(`\\\\{1,8}\\${c}`);
   return `(?:${ways.join("|")})`;
 }
 
