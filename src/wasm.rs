@@ -418,7 +418,7 @@ fn keys_arg(v: &JsValue) -> Result<String, JsValue> {
 /// string or `null` in it would be coerced by a typed-array copy: `invalid_time`).
 fn times_arg(v: &JsValue) -> Result<Vec<f64>, JsValue> {
     let thrown = |e: JsValue| to_js(threw_arg("the admission times", &e));
-    if v.has_type::<js_sys::Float64Array>() {
+    if v.has_type::<js_sys::Float64Array>() || foreign_view(v, "[object Float64Array]") {
         return CopiedF64::new(v)
             .map(|a| a.unchecked_into::<js_sys::Float64Array>().to_vec())
             .map_err(thrown);
@@ -435,14 +435,19 @@ fn times_arg(v: &JsValue) -> Result<Vec<f64>, JsValue> {
         .collect()
 }
 
-/// The bytes of a `Uint8Array` argument, copied through a catching call; `None`
-/// when `v` is no `Uint8Array`, `Err` the caller's exception (a Proxy's trap). A
-/// `Uint8Array` of another realm (`node:vm`, an iframe, what Jest hands a test) is one
-/// too: `instanceof` fails across realms, so such a value is also recognised by
-/// `ArrayBuffer.isView` and its type tag, which both read the value's internal slots.
+/// Whether `v` is a typed array whose type tag is `tag` (`[object Uint8Array]`), of
+/// any realm (`node:vm`, an iframe, what Jest hands a test): `instanceof` fails across
+/// realms, so such a value is recognised by `ArrayBuffer.isView` and its type tag,
+/// which both read the value's internal slots.
+fn foreign_view(v: &JsValue, tag: &str) -> bool {
+    js_sys::ArrayBuffer::is_view(v) && type_tag(v) == tag
+}
+
+/// The bytes of a `Uint8Array` argument (of any realm), copied through a catching
+/// call; `None` when `v` is no `Uint8Array`, `Err` the caller's exception (a Proxy's
+/// trap).
 fn u8_arg(v: &JsValue, what: &str) -> Option<Result<Vec<u8>, JsValue>> {
-    let foreign = || js_sys::ArrayBuffer::is_view(v) && type_tag(v) == "[object Uint8Array]";
-    (v.has_type::<js_sys::Uint8Array>() || foreign()).then(|| {
+    (v.has_type::<js_sys::Uint8Array>() || foreign_view(v, "[object Uint8Array]")).then(|| {
         CopiedU8::new(v)
             .map(|a| a.unchecked_into::<js_sys::Uint8Array>().to_vec())
             .map_err(|e| to_js(threw_arg(what, &e)))

@@ -160,3 +160,26 @@ test("a change of reporting_period_s starts the device's window over: its slots 
   await logSettled(worker);
   assert.ok(logged(worker, "seq_window_restarted").some((l) => l.device_id === eui && l.reason === "reporting_period_changed"));
 });
+
+test("one outlier seq (1-5, 4 294 967 295, 6-10) is one reset: nothing missing, recovered or too old, in /gaps, the device's health and /v1/stats", async () => {
+  // Before, 4 294 967 284 seqs were missing, the gap ratio 1, the fleet gauge above
+  // 4.29e9, and 6-10 counted as late arrivals.
+  const fleet = async () => (await get(worker.call, "/v1/stats")).body;
+  const settled = async (want) => until(async () => {
+    const b = await fleet();
+    return want(b) ? b : null;
+  }, "the roll-up settled");
+  const before = await fleet();
+  await burst("bin-outlier", [1, 2, 3, 4, 5]);
+  await burst("bin-outlier", [4_294_967_295]);
+  await burst("bin-outlier", [6, 7, 8, 9, 10]);
+  const g = await gaps("bin-outlier");
+  assert.deepEqual([g.highest, g.gaps, g.totals.missing, g.totals.recovered, g.totals.too_old, g.totals.resets], [10, [], 0, 0, 0, 1]);
+  const health = await until(async () => {
+    const h = (await get(worker.call, "/v1/devices/bin-outlier/health")).body;
+    return h.received === 11 ? h : null;
+  }, "the device's figures flushed");
+  assert.deepEqual([health.missing_seqs, health.recovered_seqs, health.seq_resets, health.gap_ratio], [0, 0, 1, 0]);
+  const after = await settled((b) => b.seq_resets === before.seq_resets + 1);
+  assert.deepEqual([after.missing_seqs, after.recovered_seqs], [before.missing_seqs, before.recovered_seqs]);
+});
