@@ -127,9 +127,10 @@ async function route(request, env) {
 }
 
 // A body the answer did not need (a 401, 404, 405, 413 or 415, a ChirpStack event
-// other than `up`) is read to its end and dropped when it is at most this long, within
-// this time; a longer one, or one still arriving after it, is cancelled.
-const DISCARD_MAX_BYTES = 65_536;
+// other than `up`) is read to its end and dropped when it is at most this long (four
+// times MAX_BODY_BYTES's default: a 413's body is read too), within this time; a longer
+// one, or one still arriving after it, is cancelled.
+const DISCARD_MAX_BYTES = 4 * 1_048_576;
 const DISCARD_MS = 1_000;
 
 /**
@@ -137,9 +138,10 @@ const DISCARD_MS = 1_000;
  * connection it came on under `wrangler dev` (npm start): its proxy's next request on
  * that connection was answered 503 "Your worker restarted mid-request" without
  * reaching the worker, or hung, so a ChirpStack `status` event lost the uplink that
- * followed it. Cancelling stays for a body declared longer than DISCARD_MAX_BYTES (a
- * Content-Length lie gets its 413 at once rather than after the bytes, which may
- * never come) and for one that is slower than DISCARD_MS.
+ * followed it; a 413 for a body over MAX_BODY_BYTES lost the next uplink the same way.
+ * Cancelling stays for a body declared longer than DISCARD_MAX_BYTES and for one that
+ * is slower than DISCARD_MS (a Content-Length lie gets its 413 after DISCARD_MS,
+ * rather than after bytes that may never come).
  */
 async function discard(request) {
   const declared = Number(request.headers.get("content-length") ?? NaN);

@@ -709,6 +709,7 @@ test("hostile: under npm start (wrangler dev) every reply that leaves a body unr
     ["not JSON", "POST", "/v1/readings", { ...auth, "content-type": "text/csv" }, "a,b\r\n1,2\r\n", 415],
     ["reset with a JSON body", "POST", "/v1/devices/dev-unread/reset", { ...auth, ...json }, "{}", 404],
     ["redrive with a JSON body", "POST", "/v1/devices/dev-unread/redrive", { ...auth, ...json }, "{}", 200],
+    ["a body one byte over MAX_BODY_BYTES", "POST", "/v1/readings", { ...auth, ...json }, "x".repeat(1048577), 413],
   ];
   const c = connection(port);
   try {
@@ -723,6 +724,11 @@ test("hostile: under npm start (wrangler dev) every reply that leaves a body unr
       assert.equal(next.status, 200, `after ${what}: ${next.head}\n${next.body}`);
       assert.equal(JSON.parse(next.body).unique, 1, `after ${what}: ${next.body}`);
     }
+    // A GET after an unread body (it hung 60-150 s behind a cancelled one).
+    const first = await c.exchange(httpRequest("POST", "/v1/nothing-here", { ...auth, ...json }, "x".repeat(4096)));
+    assert.equal(first.status, 404);
+    const health = await c.exchange(httpRequest("GET", "/v1/health", {}));
+    assert.equal(health.status, 200, `${health.head}\n${health.body}`);
   } finally {
     c.close();
   }
