@@ -14,11 +14,12 @@
 // `instance_busy` from free() (or from any other call of the same instance) and
 // frees nothing, so the call goes on and the instance stays usable; the third throws
 // `instance_stale`, and its free() only forgets the instance (its memory went with the
-// old Wasm instance). The state is kept beside the instance (a WeakSet), never on it,
-// so that a frozen instance works.
+// old Wasm instance). Which instances are inside a call is kept beside them (a stack,
+// one deep unless a call re-enters another instance), never on them, so that a frozen
+// instance works; it costs a call about 0.1 µs (BENCHMARKS.md "Sequence window").
 
 function guardInstances(classes) {
-  const busy = new WeakSet();
+  const active = [];
   const coded = (code, message) => Object.assign(new Error(message), { code });
   // The glue's count of Wasm instances, where it has one (wasm-bindgen's reset support).
   const current = () => (typeof __wbg_instance_id === 'undefined' ? undefined : __wbg_instance_id);
@@ -30,9 +31,9 @@ function guardInstances(classes) {
       const f = d.value ?? d.get;
       if (typeof f !== 'function') continue;
       const call = d.get ? `${className}.${name}` : `${className}.${name}()`;
-      const guarded = function (...args) {
+      const guarded = function () {
         if (this.__wbg_ptr === 0) throw coded('instance_freed', `${className}.${name}: this ${className} was freed (free() was called); make a new one`);
-        if (busy.has(this)) {
+        if (active.includes(this)) {
           throw coded('instance_busy', `${call} during a call of the same instance (from a getter or valueOf of its argument): refused, nothing changed`);
         }
         if (this.__wbg_inst !== undefined && this.__wbg_inst !== current()) {
@@ -42,12 +43,12 @@ function guardInstances(classes) {
           }
           throw coded('instance_stale', `${className}.${name}: this ${className} is from before the Wasm instance started over (after a trap); make a new one`);
         }
-        if (name === 'free') return f.apply(this, args);
-        busy.add(this);
+        if (name === 'free') return f.apply(this, arguments);
+        active.push(this);
         try {
-          return f.apply(this, args);
+          return f.apply(this, arguments);
         } finally {
-          busy.delete(this);
+          active.pop();
         }
       };
       Object.defineProperty(proto, name, d.get ? { ...d, get: guarded } : { ...d, value: guarded });

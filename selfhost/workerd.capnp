@@ -81,6 +81,7 @@ const worker :Workerd.Worker = (
     (name = "BACKFILL_WAIT_MS", fromEnvironment = "BACKFILL_WAIT_MS"),
     (name = "BACKFILL_MAX_SLOTS", fromEnvironment = "BACKFILL_MAX_SLOTS"),
     (name = "BACKFILL_ATTEMPTS", fromEnvironment = "BACKFILL_ATTEMPTS"),
+    (name = "BACKFILL_MAX_AGE_MS", fromEnvironment = "BACKFILL_MAX_AGE_MS"),
     (name = "BACKFILL_HOSTS", fromEnvironment = "BACKFILL_HOSTS"),
     (name = "CHIRPSTACK_API_URL", fromEnvironment = "CHIRPSTACK_API_URL"),
     (name = "AUTH_HEADER", fromEnvironment = "AUTH_HEADER"),

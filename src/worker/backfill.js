@@ -131,7 +131,9 @@ export function backfillStep(storage, cfg, now, { device, health, target, contex
   }
   const last = sql.exec("SELECT MAX(created_at) AS at FROM backfill WHERE device_id = ?", device_id).one().at;
   if (last !== null && now - last < cfg.BACKFILL_INTERVAL_MS) return null;
-  const range = wanted(sql, device_id, cfg, now, health);
+  // Never older than the sensor keeps: from the first slot that ended within BACKFILL_MAX_AGE_MS.
+  const oldest = cfg.BACKFILL_MAX_AGE_MS ? Math.ceil((now - cfg.BACKFILL_MAX_AGE_MS) / 1000 / device.period) - 1 : -Infinity;
+  const range = wanted(sql, device_id, cfg, now, health, oldest);
   if (!range) return null;
   // Never a time the sensor has not reached: a clock running ahead dates the window's
   // highest slot, and the gaps below it, after now. Only slots wholly past are asked for.
@@ -186,15 +188,16 @@ function settle(sql, cfg, now, open, health, context) {
 
 /**
  * The slots to ask for: the oldest gap open longer than BACKFILL_AFTER_MS and noticed
- * before this burst (its replay may still be under way), from its
- * first slot no expired or failed request asked for, at most BACKFILL_MAX_SLOTS, up to
- * its end or the next slot asked for already. Null when there is none.
+ * before this burst (its replay may still be under way), from its first slot at or
+ * after `oldest` that no expired or failed request asked for, at most
+ * BACKFILL_MAX_SLOTS, up to its end or the next slot asked for already. Null when there
+ * is none.
  */
-function wanted(sql, device_id, cfg, now, { at, gaps }) {
+function wanted(sql, device_id, cfg, now, { at, gaps }, oldest) {
   const asked = sql.exec("SELECT from_seq, to_seq FROM backfill WHERE device_id = ? AND state IN ('expired', 'failed') ORDER BY from_seq", device_id).toArray();
   for (const gap of gaps()) {
     if (gap.first_noticed_ms >= at || gap.first_noticed_ms + cfg.BACKFILL_AFTER_MS > now) continue;
-    let from = gap.from;
+    let from = Math.max(gap.from, oldest);
     for (const a of asked) if (a.from_seq <= from && a.to_seq >= from) from = a.to_seq + 1;
     if (from > gap.to) continue;
     let to = Math.min(gap.to, from + cfg.BACKFILL_MAX_SLOTS - 1);

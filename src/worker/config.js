@@ -28,12 +28,14 @@ const NUMBERS = {
   // History retrieval (backfill.js), when BACKFILL is "on": how long a gap stays open
   // before the sensor is asked for it; the least time between two requests of one
   // device; how long a sent request waits for its records; the most slots one asks
-  // for; sends of one request before it is given up.
+  // for; sends of one request before it is given up; how far back the sensors keep
+  // their records (0: no bound).
   BACKFILL_AFTER_MS: [3_600_000, 0, 30 * DAY],
   BACKFILL_INTERVAL_MS: [6 * 3_600_000, 0, 30 * DAY],
   BACKFILL_WAIT_MS: [12 * 3_600_000, 1, 30 * DAY],
   BACKFILL_MAX_SLOTS: [48, 1, 2048],
   BACKFILL_ATTEMPTS: [5, 1, 20],
+  BACKFILL_MAX_AGE_MS: [0, 0, 3650 * DAY],
 };
 // The hosts a The Things Stack downlink URL (X-Downlink-Push) may name when
 // BACKFILL_HOSTS is not set: The Things Stack Cloud and The Things Network.

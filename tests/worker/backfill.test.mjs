@@ -58,6 +58,33 @@ test("a gap dated after now (the sensor's clock runs ahead) is never asked for, 
   assert.ok(end >= T0 + nowSlot * PERIOD && end <= Date.now() / 1000, `${end}`);
 });
 
+test("BACKFILL_MAX_AGE_MS: a gap older than the sensor keeps is never asked for, one across the bound only from it", async () => {
+  // Before, the oldest gap was asked for however old: a sensor that keeps an hour of
+  // records was asked for those of last week, and answered nothing, each time.
+  const hour = 3_600_000;
+  const w = await start({ vars: { ...BACKFILL, BACKFILL_MAX_AGE_MS: String(hour), RETRY_BASE_MS: "1" } });
+  try {
+    const eui = "A84041000000B0A1";
+    assert.equal((await putConfig(w.call, eui, EM500)).status, 200);
+    const n = Math.floor(Date.now() / 1000 / PERIOD) - SLOT0;
+    // Gaps: slot n-13 (over two hours ago), n-10 ... n-5 (across the hour), n-3.
+    await tts(w, eui, "bin-age", history([n - 14, n - 12, n - 11, n - 4, n - 2]));
+    assert.deepEqual(slots(await gapsOf(w.call, eui)), [[n - 13, n - 13], [n - 10, n - 5], [n - 3, n - 3]]);
+    await tts(w, eui, "bin-age", live(700));
+    const [sent] = await until(() => to(ttsPath("bin-age")).length && to(ttsPath("bin-age")), "the downlink push");
+    const asked = Buffer.from(sent.body.downlinks[0].frm_payload, "base64");
+    // From the first slot that ended within the hour (at the request's moment), to the gap's end.
+    const first = (asked.readUInt32LE(2) - T0) / PERIOD;
+    const bound = Math.ceil((sent.at - hour) / 1000 / PERIOD) - 1 - SLOT0;
+    assert.equal(first, bound, `asked from slot n${first - n}`);
+    assert.ok(first > n - 10 && first <= n - 5, `n${first - n}`);
+    assert.equal(asked.readUInt32LE(6), T0 + (n - 4) * PERIOD - 1);
+    assert.equal(to(ttsPath("bin-age")).length, 1);
+  } finally {
+    await w.mf.dispose();
+  }
+});
+
 test("TTS: a gap the replay left open is asked for once, with fd6c + its time range, at the device's push URL with its key; the records that come back close it", async () => {
   const eui = "A84041000000B001";
   assert.equal((await putConfig(worker.call, eui, EM500)).status, 200);
