@@ -710,6 +710,8 @@ test("hostile: under npm start (wrangler dev) every reply that leaves a body unr
     ["reset with a JSON body", "POST", "/v1/devices/dev-unread/reset", { ...auth, ...json }, "{}", 404],
     ["redrive with a JSON body", "POST", "/v1/devices/dev-unread/redrive", { ...auth, ...json }, "{}", 200],
     ["a body one byte over MAX_BODY_BYTES", "POST", "/v1/readings", { ...auth, ...json }, "x".repeat(1048577), 413],
+    ["a cross-site request", "POST", "/v1/readings", { ...auth, ...json, "sec-fetch-site": "cross-site", origin: "http://evil.example" }, "[]", 403],
+    ["forget with a form body", "POST", "/v1/devices/dev-unread/forget", { ...auth, "content-type": "application/x-www-form-urlencoded" }, "key=x", 415],
   ];
   const c = connection(port);
   try {
