@@ -104,6 +104,12 @@ test('the README lists every error code of the core (src/dedupe/error.rs)', () =
   const codes = [...body.matchAll(/=>\s*\{?\s*"([a-z_]+)"/g)].map((m) => m[1]);
   const listed = readme.match(/^Codes: ([\s\S]*?)\.$/m)[1].match(/`[a-z_]+`/g).map((c) => c.slice(1, -1));
   assert.deepEqual([...listed].sort(), [...new Set(codes)].sort());
+  // And the codes of the instance guard the glue carries (lib/instance-guard.js).
+  const guard = fs.readFileSync(path.join(root, 'lib/instance-guard.js'), 'utf8');
+  const misuse = [...new Set([...guard.matchAll(/coded\('([a-z_]+)'/g)].map((m) => m[1]))].sort();
+  assert.deepEqual(misuse, ['instance_busy', 'instance_freed', 'instance_stale']);
+  const said = readme.match(/^Misusing an instance throws ([\s\S]*?)\.$/m)[1].match(/`[a-z_]+`/g).map((c) => c.slice(1, -1));
+  assert.deepEqual([...new Set(said)].sort(), misuse);
 });
 
 test("Node: the README's example, importing the package by name, prints what the README says", async () => {
