@@ -1,7 +1,7 @@
 // The README against the worker: its per-server set-up (below), and its /v1/stats
 // example against what the worker writes. The worker
 // builds `as_of` with the core's isoTime (src/worker/fleet.js), "one timestamp style
-// in everything the worker emits" (issue 8; README "Errors are ...": Python's
+// in everything the worker emits" (issue 8; README "Delivery to the origin": Python's
 // isoformat() of the UTC instant).
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
