@@ -3,6 +3,7 @@
 // Needs www/pkg/ (`npm run build`); never downloads a browser.
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
+import fs from 'node:fs';
 import { OUT, servedPage, WAIT } from './browser.mjs';
 
 const SEED = 20260716; // the page's default; any fixed seed works
@@ -29,6 +30,11 @@ test('a fixed-seed run: reconnect-dedupe loses nothing and passes no duplicate, 
   assert.ok((await num(page, '[data-stat="naive-lost"]')) > 0, 'naive dedupe should lose same-timestamp readings');
   assert.ok((await num(page, '[data-stat="none-dups"]')) > 0, 'no dedupe should pass duplicates');
   assert.equal(await num(page, '[data-stat="none-lost"]'), 0);
+  // The README's picture is this run (`npm run screenshot` makes it): its caption quotes it.
+  const caption = fs.readFileSync(new URL('../../README.md', import.meta.url), 'utf8')
+    .match(/!\[The demo after a default run: no dedupe passes ([\d,]+) duplicates, naive device\+timestamp dedupe loses ([\d,]+) real readings/);
+  assert.ok(caption, 'the README shows the demo with its caption');
+  assert.deepEqual(caption.slice(1).map((n) => Number(n.replace(/,/g, ''))), [await num(page, '[data-stat="none-dups"]'), await num(page, '[data-stat="naive-lost"]')]);
 
   // The core's counters reconcile, and agree with the ground truth.
   const c = {};
