@@ -43,8 +43,9 @@ if (!fs.existsSync(new URL('reconnect_dedupe_bg.wasm', out))) {
   console.error('lib-pkg: pkg/reconnect_dedupe_bg.wasm is missing; run `npm run build`');
   process.exit(1);
 }
-// The glue's classes, guarded against use after free() and free() within their own
-// call (lib/instance-guard.js says why); once per glue wasm-pack writes.
+// The glue's classes, guarded against a call after free(), free() within their own
+// call and use after the Wasm instance started over (lib/instance-guard.js says why);
+// once per glue wasm-pack writes (`npm run build` always writes one).
 const glue = new URL('reconnect_dedupe.js', out);
 const glueText = fs.readFileSync(glue, 'utf8');
 const GUARD_MARK = '// reconnect-dedupe: lib/instance-guard.js';
