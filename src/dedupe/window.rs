@@ -53,10 +53,12 @@
 //!   not come: after an outlier the device's seqs go on with nothing missing, nothing
 //!   recovered and nothing too old, and its open gaps stay open;
 //! - the jump's own seq again is [`Observation::Repeat`];
-//! - a seq above the jump by at most W, or in the W slots below it and beyond `h + W`,
-//!   says the counter goes on from the jump: the window starts over there (below), and
-//!   the seq is [`Observation::New`] (the reset was reported already);
-//! - a seq beyond both is another jump in its place, reported the same way;
+//! - a seq above the jump by at most W says the counter goes on from the jump: the
+//!   window starts over there (below), and the seq is [`Observation::New`] (the reset
+//!   was reported already);
+//! - any other seq beyond `h + W` (below the jump: an outage longer than W, a restart
+//!   below the jump; or beyond the jump's W) is another jump in its place, reported the
+//!   same way;
 //! - when the window reaches within W of the jump, the jump is dropped: its seq is
 //!   then read as any other.
 //!
@@ -320,19 +322,16 @@ impl SeqWindow {
             bump(&mut self.totals.repeats, 1);
             return Observation::Repeat;
         }
-        if seq > j + WINDOW_SLOTS || seq <= j - WINDOW_SLOTS {
-            // Beyond both: another jump in its place.
+        if seq < j || seq > j + WINDOW_SLOTS {
+            // Below it (a long outage, a restart below the jump) or beyond it: another
+            // jump in its place.
             return self.jumped(h, seq);
         }
-        // Above it or in its window: the counter goes on from the jump. The reset it
-        // was reported as happens now.
+        // Above it: the counter goes on from the jump. The reset it was reported as
+        // happens now.
         self.close_by_reset();
         self.restart(j);
-        if seq > j {
-            self.advance(j, seq, at);
-        } else {
-            self.mark(seq);
-        }
+        self.advance(j, seq, at);
         Observation::New
     }
 
