@@ -483,7 +483,7 @@ impl SeqWindow {
     /// Format v1: the version byte [`FORMAT_VERSION`]; a flags byte (bit 0: a seq was
     /// seen; bit 1: a jump beyond the window is pending); and when a seq was seen: the
     /// highest seq (i64, little-endian), with bit 1 the pending jump's seq (i64,
-    /// little-endian; a release before 0.2 refuses such bytes), a u32
+    /// little-endian; a release before pending jumps refuses such bytes), a u32
     /// (little-endian) whose bit `i` says word `i` of the ring is non-zero, those words
     /// (u64 little-endian, in order), then as LEB128 varints the counters `recovered`,
     /// `repeats`, `resets`, `too_old`, `gaps_dropped`, `missing_dropped`,
