@@ -1,3 +1,4 @@
+// reconnect-dedupe: lib/instance-guard.js (this line marks where it starts in the glue).
 // Appended to wasm-bindgen's glue (pkg/reconnect_dedupe.js) by scripts/lib-pkg.mjs,
 // with one `guardInstances({...})` line naming the glue's exported classes; it runs in
 // the glue's module scope. Three misuses of an instance otherwise end in wasm-bindgen's

@@ -48,14 +48,15 @@ if (!fs.existsSync(new URL('reconnect_dedupe_bg.wasm', out))) {
 // once per glue wasm-pack writes (`npm run build` always writes one).
 const glue = new URL('reconnect_dedupe.js', out);
 const glueText = fs.readFileSync(glue, 'utf8');
-const GUARD_MARK = '// reconnect-dedupe: lib/instance-guard.js';
-if (!glueText.includes(GUARD_MARK)) {
+const guard = read('lib/instance-guard.js');
+// The guard's first line marks it in the glue (tests/bench/instance-guard.mjs cuts there).
+if (!glueText.includes(guard.slice(0, guard.indexOf('\n')))) {
   const classes = [...glueText.matchAll(/^export class (\w+) \{/gm)].map((m) => m[1]);
   if (classes.length === 0) {
     console.error('lib-pkg: no exported class in pkg/reconnect_dedupe.js; has the glue changed shape?');
     process.exit(1);
   }
-  fs.appendFileSync(glue, `\n${GUARD_MARK}\n${read('lib/instance-guard.js')}guardInstances({ ${classes.join(', ')} });\n`);
+  fs.appendFileSync(glue, `\n${guard}guardInstances({ ${classes.join(', ')} });\n`);
 }
 const cargo = cargoPackage();
 const { '//': _why, name, ...rest } = JSON.parse(read('lib/package.json.in'));

@@ -12,7 +12,9 @@ import { fileURLToPath } from 'node:url';
 
 const RUNS = 7;
 const PKG = fileURLToPath(new URL('../../pkg/', import.meta.url));
-const MARK = '\n// reconnect-dedupe: lib/instance-guard.js';
+const GUARD = fs.readFileSync(new URL('../../lib/instance-guard.js', import.meta.url), 'utf8');
+// Where lib-pkg.mjs appended the guard: its first line, after a newline.
+const MARK = `\n${GUARD.slice(0, GUARD.indexOf('\n'))}`;
 
 if (process.argv[2] === '--child') {
   const dir = process.argv[3];
