@@ -22,21 +22,25 @@ const ROOT = fileURLToPath(new URL('../', import.meta.url));
 export const CONFIG = path.join(ROOT, 'selfhost/workerd.capnp');
 // The secrets the worker reads (src/worker/config.js; README "Configuration"): bound
 // from the environment like the vars, but never given a value by this script.
-const SECRETS = ['INGEST_TOKEN', 'CHIRPSTACK_API_TOKEN'];
+export const SECRETS = ['INGEST_TOKEN', 'CHIRPSTACK_API_TOKEN'];
 
 /**
  * What selfhost/workerd.capnp (`text`) and wrangler.toml (`wrangler`, as wrangler reads
  * it) disagree on, one line each; empty when they agree: the compatibility date and
  * flags, the Durable Object bindings and their SQLite storage, and the names bound from
  * the environment, which must be exactly the [vars] and SECRETS. The capnp is read as
- * the committed file writes it, one `(name = …, kind = …)` binding a line.
+ * the committed file writes it, one `(name = …, kind = …)` binding a line. The
+ * compatibility date is every worker's (the demo page's assets worker has one too),
+ * and wrangler.toml's [assets] binding must be the assets service.
  */
 export function configProblems(text, wrangler) {
   const capnp = text.replace(/#.*$/gm, '');
   const all = (re) => [...capnp.matchAll(re)];
   const problems = [];
-  const date = /compatibilityDate = "([^"]*)"/.exec(capnp)?.[1];
-  if (date !== wrangler.compatibility_date) problems.push(`compatibilityDate is ${JSON.stringify(date)}, wrangler.toml compatibility_date is ${JSON.stringify(wrangler.compatibility_date)}`);
+  const dates = all(/compatibilityDate = "([^"]*)"/g).map((m) => m[1]);
+  for (const date of dates.length ? dates : [undefined]) {
+    if (date !== wrangler.compatibility_date) problems.push(`compatibilityDate is ${JSON.stringify(date)}, wrangler.toml compatibility_date is ${JSON.stringify(wrangler.compatibility_date)}`);
+  }
   const flags = /compatibilityFlags = \[([^\]]*)\]/.exec(capnp)?.[1].match(/"[^"]*"/g)?.map((f) => JSON.parse(f)) ?? [];
   if (flags.join() !== (wrangler.compatibility_flags ?? []).join()) problems.push(`compatibilityFlags are [${flags}], wrangler.toml compatibility_flags are [${wrangler.compatibility_flags}]`);
   const objects = new Map(all(/\(name = "([^"]+)", durableObjectNamespace = "([^"]+)"\)/g).map((m) => [m[1], m[2]]));
@@ -46,6 +50,8 @@ export function configProblems(text, wrangler) {
     if (objects.get(name) !== class_name) problems.push(`Durable Object binding ${name} must be durableObjectNamespace = "${class_name}", as in wrangler.toml`);
     if (sqliteClasses.includes(class_name) && !sqlite.has(class_name)) problems.push(`${class_name} must be declared with enableSql = true (new_sqlite_classes in wrangler.toml)`);
   }
+  const assets = wrangler.assets?.binding;
+  if (assets && !capnp.includes(`(name = "${assets}", service = "assets")`)) problems.push(`${assets} (wrangler.toml [assets]) must be bound to the assets service: (name = "${assets}", service = "assets")`);
   const bound = new Map(all(/\(name = "([^"]+)", fromEnvironment = "([^"]+)"\)/g).map((m) => [m[1], m[2]]));
   const wanted = [...Object.keys(wrangler.vars ?? {}), ...SECRETS];
   for (const name of wanted) {
@@ -154,7 +160,7 @@ async function claimData(dataDir) {
 export async function startWorkerd({ bundleDir, dataDir, listen, env, stdio = 'inherit' }) {
   fs.mkdirSync(dataDir, { recursive: true });
   const lock = await claimData(dataDir);
-  const args = ['serve', '-I', bundleDir, CONFIG, `--socket-addr=http=${listen}`, `--socket-addr=lock=unix:${lock}`, `--directory-path=data=${path.resolve(dataDir)}`, '--control-fd=3'];
+  const args = ['serve', '-I', bundleDir, CONFIG, `--socket-addr=http=${listen}`, `--socket-addr=lock=unix:${lock}`, `--directory-path=data=${path.resolve(dataDir)}`, `--directory-path=www=${path.join(ROOT, 'www')}`, '--control-fd=3'];
   const child = spawn(workerd.default, args, { env, stdio: ['ignore', stdio, stdio, 'pipe'] });
   const exited = new Promise((resolve) => child.on('exit', (code, signal) => resolve({ code, signal })));
   const port = new Promise((resolve, reject) => {

@@ -1,21 +1,13 @@
 // A static file server for www/ (node:http, no dependencies): `npm run demo`, and
-// the browser test, which imports `serveWww` and listens on an ephemeral port.
+// the browser test, which imports `serveWww` and listens on an ephemeral port. The
+// types are those the worker's assets name (selfhost/assets.js).
 import http from 'node:http';
 import fs from 'node:fs';
 import path from 'node:path';
 import { fileURLToPath } from 'node:url';
+import { typeOf } from '../selfhost/assets.js';
 
 const WWW = fileURLToPath(new URL('../www/', import.meta.url));
-const TYPES = {
-  '.html': 'text/html; charset=utf-8',
-  '.js': 'text/javascript; charset=utf-8',
-  '.mjs': 'text/javascript; charset=utf-8',
-  '.css': 'text/css; charset=utf-8',
-  '.json': 'application/json',
-  '.wasm': 'application/wasm', // instantiateStreaming insists on it
-  '.png': 'image/png',
-  '.svg': 'image/svg+xml',
-};
 
 /** A server (not yet listening) for the files below `root`. GET and HEAD only. */
 export function serveWww(root = WWW) {
@@ -48,7 +40,7 @@ export function wwwHandler(root = WWW) {
         return;
       }
       res.writeHead(200, {
-        'content-type': TYPES[path.extname(file)] ?? 'application/octet-stream',
+        'content-type': typeOf(file) ?? 'application/octet-stream',
         'cache-control': 'no-cache',
       });
       res.end(req.method === 'HEAD' ? undefined : data);

@@ -1,10 +1,12 @@
 # Self-hosting on workerd, the open-source runtime of Cloudflare Workers: the worker
 # that `wrangler deploy` would upload, on one machine, its Durable Objects in SQLite
-# files on local disk. Started by `npm run serve:workerd` (scripts/serve-workerd.mjs),
-# which makes the bundle, supplies the values and runs
+# files on local disk, the demo page (www/) beside it. Started by `npm run serve:workerd`
+# (scripts/serve-workerd.mjs) and `npm start` (scripts/start.mjs), which make the
+# bundle, supply the values and run
 #
 #   workerd serve -I <bundle dir> selfhost/workerd.capnp \
-#     --socket-addr http=<listen> --directory-path data=<data dir> --control-fd 3
+#     --socket-addr http=<listen> --directory-path data=<data dir> \
+#     --directory-path www=<repository>/www --control-fd 3
 #
 # The schema is the installed workerd's own: node_modules/workerd/workerd.capnp
 # (cloudflare/workerd src/workerd/server/workerd.capnp). README "Self-hosting on workerd"
@@ -20,6 +22,12 @@ using Bundle = import "/bundle.capnp";
 const config :Workerd.Config = (
   services = [
     (name = "main", worker = .worker),
+    # The demo page: www/ with each file's type (selfhost/assets.js), the ASSETS binding
+    # below, as [assets] in wrangler.toml is on Cloudflare.
+    (name = "assets", worker = .assets),
+    # www/ itself, read only. Set by --directory-path www=<repository>/www (relative
+    # paths here would be read from the directory workerd is started in).
+    (name = "www", disk = (writable = false)),
     # Where the objects' SQLite files live: one directory per class (its uniqueKey),
     # one <object id>.sqlite per object, and metadata.sqlite with the pending alarms.
     # Overridden by --directory-path data=<dir> (`npm run serve:workerd -- --data <dir>`).
@@ -89,9 +97,8 @@ const worker :Workerd.Worker = (
     (name = "UPLINK_SEQ_FIELD", fromEnvironment = "UPLINK_SEQ_FIELD"),
     (name = "UPLINK_TS_FIELD", fromEnvironment = "UPLINK_TS_FIELD"),
     (name = "UPLINK_FILL_FIELD", fromEnvironment = "UPLINK_FILL_FIELD"),
-    # No ASSETS: the demo page (www/) is not served. workerd's disk service answers
-    # application/octet-stream and a JSON listing for "/", which a browser does not run
-    # as a page; `npm run demo` serves it. Paths outside /v1/ answer 404 not_found.
+    # wrangler.toml [assets]: the worker hands a GET outside /v1/ to it.
+    (name = "ASSETS", service = "assets"),
   ],
   # SQLite-backed, as wrangler.toml's migration (new_sqlite_classes). A uniqueKey names
   # its class's directory and seeds its object ids (idFromName): changing one loses the
@@ -102,4 +109,11 @@ const worker :Workerd.Worker = (
     (className = "FleetObject", uniqueKey = "reconnect-dedupe-FleetObject", enableSql = true),
   ],
   durableObjectStorage = (localDisk = "data"),
+);
+
+const assets :Workerd.Worker = (
+  modules = [(name = "assets.js", esModule = embed "assets.js")],
+  # As wrangler.toml, like the worker's.
+  compatibilityDate = "2026-04-01",
+  bindings = [(name = "WWW", service = "www")],
 );

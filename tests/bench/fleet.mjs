@@ -6,15 +6,19 @@
 // server's second delivery: every one a duplicate, nothing new to hold, so the memory
 // must not grow through it). Each target runs each scenario on fresh storage:
 //
-//   targets:   start    the worker as `npm start` runs it (wrangler dev, local
-//                       persistence in a temporary --persist-to directory)
+//   targets:   start    `npm start` itself (scripts/start.mjs: workerd on the dry
+//                       run's bundle, a temporary --data directory, the token in a
+//                       temporary --dev-vars file, the vars in its environment)
 //              workerd  as `npm run serve:workerd` runs it (the dry run's bundle,
 //                       selfhost/workerd.capnp, a temporary --data directory)
+//              dev      `npm run dev` (wrangler dev, local persistence in a temporary
+//                       --persist-to directory); only when asked for: it is for
+//                       editing the worker, not for a fleet (BENCHMARKS.md says why)
 //   scenarios: healthy  the origin stub answers 200 throughout
 //              failing  it answers 503 to every POST during the three rounds, then 200:
 //                       the run waits (bounded) until it holds every admitted key
 //
-//   npm run bench:fleet [-- --target start|workerd|both] [-- --scenario healthy|failing|both]
+//   npm run bench:fleet [-- --target start|workerd|dev|both] [-- --scenario healthy|failing|both]
 //     [-- --devices 100000] [-- --per-request 100] [-- --in-flight 8] [-- --drain-s 300]
 //     [-- --retry-max-ms 10000] [-- --max-minutes 60] [-- --log]
 //
@@ -83,12 +87,12 @@ const IN_FLIGHT = whole("in-flight", 1);
 const DRAIN_MS = whole("drain-s", 1) * 1000;
 const RETRY_MAX_MS = whole("retry-max-ms", 1000);
 const MAX_MS = whole("max-minutes", 1) * 60_000;
-const choose = (name, all) => {
+const choose = (name, all, more = []) => {
   if (opt[name] === "both") return all;
-  if (!all.includes(opt[name])) throw new Error(`--${name} ${opt[name]}: one of ${all.join(", ")} or both`);
+  if (![...all, ...more].includes(opt[name])) throw new Error(`--${name} ${opt[name]}: one of ${[...all, ...more].join(", ")} or both (${all.join(" and ")})`);
   return [opt[name]];
 };
-const TARGETS = choose("target", ["start", "workerd"]);
+const TARGETS = choose("target", ["start", "workerd"], ["dev"]);
 const SCENARIOS = choose("scenario", ["healthy", "failing"]);
 
 /** The share of devices whose round-2 reading is their round-1 reading again. */
@@ -208,7 +212,24 @@ function logReader() {
 // --- the two targets ---------------------------------------------------------------
 
 /**
- * `npm start`'s worker: wrangler dev on 127.0.0.1 and a free port, its Durable
+ * `npm start` itself: scripts/start.mjs as the npm script runs it after its build, on
+ * 127.0.0.1 and a free PORT, its data in `dir`, the token in a --dev-vars file there
+ * (so the user's .dev.vars stays unread), `vars` in its environment (over .dev.vars
+ * and wrangler.toml, as start.mjs reads them). Its own process group, so that
+ * stopping it stops its workerd too.
+ */
+async function startNpmStart(dir, vars, token, log) {
+  const port = await freePort();
+  const devVars = path.join(dir, "dev.vars");
+  fs.writeFileSync(devVars, `INGEST_TOKEN=${token}\n`, { mode: 0o600 });
+  const env = { ...process.env, ...vars, PORT: String(port) };
+  delete env.INGEST_TOKEN;
+  const child = spawn(process.execPath, [path.join(ROOT, "scripts/start.mjs"), "--data", path.join(dir, "data"), "--dev-vars", devVars], { cwd: ROOT, env, detached: true, stdio: ["ignore", "pipe", "pipe"] });
+  return grouped(child, port, log);
+}
+
+/**
+ * `npm run dev`'s worker: wrangler dev on 127.0.0.1 and a free port, its Durable
  * Objects persisted under `dir`, `vars` given with --var and the token in an env file
  * of `dir` (--env-file: wrangler then reads no .dev.vars, so the user's stays as it
  * is and unread). Its own process group, so that stopping it stops its workerd too.
@@ -233,6 +254,11 @@ async function startWrangler(dir, vars, token, log) {
   const env = { ...process.env, WRANGLER_SEND_METRICS: "false", WRANGLER_HIDE_BANNER: "true", CLOUDFLARE_CF_FETCH_ENABLED: "false", CLOUDFLARE_LOAD_DEV_VARS_FROM_DOT_ENV: "true", NO_COLOR: "1", FORCE_COLOR: "0" };
   delete env.CLOUDFLARE_INCLUDE_PROCESS_ENV;
   const child = spawn(process.execPath, args, { cwd: tree, env, detached: true, stdio: ["ignore", "pipe", "pipe"] });
+  return grouped(child, port, log);
+}
+
+/** A launcher `child` in its own process group, its output read by `log`: `{port, exited, kill, stop}`, stop() ending the group (every workerd in it too). */
+function grouped(child, port, log) {
   log.feed(child.stdout);
   log.feed(child.stderr);
   const exited = new Promise((resolve) => child.on("exit", (code, signal) => resolve({ code, signal })));
@@ -413,15 +439,16 @@ function poller(port, route, headers, everyMs, good) {
 }
 
 /**
- * What a workerd process runs, from its command line: under `npm start`, wrangler's
+ * What a workerd process runs, from its command line: under `npm run dev`, wrangler's
  * proxy (its ProxyWorker, listening on the port the fleet sends to, `port`) or the
- * worker (wrangler's second workerd, behind it); else the worker of serve:workerd.
+ * worker (wrangler's second workerd, behind it); else the worker of npm start or
+ * serve:workerd (selfhost/workerd.capnp).
  */
 function roleOf(pid, port) {
   try {
     const args = fs.readFileSync(`/proc/${pid}/cmdline`, "utf8").split("\0").filter(Boolean);
     if (args.some((a) => a.endsWith(`entry=127.0.0.1:${port}`))) return "wrangler's proxy";
-    return args.includes("--binary") ? "the worker (wrangler dev)" : "the worker (serve:workerd)";
+    return args.includes("--binary") ? "the worker (wrangler dev)" : "the worker (selfhost/workerd.capnp)";
   } catch {
     return "workerd";
   }
@@ -586,7 +613,7 @@ async function sampleLedgers(port, auth, t) {
 // --- one run: a target, a scenario ------------------------------------------------------
 
 async function run(target, scenario) {
-  const name = `${target === "start" ? "npm start" : "serve:workerd"}, ${scenario === "healthy" ? "healthy origin" : "origin 503 then recovering"}`;
+  const name = `${{ start: "npm start", workerd: "serve:workerd", dev: "npm run dev" }[target]}, ${scenario === "healthy" ? "healthy origin" : "origin 503 then recovering"}`;
   say(`--- ${name}: ${fmt(DEVICES)} devices, ${PER_REQUEST} a request, ${IN_FLIGHT} in flight`);
   const dir = fs.mkdtempSync(path.join(os.tmpdir(), "rd-fleet-"));
   dirs.add(dir);
@@ -599,8 +626,8 @@ async function run(target, scenario) {
   let worker;
   try {
     const t0 = performance.now();
-    worker = await (target === "start" ? startWrangler : startSelfhosted)(dir, vars, token, log);
-    // Ready when /v1/health answers 200 (wrangler dev builds first).
+    worker = await { start: startNpmStart, workerd: startSelfhosted, dev: startWrangler }[target](dir, vars, token, log);
+    // Ready when /v1/health answers 200 (npm start and wrangler dev bundle first).
     const deadline = performance.now() + START_MS;
     const probe = new http.Agent({ keepAlive: false });
     let exited = null;
@@ -741,13 +768,13 @@ async function run(target, scenario) {
   if (t.sent - t.ok) failures.push(`${fmt(t.sent - t.ok)} of ${fmt(t.sent)} requests answered non-2xx (${[...t.outcomes].map(([k, n]) => `${n}x ${k}`).join(", ")}): ${fmt(t.lostReadings)} readings lost, as no network server resends them`);
   if (f.health.max > HEALTH_LIMIT_MS || f.health.failures.size) failures.push(`/v1/health: max ${ms(f.health.max)} (limit ${HEALTH_LIMIT_MS} ms), ${sum(f.health.failures)} failed polls ${JSON.stringify(Object.fromEntries(f.health.failures))}`);
   if (f.statsLat.max > STATS_LIMIT_MS || f.statsLat.failures.size) failures.push(`/v1/stats: max ${ms(f.statsLat.max)} (limit ${STATS_LIMIT_MS} ms), ${sum(f.statsLat.failures)} failed polls ${JSON.stringify(Object.fromEntries(f.statsLat.failures))}`);
-  // Per workerd process: `npm start` runs two, wrangler's proxy (its ProxyWorker, which
+  // Per workerd process: `npm run dev` runs two, wrangler's proxy (its ProxyWorker, which
   // holds none of the worker's data) and the worker's; both are held to the limit, and
   // their sum is reported.
   for (const [pid, peak] of rss.peakOf) if (peak >= RSS_LIMIT) failures.push(`workerd ${pid} (${rss.roleOf.get(pid)}) RSS peaked at ${MiB(peak)} (limit: under 1 GiB)`);
   // Round 3 stores nothing new (every reading a duplicate): memory that grows through it
   // grows per request, not per reading held.
-  // Per process too: under npm start, wrangler's proxy and the worker each.
+  // Per process too: under npm run dev, wrangler's proxy and the worker each.
   f.flat = [...(f.eachAfterRound2 ?? [])].map(([pid, before]) => ({ pid, role: rss.roleOf.get(pid), before, after: f.eachAfterRound3?.get(pid) ?? 0 }));
   for (const { pid, role, before, after } of f.flat) {
     if (after > FLAT_LIMIT * before) failures.push(`workerd ${pid} (${role}) RSS grew from ${MiB(before)} to ${MiB(after)} through round 3, which stores nothing new (limit: ${Math.round((FLAT_LIMIT - 1) * 100)} %)`);

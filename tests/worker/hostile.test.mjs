@@ -11,8 +11,9 @@ import assert from "node:assert/strict";
 import net from "node:net";
 import fs from "node:fs";
 import path from "node:path";
-import { execFileSync, spawn } from "node:child_process";
-import { start, fixture, tempDir, databases, until, checkReply, TOKEN } from "./harness.mjs";
+import { execFileSync } from "node:child_process";
+import { start, fixture, tempDir, databases, checkReply, TOKEN } from "./harness.mjs";
+import { npmRunDev, npmStart } from "./launch.mjs";
 import { mapAtMost } from "../../src/worker/fanout.js";
 
 const dir = tempDir();
@@ -581,50 +582,25 @@ test("hostile: device calls of one request run at most 16 at a time, answers in 
   assert.equal(most, 16);
 });
 
-// --- under npm start (wrangler dev) ----------------------------------------------------
+// --- under npm start and npm run dev ---------------------------------------------------
 
 const HELD_MS = 20_000;
-let devServer = null;
-/** One `wrangler dev`, as `npm start` runs it, for the tests below; stopped after the file. */
-function npmStart() {
-  devServer ??= (async () => {
-    const root = new URL("../../", import.meta.url).pathname;
-    const port = await new Promise((resolve) => {
-      const srv = net.createServer().listen(0, "127.0.0.1", () => {
-        const p = srv.address().port;
-        srv.close(() => resolve(p));
-      });
-    });
-    const state = tempDir();
-    const child = spawn(
-      path.join(root, "node_modules/.bin/wrangler"),
-      ["dev", "--ip", "127.0.0.1", "--port", String(port), "--persist-to", state, "--var", `INGEST_TOKEN:${TOKEN}`, "--show-interactive-dev-session=false"],
-      { cwd: root, env: { ...process.env, WRANGLER_SEND_METRICS: "false", CI: "1" }, stdio: ["ignore", "pipe", "pipe"], detached: true },
-    );
-    const exited = new Promise((r) => child.on("exit", r));
-    let out = "";
-    child.stdout.on("data", (d) => (out += d));
-    child.stderr.on("data", (d) => (out += d));
-    // Its own process group, killed with everything wrangler started.
-    const stop = async () => {
-      try {
-        process.kill(-child.pid, "SIGKILL");
-      } catch {}
-      await exited;
-      fs.rmSync(state, { recursive: true, force: true });
-    };
-    try {
-      await until(() => /Ready on/.test(out), `wrangler dev to start:\n${out}`, 120_000);
-    } catch (e) {
-      await stop();
-      throw e;
-    }
-    return { port, stop, log: () => out };
-  })();
-  return devServer;
-}
+/** Each local launcher, started once for the tests below (launch.mjs) and stopped after the file. */
+const launchers = {
+  "npm start": () => {
+    const dir = tempDir();
+    fs.writeFileSync(path.join(dir, "dev.vars"), `INGEST_TOKEN=${TOKEN}\n`);
+    return npmStart({ data: path.join(dir, "do"), devVars: path.join(dir, "dev.vars") }).then((w) => ({ ...w, stop: () => w.stop().then(() => fs.rmSync(dir, { recursive: true, force: true })) }));
+  },
+  "npm run dev (wrangler dev)": () => npmRunDev({ vars: { INGEST_TOKEN: TOKEN } }),
+};
+const running = new Map();
+const launched = (name) => {
+  if (!running.has(name)) running.set(name, launchers[name]());
+  return running.get(name);
+};
 after(async () => {
-  if (devServer) await (await devServer).stop();
+  for (const w of running.values()) await (await w).stop();
 });
 
 /**
@@ -676,62 +652,64 @@ function httpRequest(method, target, headers, body = "") {
   return `${method} ${target} HTTP/1.1\r\n${Object.entries(fields).map(([k, v]) => `${k}: ${v}`).join("\r\n")}\r\n\r\n${body}`;
 }
 
-test("hostile: under npm start (wrangler dev) a Content-Length lie gets its 413 before the body", async () => {
-  // `wrangler dev` wraps the worker in a middleware that reads an unused request
-  // body to its end before the reply leaves: a client that declares 2 MB and sends
-  // 2 bytes got no answer at all. The worker drops a body declared that long unread.
-  const { port } = await npmStart();
-  const c = connection(port);
-  try {
-    const reply = await c.exchange(`POST /v1/readings HTTP/1.1\r\nhost: 127.0.0.1\r\nauthorization: Bearer ${TOKEN}\r\ncontent-type: application/json\r\ncontent-length: 2000000\r\n\r\n[]`);
-    assert.equal(reply.status, 413, reply.head);
-  } finally {
-    c.close();
-  }
-});
-
-test("hostile: under npm start (wrangler dev) every reply that leaves a body unread keeps the connection for the next request", async () => {
-  // A body the worker did not read was cancelled; under wrangler dev that broke the
-  // proxy's connection, and the next request on it was answered 503 "Your worker
-  // restarted mid-request" without reaching the worker (or hung): a ChirpStack status
-  // event lost the uplink after it. Now each is read and dropped first.
-  const { port } = await npmStart();
-  const auth = { authorization: `Bearer ${TOKEN}` };
-  const json = { "content-type": "application/json" };
-  const unread = [
-    ["ChirpStack status", "POST", "/v1/uplinks/chirpstack?event=status", { ...auth, ...json }, fixture("chirpstack/status.json"), 200],
-    ["ChirpStack join", "POST", "/v1/uplinks/chirpstack?event=join", { ...auth, ...json }, fixture("chirpstack/join.json"), 200],
-    ["ChirpStack log", "POST", "/v1/uplinks/chirpstack?event=log", { ...auth, ...json }, fixture("chirpstack/log.json"), 200],
-    ["ChirpStack txack", "POST", "/v1/uplinks/chirpstack?event=txack", { ...auth, ...json }, fixture("chirpstack/txack.json"), 200],
-    ["no credentials, 4 KB", "POST", "/v1/readings", json, "x".repeat(4096), 401],
-    ["an unknown route", "POST", "/v1/nothing-here", { ...auth, ...json }, "[]", 404],
-    ["a method the route does not take", "POST", "/v1/stats", { ...auth, ...json }, "[]", 405],
-    ["not JSON", "POST", "/v1/readings", { ...auth, "content-type": "text/csv" }, "a,b\r\n1,2\r\n", 415],
-    ["reset with a JSON body", "POST", "/v1/devices/dev-unread/reset", { ...auth, ...json }, "{}", 404],
-    ["redrive with a JSON body", "POST", "/v1/devices/dev-unread/redrive", { ...auth, ...json }, "{}", 200],
-    ["a body one byte over MAX_BODY_BYTES", "POST", "/v1/readings", { ...auth, ...json }, "x".repeat(1048577), 413],
-    ["a cross-site request", "POST", "/v1/readings", { ...auth, ...json, "sec-fetch-site": "cross-site", origin: "http://evil.example" }, "[]", 403],
-    ["forget with a form body", "POST", "/v1/devices/dev-unread/forget", { ...auth, "content-type": "application/x-www-form-urlencoded" }, "key=x", 415],
-  ];
-  const c = connection(port);
-  try {
-    let seq = 0;
-    for (const [what, method, target, headers, body, status] of unread) {
-      const first = await c.exchange(httpRequest(method, target, headers, body));
-      assert.equal(first.status, status, `${what}: ${first.head}\n${first.body}`);
-      // The next request on the same connection reaches the worker and is stored.
-      seq += 1;
-      const reading = JSON.stringify([{ device_id: "dev-after-unread", seq, ts: new Date(Date.UTC(2026, 6, 16, 9, seq)).toISOString(), fill_pct: 40 }]);
-      const next = await c.exchange(httpRequest("POST", "/v1/readings", { ...auth, ...json }, reading));
-      assert.equal(next.status, 200, `after ${what}: ${next.head}\n${next.body}`);
-      assert.equal(JSON.parse(next.body).unique, 1, `after ${what}: ${next.body}`);
+for (const launcher of Object.keys(launchers)) {
+  test(`hostile: under ${launcher} a Content-Length lie gets its 413 before the body`, async () => {
+    // `wrangler dev` wraps the worker in a middleware that reads an unused request
+    // body to its end before the reply leaves: a client that declares 2 MB and sends
+    // 2 bytes got no answer at all. The worker drops a body declared that long unread.
+    const { port } = await launched(launcher);
+    const c = connection(port);
+    try {
+      const reply = await c.exchange(`POST /v1/readings HTTP/1.1\r\nhost: 127.0.0.1\r\nauthorization: Bearer ${TOKEN}\r\ncontent-type: application/json\r\ncontent-length: 2000000\r\n\r\n[]`);
+      assert.equal(reply.status, 413, reply.head);
+    } finally {
+      c.close();
     }
-    // A GET after an unread body (it hung 60-150 s behind a cancelled one).
-    const first = await c.exchange(httpRequest("POST", "/v1/nothing-here", { ...auth, ...json }, "x".repeat(4096)));
-    assert.equal(first.status, 404);
-    const health = await c.exchange(httpRequest("GET", "/v1/health", {}));
-    assert.equal(health.status, 200, `${health.head}\n${health.body}`);
-  } finally {
-    c.close();
-  }
-});
+  });
+
+  test(`hostile: under ${launcher} every reply that leaves a body unread keeps the connection for the next request`, async () => {
+    // A body the worker did not read was cancelled; under wrangler dev that broke the
+    // proxy's connection, and the next request on it was answered 503 "Your worker
+    // restarted mid-request" without reaching the worker (or hung): a ChirpStack status
+    // event lost the uplink after it. Now each is read and dropped first.
+    const { port } = await launched(launcher);
+    const auth = { authorization: `Bearer ${TOKEN}` };
+    const json = { "content-type": "application/json" };
+    const unread = [
+      ["ChirpStack status", "POST", "/v1/uplinks/chirpstack?event=status", { ...auth, ...json }, fixture("chirpstack/status.json"), 200],
+      ["ChirpStack join", "POST", "/v1/uplinks/chirpstack?event=join", { ...auth, ...json }, fixture("chirpstack/join.json"), 200],
+      ["ChirpStack log", "POST", "/v1/uplinks/chirpstack?event=log", { ...auth, ...json }, fixture("chirpstack/log.json"), 200],
+      ["ChirpStack txack", "POST", "/v1/uplinks/chirpstack?event=txack", { ...auth, ...json }, fixture("chirpstack/txack.json"), 200],
+      ["no credentials, 4 KB", "POST", "/v1/readings", json, "x".repeat(4096), 401],
+      ["an unknown route", "POST", "/v1/nothing-here", { ...auth, ...json }, "[]", 404],
+      ["a method the route does not take", "POST", "/v1/stats", { ...auth, ...json }, "[]", 405],
+      ["not JSON", "POST", "/v1/readings", { ...auth, "content-type": "text/csv" }, "a,b\r\n1,2\r\n", 415],
+      ["reset with a JSON body", "POST", "/v1/devices/dev-unread/reset", { ...auth, ...json }, "{}", 404],
+      ["redrive with a JSON body", "POST", "/v1/devices/dev-unread/redrive", { ...auth, ...json }, "{}", 200],
+      ["a body one byte over MAX_BODY_BYTES", "POST", "/v1/readings", { ...auth, ...json }, "x".repeat(1048577), 413],
+      ["a cross-site request", "POST", "/v1/readings", { ...auth, ...json, "sec-fetch-site": "cross-site", origin: "http://evil.example" }, "[]", 403],
+      ["forget with a form body", "POST", "/v1/devices/dev-unread/forget", { ...auth, "content-type": "application/x-www-form-urlencoded" }, "key=x", 415],
+    ];
+    const c = connection(port);
+    try {
+      let seq = 0;
+      for (const [what, method, target, headers, body, status] of unread) {
+        const first = await c.exchange(httpRequest(method, target, headers, body));
+        assert.equal(first.status, status, `${what}: ${first.head}\n${first.body}`);
+        // The next request on the same connection reaches the worker and is stored.
+        seq += 1;
+        const reading = JSON.stringify([{ device_id: "dev-after-unread", seq, ts: new Date(Date.UTC(2026, 6, 16, 9, seq)).toISOString(), fill_pct: 40 }]);
+        const next = await c.exchange(httpRequest("POST", "/v1/readings", { ...auth, ...json }, reading));
+        assert.equal(next.status, 200, `after ${what}: ${next.head}\n${next.body}`);
+        assert.equal(JSON.parse(next.body).unique, 1, `after ${what}: ${next.body}`);
+      }
+      // A GET after an unread body (it hung 60-150 s behind a cancelled one).
+      const first = await c.exchange(httpRequest("POST", "/v1/nothing-here", { ...auth, ...json }, "x".repeat(4096)));
+      assert.equal(first.status, 404);
+      const health = await c.exchange(httpRequest("GET", "/v1/health", {}));
+      assert.equal(health.status, 200, `${health.head}\n${health.body}`);
+    } finally {
+      c.close();
+    }
+  });
+}

@@ -110,6 +110,36 @@ test("selfhost/workerd.capnp agrees with wrangler.toml, and each disagreement is
     'TTL_MS (wrangler.toml [vars] or a secret) is not bound: add (name = "TTL_MS", fromEnvironment = "TTL_MS")',
     "OLD_MS is bound from the environment but is neither in wrangler.toml [vars] nor a secret (INGEST_TOKEN, CHIRPSTACK_API_TOKEN)",
   ]);
+  // The demo page's worker has a date of its own, and the worker reaches it as ASSETS.
+  const last = text.lastIndexOf('compatibilityDate = "2026-04-01"');
+  assert.ok(last > text.indexOf('compatibilityDate = "2026-04-01"'), "the assets worker's date");
+  const assetsDrifted = `${text.slice(0, last)}compatibilityDate = "2026-06-01"${text.slice(last + 'compatibilityDate = "2026-04-01"'.length)}`.replace('(name = "ASSETS", service = "assets"),', "");
+  assert.deepEqual(configProblems(assetsDrifted, wrangler), [
+    'compatibilityDate is "2026-06-01", wrangler.toml compatibility_date is "2026-04-01"',
+    'ASSETS (wrangler.toml [assets]) must be bound to the assets service: (name = "ASSETS", service = "assets")',
+  ]);
+});
+
+test("self-hosted: the demo page (www/) is served as Cloudflare's assets serve it, each file with its type", async () => {
+  const data = tempDir();
+  cleanup.push(() => fs.rmSync(data, { recursive: true, force: true }));
+  const w = await serve(data);
+  const www = new URL("../../www/", import.meta.url);
+  for (const [p, file, type] of [["/", "index.html", "text/html; charset=utf-8"], ["/style.css", "style.css", "text/css; charset=utf-8"], ["/app.js", "app.js", "text/javascript; charset=utf-8"], ["/pkg/reconnect_dedupe_bg.wasm", "pkg/reconnect_dedupe_bg.wasm", "application/wasm"]]) {
+    const r = await w.call(p);
+    assert.equal(r.status, 200, p);
+    assert.equal(r.headers.get("content-type"), type, p);
+    assert.ok(Buffer.from(await r.arrayBuffer()).equals(fs.readFileSync(new URL(file, www))), p);
+  }
+  const head = await w.call("/", { method: "HEAD" });
+  assert.equal(head.status, 200);
+  assert.equal(head.headers.get("content-length"), String(fs.statSync(new URL("index.html", www)).size));
+  assert.equal(await head.text(), "");
+  // No listing, no file outside the types served, and nothing but GET and HEAD.
+  for (const p of ["/pkg", "/pkg/", "/no-such.html", "/README", "/.gitignore"]) assert.equal((await w.call(p)).status, 404, p);
+  const put = await w.call("/index.html", { method: "PUT", body: "x" });
+  assert.equal(put.status, 404, "the worker's own answer to a method assets do not take");
+  assert.equal((await put.json()).error.code, "not_found");
 });
 
 test("workerd's environment: wrangler.toml's vars as text, the environment's overrides and secrets; no token, no start", () => {

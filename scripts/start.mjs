@@ -1,0 +1,95 @@
+// `npm start`: the worker on this machine for trying it and for development, on
+// workerd exactly as `npm run serve:workerd` runs it (the dry run's bundle,
+// selfhost/workerd.capnp, the demo page from www/), with local defaults:
+//
+//   - listening on http://127.0.0.1:$PORT (PORT: 8787 unless set);
+//   - the values: wrangler.toml [vars], then .dev.vars (made from .dev.vars.example,
+//     INGEST_TOKEN=dev-token, on the first start), then the environment, each over the
+//     one before, for the names the worker reads (wrangler.toml [vars] and the secrets);
+//   - the Durable Objects in .wrangler/state/v3/do, where `wrangler dev` (`npm run dev`,
+//     and `npm start` before this release) keeps them: same directories, same object
+//     ids (selfhost/workerd.capnp's uniqueKeys are wrangler's), so that data is read
+//     as it is. Not both at once: the lock socket keeps a second workerd out, but
+//     wrangler dev does not look for it.
+//
+//   [PORT=8787] npm start [-- --data <dir>] [-- --dev-vars <file>]
+//
+// It does not reload on edits: an edit to src/ takes effect at the next start;
+// `npm run dev` (wrangler dev) rebuilds and reloads the worker on every save.
+// Foreground; Ctrl-C (SIGINT) or SIGTERM stops workerd.
+import fs from 'node:fs';
+import path from 'node:path';
+import { fileURLToPath } from 'node:url';
+import { parseArgs, parseEnv } from 'node:util';
+import { prepare, SECRETS, startWorkerd, workerdEnv } from './serve-workerd.mjs';
+
+const ROOT = fileURLToPath(new URL('../', import.meta.url));
+
+/**
+ * What `npm start` gives workerd: `vars` (wrangler.toml [vars]) with `devVars` (the
+ * text of .dev.vars) and then `environment` over them. Returns `{env, fromFile,
+ * ignored}`: workerd's environment (workerdEnv), the names .dev.vars set, and those it
+ * sets that the worker does not read (a misspelling, a wrangler-only name). Throws when
+ * no INGEST_TOKEN results, naming where to set it.
+ */
+export function startEnv(vars, devVars, environment) {
+  const known = new Set([...Object.keys(vars), ...SECRETS]);
+  const file = parseEnv(devVars);
+  const fromFile = Object.keys(file).filter((name) => known.has(name));
+  const ignored = Object.keys(file).filter((name) => !known.has(name));
+  const values = {};
+  for (const name of known) {
+    const value = environment[name] ?? file[name];
+    if (value !== undefined) values[name] = value;
+  }
+  if (!values.INGEST_TOKEN?.trim()) {
+    throw new Error('INGEST_TOKEN is empty: set it in .dev.vars (INGEST_TOKEN=… ; .dev.vars.example has dev-token) or in the environment');
+  }
+  return { env: workerdEnv(vars, values).env, fromFile, ignored };
+}
+
+/** The port of PORT (8787 when unset): a whole number 1–65535, else throws. */
+export function portOf(value = '8787') {
+  if (!/^[0-9]{1,5}$/.test(value) || Number(value) < 1 || Number(value) > 65535) {
+    throw new Error(`PORT=${value}: give a port number from 1 to 65535 (PORT=8787 npm start)`);
+  }
+  return Number(value);
+}
+
+async function main() {
+  const say = (line) => console.log(`npm start: ${line}`);
+  let w;
+  let url;
+  try {
+    const { values } = parseArgs({ options: { data: { type: 'string', default: path.join(ROOT, '.wrangler/state/v3/do') }, 'dev-vars': { type: 'string', default: path.join(ROOT, '.dev.vars') } } });
+    const port = portOf(process.env.PORT);
+    const devVars = values['dev-vars'];
+    if (!fs.existsSync(devVars)) {
+      fs.copyFileSync(path.join(ROOT, '.dev.vars.example'), devVars);
+      say(`${path.relative(ROOT, devVars)}: made from .dev.vars.example (INGEST_TOKEN=dev-token); set your own token there`);
+    }
+    const bundleDir = path.join(ROOT, '.wrangler/start-bundle');
+    const { modules, vars } = await prepare(bundleDir);
+    const made = startEnv(vars, fs.readFileSync(devVars, 'utf8'), process.env);
+    say(`bundle: ${modules.map((m) => m.name).join(', ')} (wrangler deploy --dry-run, in ${path.relative(ROOT, bundleDir)}/)`);
+    say(`data: ${path.resolve(values.data)}`);
+    const shown = path.resolve(devVars).startsWith(ROOT) ? path.relative(ROOT, devVars) : path.resolve(devVars);
+    say(`vars: wrangler.toml [vars]; from ${shown}: ${made.fromFile.join(', ') || 'none'}`);
+    if (made.ignored.length) say(`${devVars} sets ${made.ignored.join(', ')}, which the worker does not read (wrangler.toml [vars] and the secrets ${SECRETS.join(', ')} are what it reads): ignored`);
+    url = `http://127.0.0.1:${port}`;
+    w = await startWorkerd({ bundleDir, dataDir: values.data, listen: `127.0.0.1:${port}`, env: made.env });
+  } catch (e) {
+    console.error(`npm start: ${e.message}`);
+    process.exit(1);
+  }
+  for (const signal of ['SIGINT', 'SIGTERM']) process.on(signal, () => w.child.kill(signal));
+  w.port.then(
+    () => say(`listening on ${url}: the demo page at ${url}/, the API at ${url}/v1/ (Ctrl-C stops)`),
+    (e) => console.error(`npm start: ${e.message}; why is in its message above (is port ${new URL(url).port} taken? PORT=… npm start)`),
+  );
+  const { code, signal } = await w.exited;
+  await w.port.catch(() => {});
+  process.exit(code ?? (signal === 'SIGINT' || signal === 'SIGTERM' ? 0 : 1));
+}
+
+if (process.argv[1] && fileURLToPath(import.meta.url) === path.resolve(process.argv[1])) await main();

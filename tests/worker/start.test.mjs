@@ -1,0 +1,134 @@
+// `npm start` (scripts/start.mjs): the worker on workerd with local defaults — the
+// demo page and the API on one port (PORT), the values from wrangler.toml, .dev.vars
+// and the environment in that order, and the Durable Objects where `wrangler dev`
+// (`npm run dev`, and npm start before it) keeps them, read as they are.
+import { test, after } from "node:test";
+import assert from "node:assert/strict";
+import fs from "node:fs";
+import net from "node:net";
+import path from "node:path";
+import { spawnSync } from "node:child_process";
+import { fileURLToPath } from "node:url";
+import { portOf, startEnv } from "../../scripts/start.mjs";
+import { readWrangler } from "../../scripts/serve-workerd.mjs";
+import { tempDir, until } from "./harness.mjs";
+import { freePort, npmRunDev, npmStart } from "./launch.mjs";
+
+const ROOT = fileURLToPath(new URL("../../", import.meta.url));
+const { vars } = await readWrangler();
+const cleanup = [];
+after(async () => {
+  for (const f of cleanup.reverse()) await f();
+});
+
+/** A temporary directory, removed after the file's tests. */
+function scratch() {
+  const dir = tempDir();
+  cleanup.push(() => fs.rmSync(dir, { recursive: true, force: true }));
+  return dir;
+}
+
+/** npm start on fresh data with `devVars` (text) as its .dev.vars; stopped after the file. */
+async function started(devVars, env) {
+  const dir = scratch();
+  fs.writeFileSync(path.join(dir, "dev.vars"), devVars);
+  const w = await npmStart({ data: path.join(dir, "do"), devVars: path.join(dir, "dev.vars"), env });
+  cleanup.push(() => w.stop());
+  return { ...w, devVars: path.join(dir, "dev.vars") };
+}
+
+const reading = (device, seq) => [{ device_id: device, seq, ts: new Date(Date.UTC(2026, 6, 16, 9, seq)).toISOString(), fill_pct: 10 + seq }];
+const postAs = (w, token, body) => w.call("/v1/readings", { method: "POST", headers: { authorization: `Bearer ${token}`, "content-type": "application/json" }, body: JSON.stringify(body) });
+
+test("npm start's values: wrangler.toml [vars], then .dev.vars, then the environment; names the worker does not read are reported", () => {
+  const made = startEnv(vars, "INGEST_TOKEN=from-file\nTTL_MS=1000\n# a comment\nRETRY_MAX_MS=5000\nNOT_A_VAR=1\n", { TTL_MS: "2000", PATH: "/bin", HOME: "/root" });
+  assert.equal(made.env.INGEST_TOKEN, "from-file");
+  assert.equal(made.env.TTL_MS, "2000", "the environment is over .dev.vars");
+  assert.equal(made.env.RETRY_MAX_MS, "5000", ".dev.vars is over wrangler.toml");
+  assert.equal(made.env.MAX_READINGS, String(vars.MAX_READINGS), "wrangler.toml's value where neither sets one");
+  assert.equal(made.env.PATH, undefined, "only the names the worker reads reach workerd");
+  assert.deepEqual(made.fromFile.sort(), ["INGEST_TOKEN", "RETRY_MAX_MS", "TTL_MS"]);
+  assert.deepEqual(made.ignored, ["NOT_A_VAR"]);
+  assert.equal(startEnv(vars, "INGEST_TOKEN=from-file\n", { INGEST_TOKEN: "from-env" }).env.INGEST_TOKEN, "from-env");
+  assert.throws(() => startEnv(vars, "INGEST_TOKEN=\n", {}), /^Error: INGEST_TOKEN is empty: set it in \.dev\.vars/);
+  assert.throws(() => startEnv(vars, "# nothing\n", {}), /INGEST_TOKEN is empty/);
+});
+
+test("npm start's PORT: 8787 unless set, a whole number 1-65535 otherwise refused", () => {
+  assert.equal(portOf(undefined), 8787);
+  assert.equal(portOf("9000"), 9000);
+  for (const bad of ["", "0", "65536", "80a", " 80", "-1", "8e3", "0x50"]) assert.throws(() => portOf(bad), /^Error: PORT=.*: give a port number from 1 to 65535/, bad);
+});
+
+test("npm start serves the demo page and the API on PORT, with the token of its .dev.vars", async () => {
+  const w = await started("INGEST_TOKEN=file-token\n");
+  const page = await w.call("/");
+  assert.equal(page.status, 200);
+  assert.equal(page.headers.get("content-type"), "text/html; charset=utf-8");
+  assert.equal(await page.text(), fs.readFileSync(path.join(ROOT, "www/index.html"), "utf8"));
+  const wasm = await w.call("/pkg/reconnect_dedupe_bg.wasm");
+  assert.equal(wasm.headers.get("content-type"), "application/wasm", "a browser compiles it only with this type");
+  assert.ok(Buffer.from(await wasm.arrayBuffer()).equals(fs.readFileSync(path.join(ROOT, "www/pkg/reconnect_dedupe_bg.wasm"))));
+  assert.equal((await w.call("/app.js")).headers.get("content-type"), "text/javascript; charset=utf-8");
+  assert.equal((await w.call("/no-such-file.js")).status, 404);
+  assert.equal((await w.call("/pkg")).status, 404, "a directory is not listed");
+  assert.equal((await postAs(w, "dev-token", reading("bin-start", 1))).status, 401, "dev-token is only the example's");
+  const stored = await postAs(w, "file-token", reading("bin-start", 1));
+  assert.equal(stored.status, 200);
+  assert.equal((await stored.json()).unique, 1);
+  assert.ok(w.log().includes(`npm start: vars: wrangler.toml [vars]; from ${w.devVars}: INGEST_TOKEN\n`), w.log());
+  await until(() => /npm start: listening on/.test(w.log()), "npm start's listening line");
+  assert.match(w.log(), new RegExp(`npm start: listening on http://127\\.0\\.0\\.1:${w.port}: the demo page at`));
+});
+
+test("npm start refuses a taken PORT and says so", async () => {
+  const taken = net.createServer();
+  await new Promise((r) => taken.listen(0, "127.0.0.1", r));
+  cleanup.push(() => new Promise((r) => taken.close(r)));
+  const dir = scratch();
+  fs.writeFileSync(path.join(dir, "dev.vars"), "INGEST_TOKEN=t\n");
+  const env = { ...process.env, PORT: String(taken.address().port) };
+  delete env.INGEST_TOKEN;
+  const run = spawnSync(process.execPath, [path.join(ROOT, "scripts/start.mjs"), "--data", path.join(dir, "do"), "--dev-vars", path.join(dir, "dev.vars")], { cwd: ROOT, env, encoding: "utf8", timeout: 120_000 });
+  assert.equal(run.status, 1, run.stdout + run.stderr);
+  assert.match(run.stderr, new RegExp(`npm start: workerd exited \\(code \\d+\\) before listening; why is in its message above \\(is port ${taken.address().port} taken\\? PORT=… npm start\\)`));
+});
+
+test("npm start reads what wrangler dev stored: a replay of a reading it admitted is a duplicate, its ledger is there", async () => {
+  const state = scratch();
+  const dev = await npmRunDev({ persist: state, vars: { INGEST_TOKEN: "tok" } });
+  let first;
+  try {
+    first = await (await postAs(dev, "tok", reading("bin-handed", 1))).json();
+    assert.equal(first.unique, 1);
+  } finally {
+    await dev.stop();
+  }
+  // wrangler dev's --persist-to <dir> keeps the objects in <dir>/v3/do; npm start's
+  // default data directory is .wrangler/state/v3/do, wrangler dev's default state.
+  const dir = scratch();
+  fs.writeFileSync(path.join(dir, "dev.vars"), "INGEST_TOKEN=tok\n");
+  const w = await npmStart({ data: path.join(state, "v3/do"), devVars: path.join(dir, "dev.vars") });
+  try {
+    const again = await (await postAs(w, "tok", reading("bin-handed", 1))).json();
+    assert.equal(again.unique, 0, JSON.stringify(again));
+    assert.deepEqual(again.duplicates, [0]);
+    assert.deepEqual(again.verdicts.map((v) => v.key), first.admitted.map((a) => a.key));
+    const ledger = await (await w.call("/v1/devices/bin-handed/readings", { headers: { authorization: "Bearer tok" } })).json();
+    assert.deepEqual(ledger.readings.map((r) => r.key), first.admitted.map((a) => a.key));
+  } finally {
+    await w.stop();
+  }
+});
+
+test("a second npm start on the same data is refused while the first runs", async () => {
+  const w = await started("INGEST_TOKEN=t\n");
+  const dataArg = w.log().match(/npm start: data: (.*)\n/)[1];
+  const env = { ...process.env, PORT: String(await freePort()) };
+  delete env.INGEST_TOKEN;
+  const dir = scratch();
+  fs.writeFileSync(path.join(dir, "dev.vars"), "INGEST_TOKEN=t\n");
+  const run = spawnSync(process.execPath, [path.join(ROOT, "scripts/start.mjs"), "--data", dataArg, "--dev-vars", path.join(dir, "dev.vars")], { cwd: ROOT, env, encoding: "utf8", timeout: 120_000 });
+  assert.equal(run.status, 1, run.stdout + run.stderr);
+  assert.match(run.stderr, /is in use: another workerd serves it/);
+});
