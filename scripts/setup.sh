@@ -1,9 +1,21 @@
 #!/usr/bin/env bash
 # Idempotent tool setup for reconnect-dedupe. A no-op (seconds) when everything
 # is already present; on a fresh Debian machine it installs what is missing.
+#
+#   bash scripts/setup.sh build   what building and running need (npm run build, and so
+#                                 npm start, serve:workerd, demo): the wasm target,
+#                                 wasm-bindgen-cli, wasm-pack, the npm packages
+#   bash scripts/setup.sh         all of it: that, and what npm test needs besides
+#                                 (rustfmt, clippy, Chromium, Firefox ESR, their
+#                                 drivers, python3)
 set -euo pipefail
 cd "$(dirname "${BASH_SOURCE[0]}")/.."
 export PATH="$HOME/.cargo/bin:$PATH"
+case "${1:-all}" in
+  build) all=false ;;
+  all) all=true ;;
+  *) printf 'usage: bash scripts/setup.sh [build]\n' >&2; exit 2 ;;
+esac
 
 ok()   { printf 'ok: %s\n' "$*"; }
 doing() { printf 'installing: %s\n' "$*"; }
@@ -21,13 +33,15 @@ if ! rustup target list --installed | grep -qx wasm32-unknown-unknown; then
   rustup target add wasm32-unknown-unknown
 fi
 ok "rust target wasm32-unknown-unknown ($(rustc --version | cut -d' ' -f2))"
-for comp in rustfmt clippy; do
-  if ! rustup component list --installed | grep -q "^$comp"; then
-    doing "rust component $comp"
-    rustup component add "$comp"
-  fi
-done
-ok "rustfmt, clippy"
+if $all; then
+  for comp in rustfmt clippy; do
+    if ! rustup component list --installed | grep -q "^$comp"; then
+      doing "rust component $comp"
+      rustup component add "$comp"
+    fi
+  done
+  ok "rustfmt, clippy"
+fi
 
 # --- wasm-bindgen-cli: must match the wasm-bindgen version in Cargo.lock -----
 wb_want=$(awk '$0 == "name = \"wasm-bindgen\"" { getline; gsub(/version = |"/, ""); print; exit }' Cargo.lock)
@@ -54,30 +68,32 @@ ok "$(wasm-pack --version)"
 # (Chromium and Firefox ESR) and python3 (the worker tests that inject SQLite faults).
 # wasm-opt comes from npm, see below: Debian's binaryen 108 exports the wrong table
 # as __wbindgen_externrefs.
-declare -A apt_pkg=([chromium]=chromium [chromedriver]=chromium-driver [firefox-esr]=firefox-esr [python3]=python3)
-missing=()
-for bin in "${!apt_pkg[@]}"; do
-  command -v "$bin" >/dev/null 2>&1 || missing+=("${apt_pkg[$bin]}")
-done
-if [ ${#missing[@]} -gt 0 ]; then
-  command -v apt-get >/dev/null 2>&1 || die "missing ${missing[*]} and no apt-get; install them by hand"
-  doing "apt packages ${missing[*]}"
-  as_root env DEBIAN_FRONTEND=noninteractive apt-get update -q
-  as_root env DEBIAN_FRONTEND=noninteractive apt-get install -y -q --no-install-recommends "${missing[@]}"
-fi
-ok "chromium $(chromium --version 2>/dev/null | awk '{print $2}'), chromedriver, $(firefox-esr --version 2>/dev/null)"
+if $all; then
+  declare -A apt_pkg=([chromium]=chromium [chromedriver]=chromium-driver [firefox-esr]=firefox-esr [python3]=python3)
+  missing=()
+  for bin in "${!apt_pkg[@]}"; do
+    command -v "$bin" >/dev/null 2>&1 || missing+=("${apt_pkg[$bin]}")
+  done
+  if [ ${#missing[@]} -gt 0 ]; then
+    command -v apt-get >/dev/null 2>&1 || die "missing ${missing[*]} and no apt-get; install them by hand"
+    doing "apt packages ${missing[*]}"
+    as_root env DEBIAN_FRONTEND=noninteractive apt-get update -q
+    as_root env DEBIAN_FRONTEND=noninteractive apt-get install -y -q --no-install-recommends "${missing[@]}"
+  fi
+  ok "chromium $(chromium --version 2>/dev/null | awk '{print $2}'), chromedriver, $(firefox-esr --version 2>/dev/null)"
 
-# --- geckodriver: Firefox's WebDriver, not packaged by Debian 12 ----------------
-if ! command -v geckodriver >/dev/null 2>&1; then
-  doing "geckodriver (cargo install, about 3 minutes)"
-  cargo install geckodriver --locked || cargo install geckodriver
+  # --- geckodriver: Firefox's WebDriver, not packaged by Debian 12 ----------------
+  if ! command -v geckodriver >/dev/null 2>&1; then
+    doing "geckodriver (cargo install, about 3 minutes)"
+    cargo install geckodriver --locked || cargo install geckodriver
+  fi
+  ok "$(geckodriver --version | head -1)"
 fi
-ok "$(geckodriver --version | head -1)"
 
 # --- Node dependencies ---------------------------------------------------------
 command -v npm >/dev/null 2>&1 || die "node/npm not found (need node >= 20)"
-node_major=$(node -p 'process.versions.node.split(".")[0]')
-[ "$node_major" -ge 20 ] || die "node >= 20 required, found $(node --version)"
+node -e 'const [a, b] = process.versions.node.split(".").map(Number); process.exit(a > 20 || (a === 20 && b >= 12) ? 0 : 1)' \
+  || die "node >= 20.12 required (package.json engines), found $(node --version)"
 if [ ! -f node_modules/.package-lock.json ] || [ package-lock.json -nt node_modules/.package-lock.json ]; then
   doing "npm ci"
   npm ci --no-audit --no-fund
