@@ -120,19 +120,31 @@ const LOCK = 'workerd.sock';
 const SOCKET_PATH_BYTES = 103;
 
 /**
- * The absolute path of `dataDir`'s lock socket, free for a new workerd to listen on.
+ * How this process and the workerd it starts (in the same working directory, `cwd`)
+ * name `dataDir`'s lock socket: its absolute path, or the path relative to `cwd` when
+ * only that one fits in a socket address (a checkout deep in a home directory: npm
+ * start's data is inside it, and npm runs scripts from its root). Throws when neither
+ * fits.
+ */
+export function lockPath(dataDir, cwd = process.cwd()) {
+  const absolute = path.resolve(cwd, dataDir, LOCK);
+  const relative = `./${path.relative(cwd, absolute)}`;
+  for (const p of [absolute, relative]) if (Buffer.byteLength(p) <= SOCKET_PATH_BYTES) return p;
+  throw new Error(`${dataDir}: its lock socket ${absolute} is ${Buffer.byteLength(absolute)} bytes long (${Buffer.byteLength(relative)} from the current directory), a Unix socket path at most ${SOCKET_PATH_BYTES}: use a data directory with a shorter path`);
+}
+
+/**
+ * The path of `dataDir`'s lock socket (lockPath), free for a new workerd to listen on.
  * Throws when something answers there (a workerd serving the directory, also one
  * whose parent was killed), or when the path is too long for a socket. Removes the
  * socket file a stopped workerd left (it refuses connections). Two starting at once
  * both pass only if one stalls between its probe and that removal for as long as the
  * other takes to start workerd: workerd does not replace a socket file, so otherwise
- * the second one's listen fails.
+ * the second one's listen fails. Also called before the slow steps of a start (the
+ * dry run), to refuse early.
  */
-async function claimData(dataDir) {
-  const lock = path.resolve(dataDir, LOCK);
-  if (Buffer.byteLength(lock) > SOCKET_PATH_BYTES) {
-    throw new Error(`${dataDir}: its lock socket ${lock} is ${Buffer.byteLength(lock)} bytes long, a Unix socket path at most ${SOCKET_PATH_BYTES}: use a data directory with a shorter path`);
-  }
+export async function claimData(dataDir) {
+  const lock = lockPath(dataDir);
   const answered = await new Promise((resolve, reject) => {
     const probe = net.connect(lock);
     probe.on('connect', () => {
@@ -160,7 +172,8 @@ async function claimData(dataDir) {
 export async function startWorkerd({ bundleDir, dataDir, listen, env, stdio = 'inherit' }) {
   fs.mkdirSync(dataDir, { recursive: true });
   const lock = await claimData(dataDir);
-  const args = ['serve', '-I', bundleDir, CONFIG, `--socket-addr=http=${listen}`, `--socket-addr=lock=unix:${lock}`, `--directory-path=data=${path.resolve(dataDir)}`, `--directory-path=www=${path.join(ROOT, 'www')}`, '--control-fd=3'];
+  // The paths absolute (but the lock's, see lockPath): workerd runs in this directory.
+  const args = ['serve', '-I', path.resolve(bundleDir), CONFIG, `--socket-addr=http=${listen}`, `--socket-addr=lock=unix:${lock}`, `--directory-path=data=${path.resolve(dataDir)}`, `--directory-path=www=${path.join(ROOT, 'www')}`, '--control-fd=3'];
   const child = spawn(workerd.default, args, { env, stdio: ['ignore', stdio, stdio, 'pipe'] });
   const exited = new Promise((resolve) => child.on('exit', (code, signal) => resolve({ code, signal })));
   const port = new Promise((resolve, reject) => {

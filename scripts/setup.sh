@@ -91,7 +91,7 @@ if $all; then
 fi
 
 # --- Node dependencies ---------------------------------------------------------
-command -v npm >/dev/null 2>&1 || die "node/npm not found (need node >= 20)"
+command -v npm >/dev/null 2>&1 || die "node/npm not found (need node >= 20.12)"
 node -e 'const [a, b] = process.versions.node.split(".").map(Number); process.exit(a > 20 || (a === 20 && b >= 12) ? 0 : 1)' \
   || die "node >= 20.12 required (package.json engines), found $(node --version)"
 if [ ! -f node_modules/.package-lock.json ] || [ package-lock.json -nt node_modules/.package-lock.json ]; then

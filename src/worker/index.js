@@ -61,13 +61,20 @@ async function route(request, env) {
   const path = url.pathname.replace(/\/+$/, "") || "/";
   // HEAD is GET without the body (dropped in fetch above).
   const method = request.method === "HEAD" ? "GET" : request.method;
-  // A bad configuration answers 500 invalid_config on every route, health included.
-  const cfg = config(env);
   if (!path.startsWith("/v1/")) {
-    // Static assets (www/) are served before the worker runs; this is what is left.
-    if (env.ASSETS && method === "GET") return env.ASSETS.fetch(request);
+    // The demo page (www/): on Cloudflare and under wrangler dev its files are served
+    // before the worker runs; under workerd (npm start, serve:workerd) the worker asks
+    // ASSETS (selfhost/assets.js) first, before reading its configuration, so that a
+    // bad var does not take the page with it there either.
+    if (env.ASSETS && method === "GET") {
+      const file = await env.ASSETS.fetch(request);
+      if (file.status !== 404) return file;
+    }
+    config(env);
     throw new HttpError(404, "not_found", `no route for ${path}`);
   }
+  // A bad configuration answers 500 invalid_config on every route, health included.
+  const cfg = config(env);
   if (path === "/v1/health") {
     // No token needed, but "ok" only when one is configured.
     requireConfiguredToken(cfg);

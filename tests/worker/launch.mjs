@@ -3,7 +3,8 @@
 // `npm start` (scripts/start.mjs: workerd on the dry run's bundle) and `npm run dev`
 // (wrangler dev). Each runs in its own process group, so that stopping it stops the
 // workerd it started; each resolves once /v1/health answers, with
-// `{port, call(path, init), log(), stop()}`.
+// `{port, pid, exited, call(path, init), log(), stop()}` (pid: the launcher's own
+// process; stop() signals its whole group).
 import { spawn } from "node:child_process";
 import fs from "node:fs";
 import net from "node:net";
@@ -53,7 +54,7 @@ async function launch(what, command, args, { port, env }) {
     await stop("SIGKILL");
     throw gone ? e : new Error(`${e.message}; its output:\n${out}`);
   }
-  return { port, exited, call: (p, init) => fetch(new URL(p, base), init), log: () => out, stop };
+  return { port, pid: child.pid, exited, call: (p, init) => fetch(new URL(p, base), init), log: () => out, stop };
 }
 
 /**

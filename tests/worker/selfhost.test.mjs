@@ -11,7 +11,7 @@ import fs from "node:fs";
 import path from "node:path";
 import { fileURLToPath } from "node:url";
 import { budget, bundle, overBudget, report, sizes } from "../../scripts/bundle.mjs";
-import { CONFIG, configProblems, prepare, readWrangler, startWorkerd, workerdEnv } from "../../scripts/serve-workerd.mjs";
+import { CONFIG, configProblems, lockPath, prepare, readWrangler, startWorkerd, workerdEnv } from "../../scripts/serve-workerd.mjs";
 import { get, origin, post, sqlite, tempDir, TOKEN, until } from "./harness.mjs";
 
 const pkg = await import(new URL("../../pkg/reconnect_dedupe.js", import.meta.url));
@@ -135,11 +135,39 @@ test("self-hosted: the demo page (www/) is served as Cloudflare's assets serve i
   assert.equal(head.status, 200);
   assert.equal(head.headers.get("content-length"), String(fs.statSync(new URL("index.html", www)).size));
   assert.equal(await head.text(), "");
-  // No listing, no file outside the types served, and nothing but GET and HEAD.
-  for (const p of ["/pkg", "/pkg/", "/no-such.html", "/README", "/.gitignore"]) assert.equal((await w.call(p)).status, 404, p);
+  // No directory listing (www/pkg is one), no file that is not there: the worker's 404.
+  for (const p of ["/pkg", "/pkg/", "/no-such.html", "/no-such"]) {
+    const r = await w.call(p);
+    assert.equal(r.status, 404, p);
+    assert.equal((await r.json()).error.code, "not_found", p);
+  }
   const put = await w.call("/index.html", { method: "PUT", body: "x" });
   assert.equal(put.status, 404, "the worker's own answer to a method assets do not take");
   assert.equal((await put.json()).error.code, "not_found");
+});
+
+test("self-hosted: a bad var answers 500 invalid_config on /v1, and the demo page is still served, as Cloudflare serves assets before the worker", async () => {
+  const data = tempDir();
+  cleanup.push(() => fs.rmSync(data, { recursive: true, force: true }));
+  const w = await serve(data, { TTL_MS: "6h" });
+  const health = await w.call("/v1/health");
+  assert.equal(health.status, 500);
+  assert.equal((await health.json()).error.code, "invalid_config");
+  const page = await w.call("/");
+  assert.equal(page.status, 200);
+  assert.equal(page.headers.get("content-type"), "text/html; charset=utf-8");
+  const missing = await w.call("/no-such-page");
+  assert.equal(missing.status, 500, "what is not a file is the worker's, and its configuration is bad");
+});
+
+test("the lock socket's path: absolute when it fits in a socket address, else from the working directory, else refused", () => {
+  assert.equal(lockPath("data", "/srv/rd"), "/srv/rd/data/workerd.sock");
+  // A checkout deep in a home directory: its npm start data is inside it, and npm runs
+  // scripts from its root.
+  const deep = `/home/someone/${"projects/".repeat(8)}reconnect-dedupe`;
+  assert.equal(lockPath(`${deep}/.wrangler/state/v3/do`, deep), "./.wrangler/state/v3/do/workerd.sock");
+  assert.equal(lockPath(".wrangler/state/v3/do", deep), "./.wrangler/state/v3/do/workerd.sock");
+  assert.throws(() => lockPath(`${deep}/${"x".repeat(100)}`, "/"), /workerd\.sock is 2\d\d bytes long \(2\d\d from the current directory\), a Unix socket path at most 103: use a data directory with a shorter path$/);
 });
 
 test("workerd's environment: wrangler.toml's vars as text, the environment's overrides and secrets; no token, no start", () => {

@@ -9,7 +9,7 @@ import net from "node:net";
 import path from "node:path";
 import { spawnSync } from "node:child_process";
 import { fileURLToPath } from "node:url";
-import { portOf, startEnv } from "../../scripts/start.mjs";
+import { DATA, portOf, startEnv } from "../../scripts/start.mjs";
 import { readWrangler } from "../../scripts/serve-workerd.mjs";
 import { tempDir, until } from "./harness.mjs";
 import { freePort, npmRunDev, npmStart } from "./launch.mjs";
@@ -47,7 +47,8 @@ test("npm start's values: wrangler.toml [vars], then .dev.vars, then the environ
   assert.equal(made.env.RETRY_MAX_MS, "5000", ".dev.vars is over wrangler.toml");
   assert.equal(made.env.MAX_READINGS, String(vars.MAX_READINGS), "wrangler.toml's value where neither sets one");
   assert.equal(made.env.PATH, undefined, "only the names the worker reads reach workerd");
-  assert.deepEqual(made.fromFile.sort(), ["INGEST_TOKEN", "RETRY_MAX_MS", "TTL_MS"]);
+  assert.deepEqual(made.fromFile.sort(), ["INGEST_TOKEN", "RETRY_MAX_MS"], "TTL_MS came from the environment");
+  assert.deepEqual(made.fromEnvironment, ["TTL_MS"]);
   assert.deepEqual(made.ignored, ["NOT_A_VAR"]);
   assert.equal(startEnv(vars, "INGEST_TOKEN=from-file\n", { INGEST_TOKEN: "from-env" }).env.INGEST_TOKEN, "from-env");
   assert.throws(() => startEnv(vars, "INGEST_TOKEN=\n", {}), /^Error: INGEST_TOKEN is empty: set it in \.dev\.vars/);
@@ -76,7 +77,7 @@ test("npm start serves the demo page and the API on PORT, with the token of its 
   const stored = await postAs(w, "file-token", reading("bin-start", 1));
   assert.equal(stored.status, 200);
   assert.equal((await stored.json()).unique, 1);
-  assert.ok(w.log().includes(`npm start: vars: wrangler.toml [vars]; from ${w.devVars}: INGEST_TOKEN\n`), w.log());
+  assert.ok(w.log().includes(`npm start: vars: wrangler.toml [vars]; from ${w.devVars}: INGEST_TOKEN; from the environment: none\n`), w.log());
   await until(() => /npm start: listening on/.test(w.log()), "npm start's listening line");
   assert.match(w.log(), new RegExp(`npm start: listening on http://127\\.0\\.0\\.1:${w.port}: the demo page at`));
 });
@@ -132,3 +133,54 @@ test("a second npm start on the same data is refused while the first runs", asyn
   assert.equal(run.status, 1, run.stdout + run.stderr);
   assert.match(run.stderr, /is in use: another workerd serves it/);
 });
+
+test("npm start keeps its data where wrangler dev keeps it by default: .wrangler/state (beside wrangler.toml), then Miniflare's v3/do", () => {
+  assert.equal(DATA, path.join(ROOT, ".wrangler", "state", "v3", "do"));
+});
+
+test("npm start says when the token is the shell's, not .dev.vars'", async () => {
+  const w = await started("INGEST_TOKEN=file-token\n", { INGEST_TOKEN: "shell-token" });
+  assert.match(w.log(), /from the environment: INGEST_TOKEN\n/);
+  assert.match(w.log(), /npm start: INGEST_TOKEN is this shell's \(exported\), not .*dev\.vars's: clients must present that one\n/);
+  assert.equal((await postAs(w, "file-token", reading("bin-shell", 1))).status, 401);
+  assert.equal((await postAs(w, "shell-token", reading("bin-shell", 1))).status, 200);
+});
+
+test("npm start refuses a --dev-vars file that is not there, rather than making one with the example's token", () => {
+  const dir = scratch();
+  const env = { ...process.env, PORT: "8787" };
+  delete env.INGEST_TOKEN;
+  const missing = path.join(dir, "dev.varz");
+  const run = spawnSync(process.execPath, [path.join(ROOT, "scripts/start.mjs"), "--data", path.join(dir, "do"), "--dev-vars", missing], { cwd: ROOT, env, encoding: "utf8", timeout: 60_000 });
+  assert.equal(run.status, 1, run.stdout + run.stderr);
+  assert.equal(run.stderr, `npm start: --dev-vars ${missing}: no such file\n`);
+  assert.equal(fs.existsSync(missing), false);
+});
+
+test("SIGTERM or SIGINT to npm start's own process stops its workerd too, and the data is free again", async () => {
+  for (const signal of ["SIGTERM", "SIGINT"]) {
+    const dir = scratch();
+    fs.writeFileSync(path.join(dir, "dev.vars"), "INGEST_TOKEN=t\n");
+    const opts = { data: path.join(dir, "do"), devVars: path.join(dir, "dev.vars") };
+    const w = await npmStart(opts);
+    const workerds = childrenOf(w.pid);
+    assert.equal(workerds.length, 1, `one workerd under npm start: ${workerds}`);
+    process.kill(w.pid, signal); // npm start's process alone, not its group
+    assert.deepEqual(await w.exited, { code: 0, signal: null }, signal);
+    await until(() => !fs.existsSync(`/proc/${workerds[0]}`) || /^State:\s+Z/m.test(fs.readFileSync(`/proc/${workerds[0]}/status`, "utf8")), `workerd ${workerds[0]} to exit after ${signal}`);
+    const again = await npmStart(opts);
+    assert.equal((await again.call("/v1/health")).status, 200, signal);
+    await again.stop();
+  }
+});
+
+/** The pids of the processes whose parent is `pid` (from /proc). */
+function childrenOf(pid) {
+  return fs.readdirSync("/proc").filter((d) => /^\d+$/.test(d)).filter((d) => {
+    try {
+      return fs.readFileSync(`/proc/${d}/stat`, "utf8").replace(/^.*\) /, "").split(" ")[1] === String(pid);
+    } catch {
+      return false;
+    }
+  }).map(Number);
+}
