@@ -1,5 +1,5 @@
 // `npm run serve:workerd`: the worker on the open-source workerd runtime, on this
-// machine, for those who cannot use Cloudflare (README "Self-hosting on workerd").
+// machine, for those who cannot use Cloudflare (docs/self-hosting.md "Self-hosting on workerd").
 // It runs what `wrangler deploy` would upload (bundle.mjs), with selfhost/workerd.capnp:
 // Durable Objects in SQLite files under the data directory, the values of wrangler.toml
 // [vars] (each overridable from the environment) and the secrets from the environment.

@@ -9,7 +9,7 @@
 #     --directory-path www=<repository>/www --control-fd 3
 #
 # The schema is the installed workerd's own: node_modules/workerd/workerd.capnp
-# (cloudflare/workerd src/workerd/server/workerd.capnp). README "Self-hosting on workerd"
+# (cloudflare/workerd src/workerd/server/workerd.capnp). docs/self-hosting.md "Self-hosting on workerd"
 # says what this is and what it is not.
 
 using Workerd = import "/workerd/workerd.capnp";

@@ -912,7 +912,7 @@ pub struct SeqGap {
     first_noticed_ms: i64,
 }
 
-/// What `SeqWindow.totals()` returns: the core's `SeqTotals` (README "Sequence health").
+/// What `SeqWindow.totals()` returns: the core's `SeqTotals` (docs/sequence-health.md "Sequence health").
 /// `missing` is the open gaps' seqs now; the rest count since the window was created.
 /// Each reads at most 2^53 − 1.
 #[derive(Serialize, Tsify)]
@@ -1017,7 +1017,7 @@ impl JsSeqWindow {
         })
     }
 
-    /// The window as compact versioned bytes (README "Sequence health": 2 bytes empty,
+    /// The window as compact versioned bytes (docs/sequence-health.md "Sequence health": 2 bytes empty,
     /// ~30 for a new device, at most 278 plus 5 to 13 per gap).
     #[wasm_bindgen(js_name = toBytes)]
     pub fn to_bytes(&self) -> Vec<u8> {
@@ -1341,7 +1341,7 @@ pub struct PayloadFrame {
 }
 
 /// One uplink's raw payload as keyed readings of `deviceId`: decoded by the config's
-/// codec, each sample made a reading by the rules of README "Configure a device" (fill
+/// codec, each sample made a reading by the rules of docs/devices.md "Configure a device" (fill
 /// level from the bin's geometry; ts the device's time, Tekelek's slot or the receive
 /// time; seq the unwrapped application counter, the device time in seconds or the
 /// frame counter), validated and keyed as every reading is. Returns a

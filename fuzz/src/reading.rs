@@ -99,7 +99,7 @@ pub fn check(data: &[u8]) {
 
 /// Unicode's format characters (general category Cf, Unicode 17.0), the line and
 /// paragraph separators and the other Default_Ignorable_Code_Points, which a device id
-/// must not hold (README, "Readings and rejections"); listed here apart from the core's
+/// must not hold (docs/http-api.md, "Readings and rejections"); listed here apart from the core's
 /// table.
 fn invisible(c: char) -> bool {
     matches!(

@@ -4,7 +4,7 @@
 //!
 //! This is the core of issue 12's sequence health. The facade exports it as the JS
 //! class `SeqWindow`; the worker's device object keeps one per device, as
-//! [`SeqWindow::to_bytes`] in a row of its SQLite (README "Sequence health per device").
+//! [`SeqWindow::to_bytes`] in a row of its SQLite (docs/sequence-health.md "Sequence health per device").
 //!
 //! # The window
 //! In the style of RFC 6479 and WireGuard's anti-replay window: a ring of

@@ -1,7 +1,7 @@
 //! The JSON reader of every request body (`parseUplink`, `processBurstJson`).
 //!
 //! One reading of a body for every route, by RFC 8259 and three rules of this
-//! service (README, "Readings and rejections"):
+//! service (docs/http-api.md, "Readings and rejections"):
 //!
 //! * **A member given twice** in one object is found wherever it is, ignored
 //!   members and nested values included, and is never first- or last-wins: the

@@ -1,6 +1,6 @@
 //! The native burst (route `readings`): a JSON array of readings, or an object
 //! with a `readings` array, each reading `{device_id, seq, ts, fill_pct}` as the
-//! core defines it (README "Readings and rejections"). Nothing is filled in: no
+//! core defines it (docs/http-api.md "Readings and rejections"). Nothing is filled in: no
 //! envelope, no fallbacks, and no formatter hint on `missing_fill_pct`.
 
 use super::json::{self, number_scalar, Fault, Reader};

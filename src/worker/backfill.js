@@ -1,4 +1,4 @@
-// Asking a sensor for what is missing (README "Asking the sensor for what is missing"). A Milesight EM500 keeps its
+// Asking a sensor for what is missing (docs/sequence-health.md "Asking the sensor for what is missing"). A Milesight EM500 keeps its
 // readings and sends again those of a time range when asked by a downlink (`fd 6c`,
 // start and end in Unix seconds, u32 little-endian, on fPort 85). When a device's
 // sequence window has a gap that its reconnect replay did not close within

@@ -46,7 +46,7 @@ const CACHED_DEVICES = 8_192;
  * and set again (`schedule`). Lost: the object's own file says an alarm is set, the
  * runtime will never run it, and no uplink would re-arm it; so it is when a
  * self-hosted data directory is restored without workerd's index of pending alarms
- * (metadata.sqlite; README "Self-hosting on workerd"). Not lost: an alarm the runtime
+ * (metadata.sqlite; docs/self-hosting.md "Self-hosting on workerd"). Not lost: an alarm the runtime
  * is retrying, which it reports at its first time: Cloudflare retries a throwing
  * alarm() up to 6 times, from 2 s doubling, 126 s in all (Durable Objects, "Alarms");
  * workerd the same, with up to 25 % jitter (src/workerd/server/alarm-scheduler.h).

@@ -833,7 +833,7 @@ function deviceConfigOf(bytes) {
   }
   const out = { codec };
   for (const [name, rule] of Object.entries(CONFIG_NUMBERS)) out[name] = wholeMember(name, rule, body[name] ?? null, given.get(name));
-  // The device's own history-request switch (README "Asking the sensor for what is missing"); null: BACKFILL decides.
+  // The device's own history-request switch (docs/sequence-health.md "Asking the sensor for what is missing"); null: BACKFILL decides.
   out.backfill = body.backfill ?? null;
   if (out.backfill !== null && typeof out.backfill !== "boolean") {
     throw new HttpError(400, "invalid_backfill", `backfill must be true, false or null (BACKFILL decides); got ${shown(given.get("backfill"))}`);
@@ -847,7 +847,7 @@ function deviceConfigOf(bytes) {
 /**
  * A body that must be a JSON object with only `members`, none twice: `{body, given}`
  * (`given`: member → its value's text, as written). Not JSON is 400 `invalid_json`, by
- * the rules of every other body (README "Readings and rejections"); another shape, an
+ * the rules of every other body (docs/http-api.md "Readings and rejections"); another shape, an
  * unknown member or one given twice is 400 `code`.
  */
 function jsonObjectOf(bytes, members, code) {

@@ -1,4 +1,4 @@
-// The OpenAPI 3.1 description of the worker's HTTP API (README "HTTP API"), served at
+// The OpenAPI 3.1 description of the worker's HTTP API (docs/http-api.md "HTTP API"), served at
 // GET /v1/openapi.json. Every route, method, status, error code, parameter and body is
 // here, and the worker tests hold it to the worker both ways:
 // tests/worker/openapi.test.mjs checks it against the official OAS 3.1 schema and the

@@ -94,7 +94,7 @@ const sleep = (ms) => new Promise((r) => setTimeout(r, ms));
 const fmt = (x, d = 0) => x.toLocaleString("en-US", { maximumFractionDigits: d, minimumFractionDigits: d });
 const MiB = (b) => `${(b / 1048576).toFixed(1)} MiB`;
 
-// --- the model's key (README, "The key"), independent of the Wasm core -------------------
+// --- the model's key (docs/semantics.md, "The key"), independent of the Wasm core -------------------
 
 const pad = (n, w) => String(n).padStart(w, "0");
 /** Python's isoformat() of a UTC instant given in whole milliseconds. */

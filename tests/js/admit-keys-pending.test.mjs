@@ -11,7 +11,7 @@ pkg.initSync({ module: fs.readFileSync(wasmPath) });
 const { Deduplicator } = pkg;
 const NOW = Date.parse('2026-07-16T09:00:11.204Z');
 
-// README "Semantics of the seen-set": "While pending, another burst's copy is reported
+// docs/semantics.md "Semantics of the seen-set": "While pending, another burst's copy is reported
 // in `pending` — neither a duplicate nor admitted twice", because the pending rows
 // may yet fail to store. admitKeys opens no ticket itself, but another call's ticket
 // may be open: its copy gets the pending verdict (3).

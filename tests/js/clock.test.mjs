@@ -1,6 +1,6 @@
 // A clock going backwards, on the path the worker's device objects use: `admitKeys`
 // (and the cold rebuild `fromKeys`) of the built package in Node, with `nowMs`
-// earlier than a time already seen. README "Semantics of the seen-set": "Its clock
+// earlier than a time already seen. docs/semantics.md "Semantics of the seen-set": "Its clock
 // never runs backwards: an earlier nowMs counts as the latest seen."
 import { test } from 'node:test';
 import assert from 'node:assert/strict';

@@ -1,6 +1,6 @@
 // Every reference from one file of the repository to a part of another resolves: a
 // Markdown link's relative target exists (and its #anchor is a heading there, as GitHub
-// names them), and a section named in quotes after README, BENCHMARKS.md or SECURITY.md
+// names them), and a section named in quotes after README, a docs/ page, BENCHMARKS.md or SECURITY.md
 // (`README "Configuration"`, `(BENCHMARKS.md, "Sequence window")`) is a heading or a
 // bold run-in title (`**Auth.**`) of that file, or the start of one. A section renamed
 // or moved fails here, in the file that names it.
@@ -50,20 +50,35 @@ test('every relative Markdown link points at a file of the repository, and its a
   assert.deepEqual(broken, []);
 });
 
-test('every section named after README, BENCHMARKS.md or SECURITY.md is one of that file', () => {
-  const docs = { README: 'README.md', BENCHMARKS: 'BENCHMARKS.md', SECURITY: 'SECURITY.md' };
-  const known = Object.fromEntries(Object.entries(docs).map(([k, f]) => [k, titles(f)]));
+test('every section named after README, a docs/ page, BENCHMARKS.md or SECURITY.md is one of that file', () => {
+  const pages = ['README.md', 'BENCHMARKS.md', 'SECURITY.md', ...markdown.filter((f) => f.startsWith('docs/'))];
+  const known = Object.fromEntries(pages.map((f) => [f, titles(f)]));
   const broken = [];
   let seen = 0;
   for (const f of texts) {
-    // `README "X"`, `README.md "X"`, `(README, "X")`, `README: "X"`.
-    for (const m of read(f).matchAll(/\b(README|BENCHMARKS|SECURITY)(?:\.md)?[,:]? +"([^"\n]{3,100})"/g)) {
+    // `README "X"`, `README.md "X"`, `(README, "X")`, `README: "X"`, `docs/delivery.md "X"`.
+    for (const m of read(f).matchAll(/(?<![\w/])(README|BENCHMARKS|SECURITY|docs\/[a-z-]+)(?:\.md)?[,:]? +"([^"\n]{3,100})"/g)) {
       if (f.startsWith('lib/') && m[1] === 'README') continue; // the library's own README is another file
       seen++;
+      const page = `${m[1]}.md`;
       const name = m[2].replaceAll('`', '').trim();
-      if (!known[m[1]].some((t) => t === name || t.startsWith(name))) broken.push(`${f}: ${m[1]} "${m[2]}"`);
+      if (!known[page]) broken.push(`${f}: ${m[1]} "${m[2]}" (no ${page})`);
+      else if (!known[page].some((t) => t === name || t.startsWith(name))) broken.push(`${f}: ${m[1]} "${m[2]}"`);
     }
   }
   assert.ok(seen > 40, `only ${seen} references found: has the way sections are named changed?`);
   assert.deepEqual(broken, []);
+});
+
+test('every docs/ page opens with its title, a line of what it holds, and contents that list its sections', () => {
+  const wrong = [];
+  for (const md of markdown.filter((f) => f.startsWith('docs/'))) {
+    const text = read(md);
+    const headings = [...outsideCode(text).matchAll(/^(#{2,3}) +(.+?) *$/gm)].filter((m) => m[2] !== 'Contents');
+    const listed = [...text.matchAll(/^( *)- \[(.+?)\]\(#([^)]+)\)$/gm)].map((m) => `${m[1].length / 2 + 2} ${m[2]} ${m[3]}`);
+    const wanted = headings.map((m) => `${m[1].length} ${m[2]} ${anchor(m[2])}`);
+    if (!/^# .+\n\n[^#\n].+\n\n## Contents\n/.test(text)) wrong.push(`${md}: not "# Title", a paragraph, "## Contents"`);
+    if (listed.join('\n') !== wanted.join('\n')) wrong.push(`${md}: its contents do not list its sections (## and ###) in order`);
+  }
+  assert.deepEqual(wrong, []);
 });

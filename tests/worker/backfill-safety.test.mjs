@@ -1,4 +1,4 @@
-// Asking a sensor for what is missing, kept safe (README "Asking the sensor for what is missing"), in workerd against
+// Asking a sensor for what is missing, kept safe (docs/sequence-health.md "Asking the sensor for what is missing"), in workerd against
 // stub network servers on 127.0.0.1: a redirect from an allowed host to one
 // BACKFILL_HOSTS does not allow, a network server that echoes the credential it was
 // given, a queued request whose gap closed by itself, and a window that forgot the

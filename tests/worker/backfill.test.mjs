@@ -1,4 +1,4 @@
-// Asking a sensor for what is missing (README "Asking the sensor for what is missing") in workerd, against local
+// Asking a sensor for what is missing (docs/sequence-health.md "Asking the sensor for what is missing") in workerd, against local
 // stubs of The Things Stack's webhook downlink API and ChirpStack's REST API (real HTTP
 // servers on 127.0.0.1): a Milesight EM500's history gap that its replay did not close
 // is asked for once, with the right bytes, for the right device, through the network

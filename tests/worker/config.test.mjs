@@ -92,7 +92,7 @@ const BAD = [
   [{ body: JSON.stringify(EM500), headers: { "content-type": null } }, [415, "unsupported_media_type"], /application\/json/],
   [`{"bin_depth_mm": 1000, "codec": null${" ".repeat(1_048_576)}}`, [413, "body_too_large"], /exceeds 1048576 bytes/],
   [{ body: new Uint8Array([0x7b, 0x22, 0xff, 0x22, 0x3a, 0x31, 0x7d]) }, "invalid_json", /not JSON/],
-  // JSON by the rules every body is read by (README "Readings and rejections").
+  // JSON by the rules every body is read by (docs/http-api.md "Readings and rejections").
   ['\uFEFF{"bin_depth_mm": 1000}', "invalid_json", /byte order mark/],
   ['{"bin_depth_mm": 1000, "codec": "\\udc00"}', "invalid_json", /lone surrogate/],
   [`{"bin_depth_mm": 1000, "backfill": ${"[".repeat(128)}${"]".repeat(128)}}`, "invalid_json", /nested deeper than 128/],

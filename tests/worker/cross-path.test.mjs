@@ -1,4 +1,4 @@
-// The cross-path rule (README "One measurement by two paths") at its edges, in
+// The cross-path rule (docs/devices.md "One measurement by two paths") at its edges, in
 // workerd: its tolerance pinned at ±1 µs around both bounds for the receive-time
 // forms the core writes (whole seconds, microseconds), two datalog records that could
 // take one live reading, a record twice in one uplink, a live reading evicted from the
@@ -192,10 +192,10 @@ test("an EM500-UDL history record (20 CE) of its live distance (03 82) is that r
   });
 });
 
-test("/v1/stats has exactly the members the README lists", async () => {
+test("/v1/stats has exactly the members docs/http-api.md lists", async () => {
   await withWorker({}, async (w) => {
-    const readme = fs.readFileSync(new URL("../../README.md", import.meta.url), "utf8");
-    const row = readme.split("\n").find((l) => l.startsWith("| `GET /v1/stats` |"));
+    const page = fs.readFileSync(new URL("../../docs/http-api.md", import.meta.url), "utf8");
+    const row = page.split("\n").find((l) => l.startsWith("| `GET /v1/stats` |"));
     const listed = [...row.split("|")[2].matchAll(/`([a-z_]+)`/g)].map((m) => m[1]);
     assert.deepEqual(Object.keys(await stats(w)).sort(), [...new Set(listed)].sort());
   });

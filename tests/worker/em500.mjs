@@ -1,4 +1,4 @@
-// A Milesight EM500-UDL's uplinks for the backfill tests (README "Asking the sensor for what is missing"): its
+// A Milesight EM500-UDL's uplinks for the backfill tests (docs/sequence-health.md "Asking the sensor for what is missing"): its
 // history records and live readings, sent as The Things Stack and ChirpStack deliver
 // them, and the history request it must receive.
 import assert from "node:assert/strict";

@@ -129,7 +129,7 @@ export async function gapsOf(call, id) {
   return r.body;
 }
 
-/** An ingest reply accounts for every reading once (README "HTTP API"). */
+/** An ingest reply accounts for every reading once (docs/http-api.md "HTTP API"). */
 export function assertReconciles(b) {
   assert.equal(b.received, b.unique + b.duplicates_suppressed + b.rejected.length + (b.parked?.length ?? 0) + (b.not_stored?.length ?? 0), JSON.stringify(b));
 }

@@ -40,7 +40,7 @@ function samples(families, name) {
 /** A family's one sample without labels. */
 const one = (families, name) => samples(families, name)[""];
 
-/** /v1/stats as a Prometheus scrape shows each of its figures (README "Metrics (Prometheus)"). */
+/** /v1/stats as a Prometheus scrape shows each of its figures (docs/operations.md "Metrics (Prometheus)"). */
 function asMetrics(s) {
   return {
     devices: { "": s.devices },
@@ -307,7 +307,7 @@ test("a change of reporting_period_s that drops a device's open gaps reaches the
     assert.equal((await putConfig(w.call, eui, EM500)).status, 200);
     await tts(w, eui, "bin-period", history([0, 1, 2, 5]));
     await until(async () => (await statsOf(w.call)).missing_seqs === 2, "the gap in the roll-up");
-    // The window starts over in the new unit (README "Configure a device"): its gap is gone.
+    // The window starts over in the new unit (docs/devices.md "Configure a device"): its gap is gone.
     assert.equal((await putConfig(w.call, eui, { ...EM500, reporting_period_s: PERIOD / 2 })).status, 200);
     await until(async () => {
       const { families } = await scrape(w.call);

@@ -111,7 +111,7 @@ test("forget: a key without a ledger row is 404 unknown_key, a device never seen
     [{ key: "" }, "invalid_forget_body"],
     [{ key: admitted[0].key, keys: [] }, "invalid_forget_body"],
     [`{"key": "a", "key": ${JSON.stringify(admitted[0].key)}}`, "invalid_forget_body"],
-    // JSON by the rules every body is read by (README "Readings and rejections").
+    // JSON by the rules every body is read by (docs/http-api.md "Readings and rejections").
     [`\uFEFF${JSON.stringify({ key: admitted[0].key })}`, "invalid_json"],
     ['{"key": "\\ud800"}', "invalid_json"],
   ]) {

@@ -1,4 +1,4 @@
-// The deployable bundle and the self-hosted worker (README "Deploy", "Self-hosting on
+// The deployable bundle and the self-hosted worker (docs/deploy.md "Deploy", "Self-hosting on
 // workerd"): one `wrangler deploy --dry-run` per run, made without an account or a
 // network (scripts/bundle.mjs), its sizes held to the budget in BENCHMARKS.md, and that
 // same bundle run by the real workerd binary with selfhost/workerd.capnp
@@ -211,7 +211,7 @@ test("self-hosted: after a restart replays are still suppressed and the alarm ar
   // The earlier release's per-device class (legacy.js) is never started for a device first seen by this one.
   assert.deepEqual(fs.readdirSync(path.join(data, "reconnect-dedupe-DeviceObject")).filter((f) => !f.startsWith("metadata.sqlite")), []);
   // The objects' -wal files outlive the stop and hold the latest writes: a copy of the
-  // device's file without its -wal has no ledger yet (README "Self-hosting", Data).
+  // device's file without its -wal has no ledger yet (docs/self-hosting.md "Self-hosting", Data).
   const objects = path.join(data, "reconnect-dedupe-GroupObject");
   const file = fs.readdirSync(objects).find((f) => f.endsWith(".sqlite") && f !== "metadata.sqlite");
   assert.deepEqual(fs.readdirSync(objects).filter((f) => f.startsWith(file)).sort(), [file, `${file}-shm`, `${file}-wal`]);
