@@ -123,7 +123,7 @@ mod native {
 
     /// The fingerprint of `device_id`, `seq` and a digest (SipHash-2-4-128 of
     /// `device_id ‖ seq`, `siphasher`), for ids in the workload's two shapes. In the
-    /// run before the switch (BENCHMARKS.md) this group compared the hand-written
+    /// run before the switch (docs/benchmarks.md) this group compared the hand-written
     /// SipHash with `siphasher`.
     fn fingerprint_hash(c: &mut Criterion) {
         let mut rng = Rng::with_seed(3);

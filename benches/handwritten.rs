@@ -1,5 +1,5 @@
 //! The hand-written code that could be a crate, measured against the crate
-//! (`cargo bench --bench handwritten`; BENCHMARKS.md, "Hand-written code and its
+//! (`cargo bench --bench handwritten`; docs/benchmarks.md, "Hand-written code and its
 //! figures"):
 //!
 //! * `key::write_py_float_repr` (Python's `repr(float)`) against zmij's and ryu's

@@ -1,7 +1,7 @@
 // The worker exactly as `wrangler deploy` would upload it, made without an account or
 // a network: `wrangler deploy --dry-run --outdir <dir>`. The self-hosted worker
 // (serve-workerd.mjs) runs these files, and their sizes are checked against the budget
-// in BENCHMARKS.md ("Bundle size"). `npm run deploy:check` prints them.
+// in docs/benchmarks.md ("Bundle size"). `npm run deploy:check` prints them.
 import { spawn } from 'node:child_process';
 import fs from 'node:fs';
 import net from 'node:net';
@@ -12,7 +12,7 @@ import zlib from 'node:zlib';
 
 const ROOT = fileURLToPath(new URL('../', import.meta.url));
 const WRANGLER = path.join(ROOT, 'node_modules/wrangler/bin/wrangler.js');
-const BENCHMARKS = path.join(ROOT, 'BENCHMARKS.md');
+const BENCHMARKS = path.join(ROOT, 'docs/benchmarks.md');
 
 /**
  * Runs the dry run of `config` (default: the repository's wrangler.toml) into `outDir`
@@ -107,12 +107,12 @@ export function sizes({ modules }) {
 const ROWS = { Wasm: 'wasm', JS: 'js' };
 
 /**
- * The budget, from the first table under "## Bundle size" in BENCHMARKS.md: the
+ * The budget, from the first table under "## Bundle size" in docs/benchmarks.md: the
  * columns "raw budget" and "gzip budget" of its rows "Wasm" and "JS", in bytes (digits,
  * grouped by spaces or not). Throws naming the file when the table is not there.
  */
 export function budget(text = fs.readFileSync(BENCHMARKS, 'utf8')) {
-  const fail = (what) => new Error(`BENCHMARKS.md: ${what}; the bundle budget is the first table under "## Bundle size" with columns "raw budget" and "gzip budget" and rows ${Object.keys(ROWS).join(', ')}`);
+  const fail = (what) => new Error(`docs/benchmarks.md: ${what}; the bundle budget is the first table under "## Bundle size" with columns "raw budget" and "gzip budget" and rows ${Object.keys(ROWS).join(', ')}`);
   const lines = text.split('\n');
   const start = lines.findIndex((l) => /^## Bundle size\b/.test(l));
   if (start < 0) throw fail('no "## Bundle size" section');
@@ -176,7 +176,7 @@ if (process.argv[1] && fileURLToPath(import.meta.url) === path.resolve(process.a
   console.log(report(measured, limit));
   const over = overBudget(measured, limit);
   if (over.length) {
-    console.error(`over the bundle budget in BENCHMARKS.md ("Bundle size"):\n  ${over.join('\n  ')}`);
+    console.error(`over the bundle budget in docs/benchmarks.md ("Bundle size"):\n  ${over.join('\n  ')}`);
     process.exit(1);
   }
 }

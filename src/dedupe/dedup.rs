@@ -235,7 +235,7 @@ impl BurstOutcome<'_> {
     ///
     /// That takes 6.2–6.5 µs per 100-reading burst against 10.4–10.6 µs for
     /// `serde_json::to_string` (0.9–1.0 against 1.5 µs for 10 readings, 0.39 against
-    /// 0.47–0.49 µs for one), native (benches/handwritten.rs, 2026-11-30; BENCHMARKS.md).
+    /// 0.47–0.49 µs for one), native (benches/handwritten.rs, 2026-11-30; docs/benchmarks.md).
     pub fn to_json(&self) -> String {
         let mut out = Vec::with_capacity(256 + self.unique.len() * 160);
         out.extend_from_slice(b"{\"unique\":[");

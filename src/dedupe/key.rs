@@ -28,7 +28,7 @@ use sha2::{Digest, Sha256};
 ///
 /// Whole tenths (62.5, 71.0: most fill levels) are written by hand: on the fill-level
 /// mix 11 ns a value against 31 ns through zmij alone (benches/handwritten.rs,
-/// 2026-11-30, native; BENCHMARKS.md).
+/// 2026-11-30, native; docs/benchmarks.md).
 ///
 /// ```
 /// use reconnect_dedupe::key::write_py_float_repr;

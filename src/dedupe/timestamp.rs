@@ -48,7 +48,7 @@ impl TsError {
 /// tells a missing offset from other syntax. And this takes 19 ns a parse against
 /// 28 (`time` 0.3.55, which needs rustc 1.88; 41 for 0.3.45), 37 (`jiff`) and 46 ns
 /// (`chrono`), native; as Wasm they would add 37, 141 and 8 KiB
-/// (benches/handwritten.rs, 2026-11-30; BENCHMARKS.md).
+/// (benches/handwritten.rs, 2026-11-30; docs/benchmarks.md).
 pub fn parse_rfc3339(s: &str) -> Result<Micros, TsError> {
     let b = s.as_bytes();
     if b.len() < 19 {
@@ -162,7 +162,7 @@ pub fn isoformat(t: Micros) -> String {
 /// By hand: 35 ns against 46 ns for `chrono`'s `to_rfc3339_opts` and 195 ns for
 /// `time`'s `format_into`, which write the same text; `jiff`'s printer takes 28 ns
 /// but cannot hold the instants after 9999-12-30T22:00Z that this accepts
-/// (benches/handwritten.rs, 2026-11-30, native; BENCHMARKS.md).
+/// (benches/handwritten.rs, 2026-11-30, native; docs/benchmarks.md).
 pub struct IsoBuf {
     buf: [u8; 32],
     len: usize,

@@ -490,7 +490,7 @@ impl SeqWindow {
     /// `closed_by_reset`, the number of gaps and per gap, lowest first, `highest − last`,
     /// `last − first` and `first_noticed_ms`. `missing` is the gaps' sum, not stored.
     /// An empty window is 2 bytes; a new device's 30; a device in order with every word
-    /// in use 278, plus 5 to 13 per gap (BENCHMARKS.md, "Sequence window").
+    /// in use 278, plus 5 to 13 per gap (docs/benchmarks.md, "Sequence window").
     pub fn to_bytes(&self) -> Vec<u8> {
         let flags = u8::from(self.highest.is_some()) | u8::from(self.jump.is_some()) << 1;
         let mut out = vec![FORMAT_VERSION, flags];

@@ -25,7 +25,7 @@
 //! `arbitrary_precision` feature is on, and that feature is crate-wide: every
 //! number then reaches every visitor (the core's `Scalar`, `RawReading`) as a map
 //! with a private key and an allocated string. serde_json also skips ignored
-//! values without looking at member names or escapes. BENCHMARKS.md has this
+//! values without looking at member names or escapes. docs/benchmarks.md has this
 //! reader's figures against the serde_json paths it replaced.
 
 use crate::dedupe::error::Error;

@@ -13,7 +13,7 @@
 //                       selfhost/workerd.capnp, a temporary --data directory)
 //              dev      `npm run dev` (wrangler dev, local persistence in a temporary
 //                       --persist-to directory); only when asked for: it is for
-//                       editing the worker, not for a fleet (BENCHMARKS.md says why)
+//                       editing the worker, not for a fleet (docs/benchmarks.md says why)
 //   scenarios: healthy  the origin stub answers 200 throughout
 //              failing  it answers 503 to every POST during the three rounds, then 200:
 //                       the run waits (bounded) until it holds every admitted key

@@ -9,7 +9,7 @@
 // --pkg points at another build of the package (default pkg/): the version before the
 // keyed plan (its `parseUplink` returned unkeyed readings, and each device object then
 // re-serialised, re-parsed, re-validated and hashed them) is measured from a build of
-// an older commit; BENCHMARKS.md has the command. The script picks the path that the
+// an older commit; docs/benchmarks.md has the command. The script picks the path that the
 // package supports from the shape of its plan.
 import fs from "node:fs";
 import os from "node:os";

@@ -1,7 +1,7 @@
 // Every reference from one file of the repository to a part of another resolves: a
 // Markdown link's relative target exists (and its #anchor is a heading there, as GitHub
-// names them), and a section named in quotes after README, a docs/ page, BENCHMARKS.md or SECURITY.md
-// (`README "Configuration"`, `(BENCHMARKS.md, "Sequence window")`) is a heading or a
+// names them), and a section named in quotes after README, a docs/ page or SECURITY.md
+// (`README "Configuration"`, `(docs/benchmarks.md, "Sequence window")`) is a heading or a
 // bold run-in title (`**Auth.**`) of that file, or the start of one. A section renamed
 // or moved fails here, in the file that names it.
 import { test } from 'node:test';
@@ -50,14 +50,14 @@ test('every relative Markdown link points at a file of the repository, and its a
   assert.deepEqual(broken, []);
 });
 
-test('every section named after README, a docs/ page, BENCHMARKS.md or SECURITY.md is one of that file', () => {
-  const pages = ['README.md', 'BENCHMARKS.md', 'SECURITY.md', ...markdown.filter((f) => f.startsWith('docs/'))];
+test('every section named after README, a docs/ page or SECURITY.md is one of that file', () => {
+  const pages = ['README.md', 'SECURITY.md', ...markdown.filter((f) => f.startsWith('docs/'))];
   const known = Object.fromEntries(pages.map((f) => [f, titles(f)]));
   const broken = [];
   let seen = 0;
   for (const f of texts) {
     // `README "X"`, `README.md "X"`, `(README, "X")`, `README: "X"`, `docs/delivery.md "X"`.
-    for (const m of read(f).matchAll(/(?<![\w/])(README|BENCHMARKS|SECURITY|docs\/[a-z-]+)(?:\.md)?[,:]? +"([^"\n]{3,100})"/g)) {
+    for (const m of read(f).matchAll(/(?<![\w/])(README|SECURITY|docs\/[a-z-]+)(?:\.md)?[,:]? +"([^"\n]{3,100})"/g)) {
       if (f.startsWith('lib/') && m[1] === 'README') continue; // the library's own README is another file
       seen++;
       const page = `${m[1]}.md`;
@@ -77,8 +77,10 @@ test('every docs/ page opens with its title, a line of what it holds, and conten
     const headings = [...outsideCode(text).matchAll(/^(#{2,3}) +(.+?) *$/gm)].filter((m) => m[2] !== 'Contents');
     const listed = [...text.matchAll(/^( *)- \[(.+?)\]\(#([^)]+)\)$/gm)].map((m) => `${m[1].length / 2 + 2} ${m[2]} ${m[3]}`);
     const wanted = headings.map((m) => `${m[1].length} ${m[2]} ${anchor(m[2])}`);
-    if (!/^# .+\n\n[^#\n].+\n\n## Contents\n/.test(text)) wrong.push(`${md}: not "# Title", a paragraph, "## Contents"`);
+    if (!/^# .+\n\n(?:[^#\n].*\n)+\n## Contents\n/.test(text)) wrong.push(`${md}: not "# Title", a paragraph, "## Contents"`);
     if (listed.join('\n') !== wanted.join('\n')) wrong.push(`${md}: its contents do not list its sections (## and ###) in order`);
+    const anchors = headings.map((m) => anchor(m[2]));
+    for (const a of new Set(anchors.filter((x, i) => anchors.indexOf(x) !== i))) wrong.push(`${md}: two sections are #${a} (a link reaches only the first)`);
   }
   assert.deepEqual(wrong, []);
 });

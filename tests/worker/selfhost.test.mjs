@@ -1,6 +1,6 @@
 // The deployable bundle and the self-hosted worker (docs/deploy.md "Deploy", "Self-hosting on
 // workerd"): one `wrangler deploy --dry-run` per run, made without an account or a
-// network (scripts/bundle.mjs), its sizes held to the budget in BENCHMARKS.md, and that
+// network (scripts/bundle.mjs), its sizes held to the budget in docs/benchmarks.md, and that
 // same bundle run by the real workerd binary with selfhost/workerd.capnp
 // (scripts/serve-workerd.mjs), stopped and started again on its data directory.
 import { test, before, after } from "node:test";
@@ -63,12 +63,12 @@ test("the dry run uploads index.js and pkg/'s Wasm unchanged, under wrangler's c
   assert.deepEqual(fs.readdirSync(bundleDir).sort(), [`${sha1}-reconnect_dedupe_bg.wasm`, "README.md", "bundle.capnp", "index.js", "index.js.map"].sort());
 });
 
-test("the bundle is within the budget of BENCHMARKS.md (Bundle size)", (t) => {
+test("the bundle is within the budget of docs/benchmarks.md (Bundle size)", (t) => {
   const measured = sizes(bundled);
   const limit = budget();
   for (const line of report(measured, limit).split("\n")) t.diagnostic(line);
   const over = overBudget(measured, limit);
-  assert.deepEqual(over, [], `over the budget in BENCHMARKS.md ("Bundle size"): ${over.join("; ")}; if the growth is wanted, say why there and raise the budget`);
+  assert.deepEqual(over, [], `over the budget in docs/benchmarks.md ("Bundle size"): ${over.join("; ")}; if the growth is wanted, say why there and raise the budget`);
 });
 
 test("the budget is read from its table, and a size over it is named", () => {
@@ -77,8 +77,8 @@ test("the budget is read from its table, and a size over it is named", () => {
   assert.deepEqual(limit, { wasm: { raw: 400000, gzip: 168000 }, js: { raw: 197000, gzip: 51000 } });
   const measured = { wasm: { raw: 400001, gzip: 168000 }, js: { raw: 1, gzip: 56100 }, total: { raw: 0, gzip: 0 } };
   assert.deepEqual(overBudget(measured, limit), ["Wasm raw 400 001 bytes > budget 400 000 (+0.0 %)", "JS gzip 56 100 bytes > budget 51 000 (+10.0 %)"]);
-  assert.throws(() => budget("# B\n\n## Bundle sizes?\n"), /^Error: BENCHMARKS.md: no "## Bundle size" section;/);
-  assert.throws(() => budget(doc.replace("| JS |", "| Javascript |")), /^Error: BENCHMARKS.md: no row "JS";/);
+  assert.throws(() => budget("# B\n\n## Bundle sizes?\n"), /^Error: docs\/benchmarks\.md: no "## Bundle size" section;/);
+  assert.throws(() => budget(doc.replace("| JS |", "| Javascript |")), /^Error: docs\/benchmarks\.md: no row "JS";/);
 });
 
 test("the dry run fails, showing wrangler's output, when wrangler reaches for the network: its update check after a config warning", async () => {

@@ -38,7 +38,7 @@
 //! `device_id` and then the 8 little-endian bytes of `seq`: the byte stream, hence every
 //! fingerprint and every snapshot, is the one the hand-written SipHash it replaced
 //! produced (pinned by a test). Measured in the same run before the switch
-//! (BENCHMARKS.md): 25–28 ns a hash natively against 37–42 ns for the hand-written one,
+//! (docs/benchmarks.md): 25–28 ns a hash natively against 37–42 ns for the hand-written one,
 //! and 16 against 28 ns in Wasm under V8.
 //!
 //! # Time

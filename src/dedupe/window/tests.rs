@@ -658,7 +658,7 @@ fn corrupt_or_truncated_bytes_are_coded_errors_never_panics() {
 #[test]
 fn bytes_per_device() {
     // The struct (highest, the 256-byte ring, the gap list's header, the counts) and
-    // the gap list's allocation, 24 bytes a gap. Stated in BENCHMARKS.md.
+    // the gap list's allocation, 24 bytes a gap. Stated in docs/benchmarks.md.
     assert_eq!(std::mem::size_of::<Gap>(), 24);
     let idle = SeqWindow::new();
     let struct_bytes = std::mem::size_of::<SeqWindow>();
