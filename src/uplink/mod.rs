@@ -219,8 +219,8 @@ pub struct KeyedReading {
     /// none): the radio frame's identity, 16 hex digits of SHA-256 over the network
     /// server, session, frame counter, port, raw payload and the reading's place in
     /// the uplink. A copy of the frame received later has the same `frame` and a
-    /// later `ts`; the worker keys it with the first copy's `ts` (README "The same
-    /// frame twice"). `None` when the reading carries its own `ts`. A reading a codec
+    /// later `ts`; the worker keys it with the first copy's `ts`
+    /// (docs/network-servers.md "The same frame twice"). `None` when the reading carries its own `ts`. A reading a codec
     /// decoded from [`RawUplink`] has one of [`RawUplink::frame`] and its sample's
     /// place instead (`codec::payload_readings`), when its `ts` derives from the
     /// receive time.

@@ -164,9 +164,9 @@ export const OPENAPI = {
     version: "0.1.0",
     summary: "Removes replayed LoRaWAN sensor readings at the edge.",
     description: [
-      "Webhook routes for The Things Stack, ChirpStack, Helium and LORIOT, a native burst route, and per-device reads and operator controls. The README's \"HTTP API\" is the long form of this document.",
+      "Webhook routes for The Things Stack, ChirpStack, Helium and LORIOT, a native burst route, and per-device reads and operator controls. docs/http-api.md is the long form of this document.",
       "",
-      "Every `/v1` route but `/v1/health` and `/v1/openapi.json` needs the token (`INGEST_TOKEN`), as `Authorization: Bearer <token>`, as the password of `Authorization: Basic`, or as the bare value of the header `AUTH_HEADER` names when the deployment sets one (README \"Auth\"). Errors are `{\"error\": {\"code\", \"message\"}}` with a stable `code` (`ErrorCode`). On every route a bad configuration answers 500 `invalid_config` and a missing token 503 `auth_not_configured`; a path no route matches answers 404 `not_found` (after the token check under `/v1/`). HEAD is answered wherever GET is; a 405 names the allowed methods in `Allow`.",
+      "Every `/v1` route but `/v1/health` and `/v1/openapi.json` needs the token (`INGEST_TOKEN`), as `Authorization: Bearer <token>`, as the password of `Authorization: Basic`, or as the bare value of the header `AUTH_HEADER` names when the deployment sets one (docs/network-servers.md \"Auth\"). Errors are `{\"error\": {\"code\", \"message\"}}` with a stable `code` (`ErrorCode`). On every route a bad configuration answers 500 `invalid_config` and a missing token 503 `auth_not_configured`; a path no route matches answers 404 `not_found` (after the token check under `/v1/`). HEAD is answered wherever GET is; a 405 names the allowed methods in `Allow`.",
     ].join("\n"),
     license: { name: "MIT", identifier: "MIT" },
   },
@@ -220,7 +220,7 @@ export const OPENAPI = {
       description: "Only uplinks are read; other messages are acknowledged (`ignored`). A simulated uplink answers its would-be outcome and stores nothing.",
       body: "TtsMessage",
       parameters: [
-        { name: "X-Downlink-Push", in: "header", description: "The Things Stack's downlink push URL; with `X-Downlink-Apikey` and `BACKFILL` on, where a history request for the device goes (README \"Asking the sensor for what is missing\").", schema: { type: "string", format: "uri" } },
+        { name: "X-Downlink-Push", in: "header", description: "The Things Stack's downlink push URL; with `X-Downlink-Apikey` and `BACKFILL` on, where a history request for the device goes (docs/sequence-health.md \"Asking the sensor for what is missing\").", schema: { type: "string", format: "uri" } },
         { name: "X-Downlink-Apikey", in: "header", description: "The webhook's downlink API key; used for that one call, never stored or logged.", schema: { type: "string" } },
       ],
       codes: { 400: ["field_mask_incomplete"] },
@@ -413,7 +413,7 @@ export const OPENAPI = {
         in: "path",
         required: true,
         description:
-          "The device, percent-encoded; checked by the core's `device_id` rule (README \"Readings and rejections\"), else 400 `invalid_device_id`. A DevEUI (16 hex digits) in any case is the device in upper case.",
+          "The device, percent-encoded; checked by the core's `device_id` rule (docs/http-api.md \"Readings and rejections\"), else 400 `invalid_device_id`. A DevEUI (16 hex digits) in any case is the device in upper case.",
         schema: { type: "string" },
       },
       Limit: { name: "limit", in: "query", description: "Rows per page, decimal digits, given at most once.", schema: { type: "integer", minimum: 1, maximum: 1000, default: 100 } },
@@ -450,7 +450,7 @@ export const OPENAPI = {
         },
       },
       ErrorCode: {
-        description: "The stable code of an error reply (README \"HTTP API\", status table).",
+        description: "The stable code of an error reply (docs/http-api.md \"HTTP API\", status table).",
         oneOf: [
           ["invalid_json", "400: the body is not JSON (a member twice, a lone surrogate escape, a byte order mark, nesting over 128)."],
           ["invalid_burst", "400: the body is not the route's shape."],
@@ -491,7 +491,7 @@ export const OPENAPI = {
       Ok: { type: "object", required: ["ok"], additionalProperties: false, properties: { ok: { const: true } } },
       PrometheusText: { type: "string", description: "The Prometheus text exposition format, version 0.0.4." },
       Time: { type: "string", format: "date-time", description: "A UTC instant as Python's `isoformat()` writes it: `2026-07-16T09:00:11.204000+00:00`." },
-      Key: { type: "string", pattern: "^.+:-?[0-9]+:[0-9a-f]{16}$", description: "`{device_id}:{seq}:{16 hex digits of SHA-256 of the content}` (README \"The key\")." },
+      Key: { type: "string", pattern: "^.+:-?[0-9]+:[0-9a-f]{16}$", description: "`{device_id}:{seq}:{16 hex digits of SHA-256 of the content}` (docs/semantics.md \"The key\")." },
       Codec: { ...CODEC, description: "A codec of the core, by the TTN device repository's `brand_id/model_id`." },
 
       Reading: {
@@ -605,7 +605,7 @@ export const OPENAPI = {
       },
       RejectionCode: {
         type: "string",
-        description: "Why a reading was rejected (README \"Readings and rejections\", \"Supported sensors\"): it can never be stored as sent.",
+        description: "Why a reading was rejected (docs/http-api.md \"Readings and rejections\", \"Supported sensors\"): it can never be stored as sent.",
         enum: ["invalid_reading", "missing_device_id", "invalid_device_id", "missing_seq", "invalid_seq", "missing_ts", "invalid_ts", "missing_fill_pct", "invalid_fill_pct", "no_reading", "invalid_payload", "unsupported_port", "parking_full"],
       },
       Parked: {
@@ -633,7 +633,7 @@ export const OPENAPI = {
         },
       },
       Verdict: {
-        description: "What happened to one reading (README \"The verdict of each reading\").",
+        description: "What happened to one reading (docs/http-api.md \"The verdict of each reading\").",
         oneOf: [schema("AdmittedVerdict"), schema("ConflictVerdict"), schema("DuplicateVerdict"), schema("RejectedVerdict"), schema("ParkedVerdict"), schema("NotStoredVerdict")],
       },
       AdmittedVerdict: { type: "object", required: ["index", "verdict", "key"], additionalProperties: false, properties: { index: integer(), verdict: { const: "admitted" }, key: schema("Key") } },
@@ -852,7 +852,7 @@ export const OPENAPI = {
           },
           backfill_requests: {
             type: "object",
-            description: "History requests (README \"Asking the sensor for what is missing\") by step: made, accepted by the network server, then closed as answered, expired, failed or cancelled.",
+            description: "History requests (docs/sequence-health.md \"Asking the sensor for what is missing\") by step: made, accepted by the network server, then closed as answered, expired, failed or cancelled.",
             required: ["requested", "sent", "answered", "expired", "failed", "cancelled"],
             additionalProperties: false,
             properties: Object.fromEntries(["requested", "sent", "answered", "expired", "failed", "cancelled"].map((n) => [n, integer()])),

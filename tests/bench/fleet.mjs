@@ -25,7 +25,7 @@
 // It talks to the worker only through the HTTP API (POST /v1/readings, GET /v1/health,
 // GET /v1/stats, GET /v1/devices/{id}/readings) and reads process facts (the RSS and
 // open files of every workerd under this process), never the storage's layout. A
-// non-2xx reply is never resent: network servers do not retry (README, "What a reply
+// non-2xx reply is never resent: network servers do not retry (docs/network-servers.md, "What a reply
 // means for your data"), so each one is readings lost, counted with its status and
 // error code. Throughout, GET /v1/health is polled on its own connection every 500 ms
 // and GET /v1/stats every 2 s, and workerd's RSS sampled every second.
@@ -652,7 +652,7 @@ async function run(target, scenario) {
     return f;
   }
 
-  // A worker that ends mid-run (workerd 1.20260426 crashed so: README "Self-hosting on
+  // A worker that ends mid-run (workerd 1.20260426 crashed so: docs/self-hosting.md "Self-hosting on
   // workerd") is said at once, and nothing waits for it any longer.
   let ended = null;
   let stopping = false;

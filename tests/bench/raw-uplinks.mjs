@@ -1,4 +1,4 @@
-// `npm run bench:raw`: what a raw uplink costs the worker (README, "Configure a
+// `npm run bench:raw`: what a raw uplink costs the worker (docs/devices.md, "Configure a
 // device"). An uplink whose decoded payload has no fill level hands on its raw bytes
 // (the plan's `raw`); the device object decodes them with its configuration
 // (src/worker/decode.js, the core's readingsFromPayload) and admits the samples. An

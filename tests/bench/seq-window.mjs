@@ -1,4 +1,4 @@
-// `npm run bench:window`: what the sequence window costs a device (README "Sequence
+// `npm run bench:window`: what the sequence window costs a device (docs/sequence-health.md "Sequence
 // health per device"). The device object keeps no window in memory between bursts: a
 // burst whose seqs feed it (every native `POST /v1/readings`) reads the `seq_window`
 // row, parses it (`SeqWindow.fromBytes`), observes each seq, takes its totals,

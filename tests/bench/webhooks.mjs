@@ -1,4 +1,4 @@
-// `npm run bench:webhooks`: what the rule "the same frame twice" costs (README, "The
+// `npm run bench:webhooks`: what the rule "the same frame twice" costs (docs/network-servers.md, "The
 // same frame twice"). A reading keyed at the network server's receive time carries its
 // frame's identity (a SHA-256 in the core's plan) and costs its device object one
 // indexed lookup (`reframe`, src/worker/device.js) and a column + index entry per row.

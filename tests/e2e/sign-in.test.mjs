@@ -1,5 +1,5 @@
-// An operator opening a /v1 page in a browser is asked to sign in (README
-// "Authentication"): headless Chromium (Debian's) against the real worker in workerd.
+// An operator opening a /v1 page in a browser is asked to sign in (docs/network-servers.md
+// "Auth"): headless Chromium (Debian's) against the real worker in workerd.
 // A browser asks for credentials only for a challenge it acts on; Playwright's
 // `httpCredentials` answer exactly that request (Chromium's auth handler, where a
 // headed browser shows its prompt), and are never sent unasked (Playwright sends them

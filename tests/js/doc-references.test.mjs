@@ -57,7 +57,10 @@ test('every section named after README, a docs/ page or SECURITY.md is one of th
   let seen = 0;
   for (const f of texts) {
     // `README "X"`, `README.md "X"`, `(README, "X")`, `README: "X"`, `docs/delivery.md "X"`.
-    for (const m of read(f).matchAll(/(?<![\w/])(README|SECURITY|docs\/[a-z-]+)(?:\.md)?[,:]? +"([^"\n]{3,100})"/g)) {
+    // A reference may wrap: the lines are joined, their comment marks and indentation dropped.
+    const text = read(f).replace(/\n[ \t]*(?:\/\/[!/]?|\*|#+)?[ \t]*/g, ' ');
+    for (const m of text.matchAll(/(?<![\w/])README(?:\.md)?(?:'s)? step \d+/g)) broken.push(`${f}: "${m[0]}" (the README's steps are docs/network-servers.md's)`);
+    for (const m of text.matchAll(/(?<![\w/])(README|SECURITY|docs\/[a-z-]+)(?:\.md)?[,:]? +\\?"([^"\n\\]{3,100})\\?"/g)) {
       if (f.startsWith('lib/') && m[1] === 'README') continue; // the library's own README is another file
       seen++;
       const page = `${m[1]}.md`;
