@@ -20,7 +20,7 @@
 //
 //   npm run bench:fleet [-- --target start|workerd|dev|both] [-- --scenario healthy|failing|both]
 //     [-- --devices 100000] [-- --per-request 100] [-- --in-flight 8] [-- --drain-s 300]
-//     [-- --retry-max-ms 10000] [-- --max-minutes 60] [-- --log]
+//     [-- --rounds 3] [-- --retry-max-ms 10000] [-- --max-minutes 60] [-- --log]
 //
 // It talks to the worker only through the HTTP API (POST /v1/readings, GET /v1/health,
 // GET /v1/stats, GET /v1/devices/{id}/readings) and reads process facts (the RSS and
@@ -68,6 +68,7 @@ const { values: opt } = parseArgs({
     target: { type: "string", default: "both" },
     scenario: { type: "string", default: "both" },
     devices: { type: "string", default: "100000" },
+    rounds: { type: "string", default: "3" },
     "per-request": { type: "string", default: "100" },
     "in-flight": { type: "string", default: "8" },
     "drain-s": { type: "string", default: "300" },
@@ -82,6 +83,8 @@ const whole = (name, min) => {
   return v;
 };
 const DEVICES = whole("devices", 1);
+/** Rounds sent: 1 (first readings), 2 (20 % replays), then each one more sends round 2's readings again (all duplicates). */
+const ROUNDS = whole("rounds", 3);
 const PER_REQUEST = whole("per-request", 1);
 const IN_FLIGHT = whole("in-flight", 1);
 const DRAIN_MS = whole("drain-s", 1) * 1000;
@@ -101,7 +104,7 @@ const REPLAY_SHARE = 0.2;
 const HEALTH_LIMIT_MS = 1000;
 const STATS_LIMIT_MS = 2000;
 const RSS_LIMIT = 1024 ** 3;
-/** RSS after round 3 over RSS after round 2 at most (round 3 holds no new reading). */
+/** RSS after a round of duplicates (3 and later) over RSS after the round before it, at most: such a round holds no new reading. */
 const FLAT_LIMIT = 1.1;
 const STATS_FLUSH_MS = 1000;
 const HEALTH_EVERY_MS = 500;
@@ -511,7 +514,7 @@ async function sendRound(port, token, round, tally) {
       const first = r * PER_REQUEST;
       const devices = [];
       for (let i = first; i < Math.min(DEVICES, first + PER_REQUEST); i++) devices.push(i);
-      const kinds = devices.map((i) => (round === 1 ? "first" : round === 3 ? "again" : replays(i) ? "replay" : "new"));
+      const kinds = devices.map((i) => (round === 1 ? "first" : round >= 3 ? "again" : replays(i) ? "replay" : "new"));
       const body = JSON.stringify(devices.map((i, n) => reading(i, seqOf(i, round))));
       const res = await send(port, agent, "POST", "/v1/readings", headers, body, REQUEST_TIMEOUT_MS);
       latencies.push(res.ms);
@@ -535,7 +538,7 @@ async function sendRound(port, token, round, tally) {
  */
 function tally() {
   const t = {
-    sent: 0, ok: 0, outcomes: new Map(), lostReadings: 0, lostByRound: [0, 0, 0, 0], refusedByRound: [0, 0, 0, 0],
+    sent: 0, ok: 0, outcomes: new Map(), lostReadings: 0, lostByRound: new Array(ROUNDS + 1).fill(0), refusedByRound: new Array(ROUNDS + 1).fill(0),
     counted: { received: 0, unique: 0, duplicates_suppressed: 0 }, admitted: new Map(), keysOf: new Map(), notStored: 0, uncounted: 0, deviceErrors: new Map(), wrong: 0, wrongExamples: [],
     firstAdmitted: new Uint8Array(DEVICES),
     secondAdmitted: new Uint8Array(DEVICES),
@@ -685,17 +688,14 @@ async function run(target, scenario) {
   f.rounds = [];
   const runStart = performance.now();
   const phases = []; // [name, start] in order: where a slow poll fell
-  for (const round of [1, 2, 3]) {
+  f.after = []; // [round] → {rss, each}: RSS after each round, summed and per process
+  for (let round = 1; round <= ROUNDS; round++) {
     phases.push([`round ${round}`, performance.now()]);
     const r = await sendRound(worker.port, token, round, t);
     f.rounds.push(r);
     say(`round ${round}: ${fmt(r.requests)} requests in ${(r.ms / 1000).toFixed(1)} s (${fmt(r.readings / (r.ms / 1000))} uplinks/s), ${fmt(t.refusedByRound[round])} answered non-2xx; latency p50 ${ms(r.p50)}, p99 ${ms(r.p99)}, max ${ms(r.max)}`);
-    const x = sample();
-    if (round === 1) f.rssAfterRound1 = x?.rss;
-    if (round === 2) [f.rssAfterRound2, f.eachAfterRound2] = [x?.rss, x?.each];
+    f.after[round] = sample();
   }
-  const end = sample();
-  [f.loadEndRss, f.eachAfterRound3] = [end?.rss, end?.each];
 
   // Quiet: the origin (recovered) holds every admitted key, then /v1/stats is exact.
   if (scenario === "failing") {
@@ -772,12 +772,15 @@ async function run(target, scenario) {
   // holds none of the worker's data) and the worker's; both are held to the limit, and
   // their sum is reported.
   for (const [pid, peak] of rss.peakOf) if (peak >= RSS_LIMIT) failures.push(`workerd ${pid} (${rss.roleOf.get(pid)}) RSS peaked at ${MiB(peak)} (limit: under 1 GiB)`);
-  // Round 3 stores nothing new (every reading a duplicate): memory that grows through it
-  // grows per request, not per reading held.
+  // Rounds 3 and later store nothing new (every reading a duplicate): memory that grows
+  // through one grows per request, not per reading held. Each is held to the limit.
   // Per process too: under npm run dev, wrangler's proxy and the worker each.
-  f.flat = [...(f.eachAfterRound2 ?? [])].map(([pid, before]) => ({ pid, role: rss.roleOf.get(pid), before, after: f.eachAfterRound3?.get(pid) ?? 0 }));
-  for (const { pid, role, before, after } of f.flat) {
-    if (after > FLAT_LIMIT * before) failures.push(`workerd ${pid} (${role}) RSS grew from ${MiB(before)} to ${MiB(after)} through round 3, which stores nothing new (limit: ${Math.round((FLAT_LIMIT - 1) * 100)} %)`);
+  f.flat = [];
+  for (let round = 3; round <= ROUNDS; round++) {
+    for (const [pid, before] of f.after[round - 1]?.each ?? []) f.flat.push({ round, pid, role: rss.roleOf.get(pid), before, after: f.after[round]?.each?.get(pid) ?? 0 });
+  }
+  for (const { round, pid, role, before, after } of f.flat) {
+    if (after > FLAT_LIMIT * before) failures.push(`workerd ${pid} (${role}) RSS grew from ${MiB(before)} to ${MiB(after)} through round ${round}, which stores nothing new (limit: ${Math.round((FLAT_LIMIT - 1) * 100)} %)`);
   }
   const slack = t.uncounted ? ` (${fmt(t.uncounted)} readings were in replies without counts)` : "";
   for (const [k, v] of Object.entries(t.counted)) if (stats?.[k] !== v) failures.push(`/v1/stats ${k} = ${stats?.[k] ?? "no answer"} after ${(f.statsSettleMs / 1000).toFixed(0)} s, the replies counted ${v}${slack}`);
@@ -799,8 +802,8 @@ function report(f) {
   say(`/v1/health ${polls(f.health)}; /v1/stats ${polls(f.statsLat)}`);
   say(`slowest /v1/health polls: ${f.health.slowest.join("; ")}`);
   say(`workerd RSS peak by process: ${f.rssEach.join("; ")}`);
-  say(`workerd RSS through round 3 by process: ${f.flat.map(({ pid, role, before, after }) => `${pid} ${role}: ${MiB(before)} → ${MiB(after)} (${(after / before).toFixed(2)})`).join("; ")}`);
-  say(`workerd (${rss.processes ?? 0} process(es) at once, ${rss.pids.size} seen: more means one was restarted): RSS peak ${MiB(rss.peak)}, after round 1 ${MiB(f.rssAfterRound1)}, after round 2 ${MiB(f.rssAfterRound2)}, after round 3 ${MiB(f.loadEndRss)}, at the end ${MiB(f.endRss)} (round 3 / round 2: ${(f.loadEndRss / f.rssAfterRound2).toFixed(2)}); open files up to ${fmt(rss.peakFiles)}`);
+  say(`workerd RSS through each round of duplicates, by process: ${f.flat.map(({ round, pid, role, before, after }) => `round ${round}, ${pid} ${role}: ${MiB(before)} → ${MiB(after)} (${(after / before).toFixed(2)})`).join("; ")}`);
+  say(`workerd (${rss.processes ?? 0} process(es) at once, ${rss.pids.size} seen: more means one was restarted): RSS peak ${MiB(rss.peak)}, after rounds ${f.after.slice(1).map((x) => MiB(x?.rss)).join(" / ")}, at the end ${MiB(f.endRss)}; open files up to ${fmt(rss.peakFiles)}`);
   say(`origin: ${fmt(origin.delivered.size)} distinct keys received of ${fmt(t.admitted.size)} admitted, ${fmt(f.missing)} missing after ${(f.drainMs / 1000).toFixed(1)} s, ${fmt(f.redelivered)} redelivered, ${fmt(f.unexplained)} no reply admitted; ${fmt(origin.posts)} POSTs (${fmt(origin.refused)} answered 503), ${fmt(f.retriedBodies)} bodies sent more than once, ${f.keyChanged} changed key, ${f.bodyChanged} keys reused for another body`);
   const s = f.stats;
   say(`/v1/stats once quiet (after ${(f.statsSettleMs / 1000).toFixed(1)} s): ${s ? ["devices", "received", "unique", "duplicates_suppressed", "pending_deliveries", "delivered", "failed_attempts"].map((k) => `${k} ${s[k]}${k in t.counted && s[k] !== t.counted[k] ? ` (replies: ${t.counted[k]})` : ""}`).join(", ") : "no answer"}`);
@@ -817,6 +820,9 @@ function report(f) {
   } else say("OK: every target of the issue met");
 }
 
+/** "round 1 / 2 / 3": the rounds, as the table's rows name them. */
+const ROUND_NAMES = `round ${Array.from({ length: ROUNDS }, (_, k) => k + 1).join(" / ")}`;
+
 /** One table of the runs' figures, a column a run. */
 function table(runs) {
   const cell = (f, fn) => (f.aborted ? "did not start" : fn(f));
@@ -824,7 +830,7 @@ function table(runs) {
     ["requests sent", (f) => fmt(f.t.sent)],
     ["2xx", (f) => fmt(f.t.ok)],
     ["non-2xx (status code: requests)", (f) => [...f.t.outcomes].map(([k, n]) => `${k}: ${fmt(n)}`).join("; ") || "0"],
-    ["requests non-2xx, round 1 / 2 / 3", (f) => f.rounds.map((r, k) => pctOf(f.t.refusedByRound[k + 1], r.requests)).join(" / ")],
+    [`requests non-2xx, ${ROUND_NAMES}`, (f) => f.rounds.map((r, k) => pctOf(f.t.refusedByRound[k + 1], r.requests)).join(" / ")],
     ["readings lost (in non-2xx replies)", (f) => fmt(f.t.lostReadings)],
     ["readings admitted / duplicates", (f) => `${fmt(f.t.counted.unique)} / ${fmt(f.t.counted.duplicates_suppressed)}`],
     ["/v1/health max / p99", (f) => `${ms(f.health.max)} / ${ms(f.health.p99)}`],
@@ -833,13 +839,13 @@ function table(runs) {
     ["/v1/stats failed polls", (f) => fmt([...f.statsLat.failures.values()].reduce((a, b) => a + b, 0))],
     ["/v1/stats exact once quiet", (f) => (exact(f.stats, f.t.counted) ? `yes, after ${(f.statsSettleMs / 1000).toFixed(1)} s` : "no")],
     ["workerd RSS peak", (f) => MiB(f.rss.peak)],
-    ["workerd RSS after round 1 / 2 / 3", (f) => `${MiB(f.rssAfterRound1)} / ${MiB(f.rssAfterRound2)} / ${MiB(f.loadEndRss)}`],
+    [`workerd RSS after ${ROUND_NAMES}`, (f) => f.after.slice(1).map((x) => MiB(x?.rss)).join(" / ")],
     ["workerd RSS peak by process", (f) => f.rssEach.join("; ")],
-    ["workerd RSS round 2 → 3 by process", (f) => f.flat.map(({ role, before, after }) => `${role}: ${MiB(before)} → ${MiB(after)}`).join("; ")],
+    ["workerd RSS through each round of duplicates, by process", (f) => f.flat.map(({ round, role, before, after }) => `round ${round}, ${role}: ${MiB(before)} → ${MiB(after)} (${(after / before).toFixed(2)})`).join("; ")],
     ["workerd open files, peak", (f) => fmt(f.rss.peakFiles)],
-    ["round 1 / 2 / 3", (f) => f.rounds.map((r) => `${(r.ms / 1000).toFixed(1)} s`).join(" / ")],
-    ["uplinks/s, round 1 / 2 / 3", (f) => f.rounds.map((r) => fmt(r.readings / (r.ms / 1000))).join(" / ")],
-    ["ingest latency p99, round 1 / 2 / 3", (f) => f.rounds.map((r) => ms(r.p99)).join(" / ")],
+    [ROUND_NAMES, (f) => f.rounds.map((r) => `${(r.ms / 1000).toFixed(1)} s`).join(" / ")],
+    [`uplinks/s, ${ROUND_NAMES}`, (f) => f.rounds.map((r) => fmt(r.readings / (r.ms / 1000))).join(" / ")],
+    [`ingest latency p99, ${ROUND_NAMES}`, (f) => f.rounds.map((r) => ms(r.p99)).join(" / ")],
     ["origin keys received / missing / redelivered", (f) => `${fmt(f.origin.delivered.size)} / ${fmt(f.missing)} / ${fmt(f.redelivered)}`],
     ["origin POSTs (503 while down)", (f) => `${fmt(f.origin.posts)} (${fmt(f.origin.refused)})`],
     ["time to deliver every admitted key", (f) => `${(f.drainMs / 1000).toFixed(1)} s`],
@@ -860,11 +866,11 @@ if (!fs.existsSync(path.join(ROOT, "pkg/reconnect_dedupe_bg.wasm"))) {
   process.exit(2);
 }
 say(machine());
-say(`${fmt(DEVICES)} devices x 3 rounds (round 2: ${REPLAY_SHARE * 100} % replays; round 3: round 2 again), ${PER_REQUEST} devices a request, ${IN_FLIGHT} in flight; targets ${TARGETS.join(", ")}; scenarios ${SCENARIOS.join(", ")}; STATS_FLUSH_MS ${STATS_FLUSH_MS}, RETRY_MAX_MS ${RETRY_MAX_MS}`);
+say(`${fmt(DEVICES)} devices x ${ROUNDS} rounds (round 2: ${REPLAY_SHARE * 100} % replays; rounds 3${ROUNDS > 3 ? `–${ROUNDS}` : ""}: round 2 again), ${PER_REQUEST} devices a request, ${IN_FLIGHT} in flight; targets ${TARGETS.join(", ")}; scenarios ${SCENARIOS.join(", ")}; STATS_FLUSH_MS ${STATS_FLUSH_MS}, RETRY_MAX_MS ${RETRY_MAX_MS}`);
 const runs = [];
 for (const target of TARGETS) for (const scenario of SCENARIOS) runs.push(await run(target, scenario));
 clearTimeout(watchdog);
-console.log(`\nbench:fleet: ${fmt(DEVICES)} devices, three rounds, ${PER_REQUEST} a request, ${IN_FLIGHT} in flight (${machine()})\n`);
+console.log(`\nbench:fleet: ${fmt(DEVICES)} devices, ${ROUNDS} rounds, ${PER_REQUEST} a request, ${IN_FLIGHT} in flight (${machine()})\n`);
 console.log(table(runs));
 const missed = runs.flatMap((f) => f.failures.map((x) => `${f.name}: ${x}`));
 console.log(missed.length ? `\nbench:fleet: MISSED ${missed.length} target(s):\n  ${missed.join("\n  ")}` : "\nbench:fleet: OK, every target met");
