@@ -464,16 +464,20 @@ function workerdFacts() {
   let n = 0;
   const pids = workerdPids(process.pid);
   const each = new Map(); // pid → its RSS
+  const parts = new Map(); // pid → {anon, file}: RssAnon (heaps, caches in memory) and RssFile (mapped files)
   for (const pid of pids) {
     try {
-      const own = 1024 * Number(/VmRSS:\s+(\d+)/.exec(fs.readFileSync(`/proc/${pid}/status`, "utf8"))[1]);
+      const status = fs.readFileSync(`/proc/${pid}/status`, "utf8");
+      const kib = (name) => 1024 * Number(new RegExp(`${name}:\\s+(\\d+)`).exec(status)?.[1] ?? 0);
+      const own = kib("VmRSS");
       rss += own;
       each.set(pid, own);
+      parts.set(pid, { anon: kib("RssAnon"), file: kib("RssFile") });
       files += fs.readdirSync(`/proc/${pid}/fd`).length;
       n++;
     } catch {}
   }
-  return n ? { rss, files, processes: n, pids, each } : null;
+  return n ? { rss, files, processes: n, pids, each, parts } : null;
 }
 
 // --- the fleet ---------------------------------------------------------------------------
@@ -802,6 +806,7 @@ function report(f) {
   say(`/v1/health ${polls(f.health)}; /v1/stats ${polls(f.statsLat)}`);
   say(`slowest /v1/health polls: ${f.health.slowest.join("; ")}`);
   say(`workerd RSS peak by process: ${f.rssEach.join("; ")}`);
+  say(`workerd RSS after each round, anonymous + file-backed, by process: ${[...(f.after[1]?.parts?.keys() ?? [])].map((pid) => `${pid}: ${f.after.slice(1).map((x) => `${MiB(x?.parts?.get(pid)?.anon)} + ${MiB(x?.parts?.get(pid)?.file)}`).join(" / ")}`).join("; ")}`);
   say(`workerd RSS through each round of duplicates, by process: ${f.flat.map(({ round, pid, role, before, after }) => `round ${round}, ${pid} ${role}: ${MiB(before)} → ${MiB(after)} (${(after / before).toFixed(2)})`).join("; ")}`);
   say(`workerd (${rss.processes ?? 0} process(es) at once, ${rss.pids.size} seen: more means one was restarted): RSS peak ${MiB(rss.peak)}, after rounds ${f.after.slice(1).map((x) => MiB(x?.rss)).join(" / ")}, at the end ${MiB(f.endRss)}; open files up to ${fmt(rss.peakFiles)}`);
   say(`origin: ${fmt(origin.delivered.size)} distinct keys received of ${fmt(t.admitted.size)} admitted, ${fmt(f.missing)} missing after ${(f.drainMs / 1000).toFixed(1)} s, ${fmt(f.redelivered)} redelivered, ${fmt(f.unexplained)} no reply admitted; ${fmt(origin.posts)} POSTs (${fmt(origin.refused)} answered 503), ${fmt(f.retriedBodies)} bodies sent more than once, ${f.keyChanged} changed key, ${f.bodyChanged} keys reused for another body`);
