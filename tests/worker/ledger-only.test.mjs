@@ -1,7 +1,6 @@
 // Rows admitted while ORIGIN_URL is empty stay in the ledger only, also after the
-// worker is restarted with an origin (docs/delivery.md "Readings admitted while ORIGIN_URL
-// is empty"). In workerd (Miniflare)
-// with persistence and a real local origin.
+// worker is restarted with an origin (docs/delivery.md "Readings admitted while
+// ORIGIN_URL is empty"). In workerd (Miniflare) with persistence and a real local origin.
 import { test } from "node:test";
 import assert from "node:assert/strict";
 import fs from "node:fs";
