@@ -97,13 +97,15 @@ export async function prepare(bundleDir) {
 
 /**
  * workerd's environment: each of `vars` (wrangler.toml) as text, unless `from` sets it,
- * and the secrets `from` sets. `overridden`: the var names `from` set. Throws when
- * INGEST_TOKEN is not set: every /v1 route would answer 503.
+ * and the secrets `from` sets. `overridden`: the var names `from` set. Throws
+ * `noToken` (what to say, naming where the caller reads it) when INGEST_TOKEN is not
+ * set: every /v1 route would answer 503.
  */
-export function workerdEnv(vars, from = process.env) {
-  if (!from.INGEST_TOKEN?.trim()) {
-    throw new Error('INGEST_TOKEN is not set. Set it in the environment to the token network servers will present (a long random string, e.g. from `openssl rand -hex 32`, kept in a file only the service reads): INGEST_TOKEN=… npm run serve:workerd. .dev.vars (npm start\'s local dev-token) is not read.');
-  }
+/** serve:workerd's words for a missing INGEST_TOKEN. */
+const NO_TOKEN = 'INGEST_TOKEN is not set. Set it in the environment to the token network servers will present (a long random string, e.g. from `openssl rand -hex 32`, kept in a file only the service reads): INGEST_TOKEN=… npm run serve:workerd. .dev.vars (npm start\'s local dev-token) is not read.';
+
+export function workerdEnv(vars, from = process.env, noToken = NO_TOKEN) {
+  if (!from.INGEST_TOKEN?.trim()) throw new Error(noToken);
   const env = {};
   const overridden = [];
   for (const [name, value] of Object.entries(vars)) {
@@ -226,13 +228,23 @@ async function main() {
     console.error(`serve:workerd: ${e.message}`);
     process.exit(1);
   }
+  await runInForeground(w, {
+    listening: (port) => say(`listening on http://${values.listen.replace(/:[0-9]+$/, '')}:${port} (Ctrl-C stops)`),
+    failed: (e) => console.error(`serve:workerd: ${e.message}; why is in its message above`),
+  });
+}
+
+/**
+ * Runs the started workerd `w` (startWorkerd) in the foreground of this process: SIGINT
+ * and SIGTERM go on to it; `listening(port)` once it listens, or `failed(error)` when it
+ * exits before; then this process exits as workerd did (0 when a signal stopped it).
+ * `npm start` (start.mjs) and `npm run serve:workerd` end so.
+ */
+export async function runInForeground(w, { listening, failed }) {
   for (const signal of ['SIGINT', 'SIGTERM']) process.on(signal, () => w.child.kill(signal));
-  w.port.then(
-    (port) => say(`listening on http://${values.listen.replace(/:[0-9]+$/, '')}:${port} (Ctrl-C stops)`),
-    (e) => console.error(`serve:workerd: ${e.message}; why is in its message above`),
-  );
+  w.port.then(listening, failed);
   const { code, signal } = await w.exited;
-  await w.port.catch(() => {}); // its line above is printed first
+  await w.port.catch(() => {}); // its line is printed first
   process.exit(code ?? (signal === 'SIGINT' || signal === 'SIGTERM' ? 0 : 1));
 }
 

@@ -28,7 +28,7 @@ import os from 'node:os';
 import path from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { parseArgs, parseEnv } from 'node:util';
-import { claimData, prepare, SECRETS, startWorkerd, workerdEnv } from './serve-workerd.mjs';
+import { claimData, prepare, runInForeground, SECRETS, startWorkerd, workerdEnv } from './serve-workerd.mjs';
 
 const ROOT = fileURLToPath(new URL('../', import.meta.url));
 /** Where `wrangler dev` keeps the Durable Objects by default: its state directory (.wrangler/state beside wrangler.toml), then v3/do (Miniflare's). */
@@ -55,10 +55,8 @@ export function startEnv(vars, devVars, environment) {
     const value = environment[name] ?? file[name];
     if (value !== undefined) values[name] = value;
   }
-  if (!values.INGEST_TOKEN?.trim()) {
-    throw new Error('INGEST_TOKEN is empty: set it in .dev.vars (INGEST_TOKEN=… ; .dev.vars.example has dev-token) or in the environment');
-  }
-  return { env: workerdEnv(vars, values).env, fromFile, fromEnvironment, ignored };
+  const noToken = 'INGEST_TOKEN is empty: set it in .dev.vars (INGEST_TOKEN=… ; .dev.vars.example has dev-token) or in the environment';
+  return { env: workerdEnv(vars, values, noToken).env, fromFile, fromEnvironment, ignored };
 }
 
 /** The port of PORT (8787 when unset): a whole number 1–65535, else throws. */
@@ -102,14 +100,10 @@ async function main() {
     console.error(`npm start: ${e.message}`);
     process.exit(1);
   }
-  for (const signal of ['SIGINT', 'SIGTERM']) process.on(signal, () => w.child.kill(signal));
-  w.port.then(
-    () => say(`listening on ${url}: the demo page at ${url}/, the API at ${url}/v1/ (Ctrl-C stops)`),
-    (e) => console.error(`npm start: ${e.message}; why is in its message above (is port ${new URL(url).port} taken? PORT=… npm start)`),
-  );
-  const { code, signal } = await w.exited;
-  await w.port.catch(() => {});
-  process.exit(code ?? (signal === 'SIGINT' || signal === 'SIGTERM' ? 0 : 1));
+  await runInForeground(w, {
+    listening: () => say(`listening on ${url}: the demo page at ${url}/, the API at ${url}/v1/ (Ctrl-C stops)`),
+    failed: (e) => console.error(`npm start: ${e.message}; why is in its message above (is port ${new URL(url).port} taken? PORT=… npm start)`),
+  });
 }
 
 if (process.argv[1] && fileURLToPath(import.meta.url) === path.resolve(process.argv[1])) await main();

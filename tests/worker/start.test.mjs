@@ -37,6 +37,13 @@ async function started(devVars, env) {
   return { ...w, devVars: path.join(dir, "dev.vars") };
 }
 
+/** npm start run to its end (one that is refused): `--data data --dev-vars devVars`, PORT `port`, no INGEST_TOKEN of this process's. */
+function refusedStart({ data, devVars, port }) {
+  const env = { ...process.env, PORT: String(port) };
+  delete env.INGEST_TOKEN;
+  return spawnSync(process.execPath, [path.join(ROOT, "scripts/start.mjs"), "--data", data, "--dev-vars", devVars], { cwd: ROOT, env, encoding: "utf8", timeout: 120_000 });
+}
+
 const reading = (device, seq) => [{ device_id: device, seq, ts: new Date(Date.UTC(2026, 6, 16, 9, seq)).toISOString(), fill_pct: 10 + seq }];
 const postAs = (w, token, body) => w.call("/v1/readings", { method: "POST", headers: { authorization: `Bearer ${token}`, "content-type": "application/json" }, body: JSON.stringify(body) });
 
@@ -88,9 +95,7 @@ test("npm start refuses a taken PORT and says so", async () => {
   cleanup.push(() => new Promise((r) => taken.close(r)));
   const dir = scratch();
   fs.writeFileSync(path.join(dir, "dev.vars"), "INGEST_TOKEN=t\n");
-  const env = { ...process.env, PORT: String(taken.address().port) };
-  delete env.INGEST_TOKEN;
-  const run = spawnSync(process.execPath, [path.join(ROOT, "scripts/start.mjs"), "--data", path.join(dir, "do"), "--dev-vars", path.join(dir, "dev.vars")], { cwd: ROOT, env, encoding: "utf8", timeout: 120_000 });
+  const run = refusedStart({ data: path.join(dir, "do"), devVars: path.join(dir, "dev.vars"), port: taken.address().port });
   assert.equal(run.status, 1, run.stdout + run.stderr);
   assert.match(run.stderr, new RegExp(`npm start: workerd exited \\(code \\d+\\) before listening; why is in its message above \\(is port ${taken.address().port} taken\\? PORT=… npm start\\)`));
 });
@@ -125,11 +130,9 @@ test("npm start reads what wrangler dev stored: a replay of a reading it admitte
 test("a second npm start on the same data is refused while the first runs", async () => {
   const w = await started("INGEST_TOKEN=t\n");
   const dataArg = w.log().match(/npm start: data: (.*)\n/)[1];
-  const env = { ...process.env, PORT: String(await freePort()) };
-  delete env.INGEST_TOKEN;
   const dir = scratch();
   fs.writeFileSync(path.join(dir, "dev.vars"), "INGEST_TOKEN=t\n");
-  const run = spawnSync(process.execPath, [path.join(ROOT, "scripts/start.mjs"), "--data", dataArg, "--dev-vars", path.join(dir, "dev.vars")], { cwd: ROOT, env, encoding: "utf8", timeout: 120_000 });
+  const run = refusedStart({ data: dataArg, devVars: path.join(dir, "dev.vars"), port: await freePort() });
   assert.equal(run.status, 1, run.stdout + run.stderr);
   assert.match(run.stderr, /is in use: another workerd serves it/);
 });
@@ -148,10 +151,8 @@ test("npm start says when the token is the shell's, not .dev.vars'", async () =>
 
 test("npm start refuses a --dev-vars file that is not there, rather than making one with the example's token", () => {
   const dir = scratch();
-  const env = { ...process.env, PORT: "8787" };
-  delete env.INGEST_TOKEN;
   const missing = path.join(dir, "dev.varz");
-  const run = spawnSync(process.execPath, [path.join(ROOT, "scripts/start.mjs"), "--data", path.join(dir, "do"), "--dev-vars", missing], { cwd: ROOT, env, encoding: "utf8", timeout: 60_000 });
+  const run = refusedStart({ data: path.join(dir, "do"), devVars: missing, port: 8787 });
   assert.equal(run.status, 1, run.stdout + run.stderr);
   assert.equal(run.stderr, `npm start: --dev-vars ${missing}: no such file\n`);
   assert.equal(fs.existsSync(missing), false);
