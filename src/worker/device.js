@@ -28,11 +28,6 @@ const RENEW_IN_PLACE = `UPDATE readings SET admitted_at = ?, burst_id = ?, frame
 /** Writes of one burst's transaction, the first included, before it answers 503. */
 const STORE_WRITES = 3;
 /**
- * Bursts without a row of their own remembered for a retried call, over the group's
- * devices: far more than race one retry (a retry follows its call within seconds).
- */
-const COUNTED_BURSTS = 4096;
-/**
  * Raw uplinks one device keeps while it has no usable configuration: a sensor
  * reporting every 10 minutes fills it in about 69 days. Each takes ~0.35 KB on disk
  * for a 16-byte payload, ~0.8 KB for the largest (docs/benchmarks.md, `npm run bench:raw`).
@@ -445,14 +440,13 @@ export class Device {
    * parked readings), so that a retried call of it counts nothing again
    * (`recognise`, `park`). Call it once the transaction that counts the burst has
    * committed. In the group's memory, not its storage (two rows written per
-   * duplicate): the worker's retry follows its call within the same request, so only
-   * a group restarted in between would count such a burst twice (its counts, never a
+   * duplicate), for a minute at least (group.js COUNTED_FOR_MS): the worker's retry
+   * follows its call within the same request, so only a group restarted in between, or
+   * a retry later than that, would count such a burst twice (its counts, never a
    * reading).
    */
   countedWithoutRows(burst_id) {
-    const counted = this.group.counted;
-    counted.add(`${this.id}\n${burst_id}`);
-    if (counted.size > COUNTED_BURSTS) counted.delete(counted.values().next().value);
+    this.group.counted.add(`${this.id}\n${burst_id}`, Date.now());
   }
 
   /** Whether `burst_id` was counted without a row of its own (`countedWithoutRows`). */

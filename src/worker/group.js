@@ -33,6 +33,7 @@ import { addDevice, claimAtShard, flush, prepareFigures, registerWithShard } fro
 import { Backlog, retentionDue, retire } from "./ledger.js";
 import { importDevice } from "./legacy.js";
 import { groupName } from "./placement.js";
+import { RecentKeys } from "./recent.js";
 
 /**
  * Devices a group keeps in memory (their seen-sets, ~1.3 KB each at 40 keys); the least
@@ -40,6 +41,18 @@ import { groupName } from "./placement.js";
  * a steady fleet rebuilds no seen-set from its rows.
  */
 const CACHED_DEVICES = 8_192;
+
+/**
+ * How long a group remembers a burst it counted without a row of its own, for a
+ * retried call of it (device.js `countedWithoutRows`), and how many at most. The
+ * worker's retry follows its call within the same request: the commit, the rest of
+ * the call and the retry's wait for the object, seconds under load (ingest p99
+ * 5–17 s in docs/benchmarks.md "Fleet"). The count bounds memory in a reconnect storm
+ * (~270 bytes a burst): 512 a minute is ~8.5 duplicate-only bursts a second per group,
+ * ~2 200/s over 256 groups, more than a 1 000 000-bin fleet sends uplinks.
+ */
+const COUNTED_FOR_MS = 60_000;
+const COUNTED_BURSTS = 1_024;
 
 /**
  * How long past its time an alarm the object still reports as set is taken as lost,
@@ -139,7 +152,7 @@ export class GroupObject extends DurableObject {
     /** The group's backlog figures (ledger.js). */
     this.backlog = new Backlog(this.sql);
     /** Bursts counted without a row of their own, by device (device.js `countedWithoutRows`). */
-    this.counted = new Set();
+    this.counted = new RecentKeys(COUNTED_FOR_MS, COUNTED_BURSTS);
     /** Retention reads from this rowid on (ledger.js `retire`). */
     this.retentionFrom = 0;
     /** The devices' figures (figures.js), loaded by `prepare`. */
