@@ -107,7 +107,7 @@ function ttsTargetProblem(push, key, hosts) {
 }
 
 /**
- * After a stored burst of the device (device.js): closes the open request when its
+ * After a stored burst of the device (raw-uplinks.js): closes the open request when its
  * range has arrived or its wait is over, sends it again when a retry is due, or asks
  * for the oldest gap open longer than BACKFILL_AFTER_MS. `device`: `{codec, period,
  * enabled}` (`enabled`: the device's own switch, null for the default); `health`:
@@ -366,7 +366,7 @@ export function backfillView(sql, device_id, iso) {
 /**
  * Closes the open request as `cancelled` (a reset of the device's memory), inside the
  * caller's transaction. Returns whether there was one: the caller counts it
- * (`backfill_cancelled`) once that transaction committed (device.js `windowRestarted`).
+ * (`backfill_cancelled`) once that transaction committed (window.js `windowRestarted`).
  */
 export function cancelBackfill(sql, device_id, now) {
   return sql.exec("UPDATE backfill SET state = 'cancelled', closed_at = ?, next_attempt_at = NULL WHERE device_id = ? AND state IN ('queued', 'sent')", now, device_id).rowsWritten > 0;

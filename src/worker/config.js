@@ -23,7 +23,7 @@ const NUMBERS = {
   MAX_DEVICES_PER_REQUEST: [100, 1, 10_000],
   STATS_FLUSH_MS: [10_000, 1, 3_600_000],
   // A datalog record within this of a live reading's receive time, with its fill
-  // level, is that reading (device.js `crossPath`); 0 turns the rule off.
+  // level, is that reading (frames.js `crossPath`); 0 turns the rule off.
   CROSS_PATH_TOLERANCE_MS: [120_000, 0, 3_600_000],
   // History retrieval (backfill.js), when BACKFILL is "on": how long a gap stays open
   // before the sensor is asked for it; the least time between two requests of one

@@ -60,6 +60,6 @@ export function logNothingStored(context, readings, refused, error) {
  * call; the worker makes none).
  */
 export const ADMITTED = new Set([0, 1]);
-/** Admitted with a seq reuse: the reading's verdict is `conflict` (device.js `admit`). */
+/** Admitted with a seq reuse: the reading's verdict is `conflict` (admission.js `admit`). */
 export const CONFLICT = 1;
 export const DUPLICATE = 2;

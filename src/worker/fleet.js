@@ -45,7 +45,7 @@ const FLUSH_TIMEOUT_MS = 10_000;
 
 /**
  * Cumulative counters, named as in the ingest reply and the audit line; and the
- * sequence window's (device.js `observeSeqs`): seqs that closed a gap, counter resets.
+ * sequence window's (window.js `observeSeqs`): seqs that closed a gap, counter resets.
  */
 export const COUNTERS = ["received", "unique", "duplicates_suppressed", "cross_path_duplicates", "rejected", "parked", "seq_reuses", "recovered_seqs", "seq_resets"];
 /**

@@ -44,7 +44,7 @@ const CACHED_DEVICES = 8_192;
 
 /**
  * How long a group remembers a burst it counted without a row of its own, for a
- * retried call of it (device.js `countedWithoutRows`), and how many at most. The
+ * retried call of it (admission.js `countedWithoutRows`), and how many at most. The
  * worker's retry follows its call within the same request: the commit, the rest of
  * the call and the retry's wait for the object, seconds under load (ingest p99
  * 5–17 s in docs/benchmarks.md "Fleet"). The count bounds memory in a reconnect storm
@@ -85,15 +85,15 @@ CREATE TABLE IF NOT EXISTS readings (
   last_error TEXT,                -- a refused row's
   batch_id TEXT,                  -- unused (rows handed over had one)
   window_seq INTEGER,             -- its seq in its device's sequence window, or NULL (figures.js replays it after a restart)
-  frame TEXT,                     -- a reading keyed at its receive time: its radio frame (device.js reframe)
+  frame TEXT,                     -- a reading keyed at its receive time: its radio frame (frames.js reframe)
   verdict TEXT NOT NULL DEFAULT 'admitted', -- admitted | conflict (admitted with a seq its seen-set held with other content)
   conflicts_with TEXT,            -- a conflict's: the key of the stored reading with its seq
   forgotten_at INTEGER            -- forget(), reset(): NULL unless forgotten
 );
--- A device's rows are found by its keys' prefix (device.js OWN), the outbox and
+-- A device's rows are found by its keys' prefix (stored.js OWN), the outbox and
 -- retention read the table in rowid order: no other index to write with every reading.
 CREATE INDEX IF NOT EXISTS readings_by_frame ON readings (device_id, frame) WHERE frame IS NOT NULL;
--- The live readings by time, for a datalog record of one of them (device.js crossPath).
+-- The live readings by time, for a datalog record of one of them (frames.js crossPath).
 CREATE INDEX IF NOT EXISTS readings_live_by_ts ON readings (device_id, ts) WHERE frame IS NOT NULL;
 -- Each device's bin and sensor (PUT /v1/devices/{id}/config): one row, or none.
 CREATE TABLE IF NOT EXISTS config (
@@ -151,7 +151,7 @@ export class GroupObject extends DurableObject {
     this.registering = new Map();
     /** The group's backlog figures (ledger.js). */
     this.backlog = new Backlog(this.sql);
-    /** Bursts counted without a row of their own, by device (device.js `countedWithoutRows`). */
+    /** Bursts counted without a row of their own, by device (admission.js `countedWithoutRows`). */
     this.counted = new RecentKeys(COUNTED_FOR_MS, COUNTED_BURSTS);
     /** Retention reads from this rowid on (ledger.js `retire`). */
     this.retentionFrom = 0;

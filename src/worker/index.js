@@ -1,7 +1,7 @@
 // The edge worker: routes, authenticates, enforces limits and hands each device's
 // readings to the Durable Object of its group (group.js), one call per group a request
 // names. Parsing and mapping webhooks happens in the Wasm core (parseUplink);
-// deduplication and storage in src/worker/device.js, delivery in delivery.js.
+// deduplication and storage in src/worker/admission.js, delivery in delivery.js.
 import { authenticate, requireConfiguredToken } from "./auth.js";
 import { downlinkTarget } from "./backfill.js";
 import { config } from "./config.js";
@@ -310,7 +310,7 @@ async function ingest(request, env, cfg, format, routeName) {
     // A call that threw is made again, with a new stub (DEVICE_CALL_ATTEMPTS in all,
     // unless the object is overloaded: Cloudflare advises against adding load). It
     // may have stored the burst before its answer was lost: `attempt` > 0 makes the
-    // object answer such readings as admitted (device.js, ingest).
+    // object answer such readings as admitted (ingest.js, ingest).
     let error;
     for (let attempt = 0; attempt < DEVICE_CALL_ATTEMPTS && !error?.overloaded; attempt++) {
       // Before each call, the runtime reads its sockets (fanout.js): health, stats and
@@ -376,7 +376,7 @@ async function acknowledge(env, route, event, burst_id) {
 /**
  * The Things Stack's "Simulate uplink": answered with the outcome the readings would
  * have had (a key the device's seen-set holds, or one earlier in this uplink, is a
- * duplicate: device.js `preview`), and nothing else: not stored, not forwarded, not counted
+ * duplicate: preview.js `preview`), and nothing else: not stored, not forwarded, not counted
  * with real readings, no storage written for a device without a ledger.
  * Counted in /v1/stats `simulated_uplinks`.
  */
@@ -411,7 +411,7 @@ async function simulate(env, plan, context) {
  * notStored, errors}`, `body.received = unique + duplicates_suppressed +
  * len(rejected) + len(parked) + len(notStored)`, and `body.verdicts`, one entry per
  * index in index order (`verdictsOf`). A raw uplink's readings without a
- * fill level are replaced by what its device made of the payload (device.js
+ * fill level are replaced by what its device made of the payload (ingest.js
  * `ingest`): the decoded samples (indices: their places in the payload; the reply
  * names the codec in `decoded`), or those readings parked, or rejected with the
  * codec's code.
@@ -446,14 +446,14 @@ function outcome(plan, groups, replies, burst_id) {
     if (raw && r.decoded) {
       out.decoded = { codec: r.decoded.codec, f_port: r.decoded.f_port };
       out.rejected.push(...r.decoded.rejected);
-      // Datalog copies of live readings: among the duplicates, named apart (device.js `crossPath`).
+      // Datalog copies of live readings: among the duplicates, named apart (frames.js `crossPath`).
       if (r.decoded.cross_path.length) out.cross_path_duplicates = r.decoded.cross_path;
     }
     (r.decoded?.readings ?? readings).forEach(({ index, key }, i) => {
       // A device that failed stored nothing of this burst, its counts included: all
       // of its readings are not stored, replays too (a reply counts what /v1/stats holds).
       const verdict = r.ok ? r.verdicts[i] : undefined;
-      // A copy of a frame is keyed by the first copy's receive time (device.js `reframe`).
+      // A copy of a frame is keyed by the first copy's receive time (frames.js `reframe`).
       const stored = r.keys?.[i] ?? key;
       const note = r.notes?.[i] ?? {};
       if (verdict === DUPLICATE) {
@@ -576,7 +576,7 @@ function pageOf(params) {
 }
 
 /**
- * GET /v1/devices/{device_id}/gaps: the device's sequence health (device.js `gaps`). A
+ * GET /v1/devices/{device_id}/gaps: the device's sequence health (window.js `gaps`). A
  * device never seen answers an empty window without its object being started.
  */
 async function gaps(env, path) {
@@ -613,7 +613,7 @@ async function redrive(request, env, path, params) {
 
 /**
  * POST /v1/devices/{device_id}/forget, body `{"key": "..."}`: the device's memory
- * forgets that key (device.js `forget`); its ledger row and delivery stay. 404
+ * forgets that key (operator.js `forget`); its ledger row and delivery stay. 404
  * `unknown_device` for a device that never ingested (its object is not started),
  * `unknown_key` for a key without a ledger row.
  */
@@ -629,7 +629,7 @@ async function forget(request, env, cfg, path) {
 }
 
 /**
- * POST /v1/devices/{device_id}/reset: the device's memory starts afresh (device.js
+ * POST /v1/devices/{device_id}/reset: the device's memory starts afresh (operator.js
  * `reset`): every key forgotten, its sequence window and codec counter reference
  * deleted; its ledger, outbox, configuration, parked uplinks and counters kept.
  */
@@ -646,7 +646,7 @@ async function operatorReply(device_id, call) {
   return json(200, { device_id, ...done });
 }
 
-/** The device's history of operator events (device.js `history`), oldest first; empty for a device never seen. */
+/** The device's history of operator events (operator.js `history`), oldest first; empty for a device never seen. */
 async function history(env, path, params) {
   const page = pageOf(params);
   const { device_id, device } = await knownDevice(env, path);

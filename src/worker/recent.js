@@ -1,6 +1,6 @@
 // A memory of recent keys bounded by time and by count, with time as an argument:
 // what a group remembers of the bursts it counted without a row of their own
-// (device.js `countedWithoutRows`), so that the worker's retry of such a call counts
+// (admission.js `countedWithoutRows`), so that the worker's retry of such a call counts
 // nothing again. Two generations: keys go into the current one; it becomes the older
 // one when it is `forMs` old or holds half of `cap`, and the older one is dropped then.
 // So a key is remembered for at least `forMs` unless `cap / 2` keys came after it

@@ -3,7 +3,7 @@
 // (the plan's `raw`); the device object decodes them with its configuration
 // (src/worker/decode.js, the core's readingsFromPayload) and admits the samples. An
 // unconfigured device's uplink is parked (a `parked` row holding the raw uplink's
-// JSON) and decoded by the next PUT of its configuration (device.js `unpark`).
+// JSON) and decoded by the next PUT of its configuration (raw-uplinks.js `unpark`).
 //   1. outside workerd (Wasm in Node): the core's plan of each kind of uplink
 //      (parseUplink) and the decoding of a raw one (readingsFromPayload);
 // In workerd (Miniflare, tests/worker/harness.mjs, storage on disk in a temporary
@@ -29,9 +29,9 @@ import { coreInNode, fmt, machine, mean, microsPerItem, percentile, sqliteQuerie
 import { option } from "./workload.mjs";
 
 const root = new URL("../../", import.meta.url).pathname;
-/** A constant of src/worker/device.js, read from its source (importing it needs workerd). */
+/** A constant of src/worker/raw-uplinks.js, read from its source (importing it needs workerd). */
 const deviceConstant = (name) =>
-  Number(fs.readFileSync(path.join(root, "src/worker/device.js"), "utf8").match(new RegExp(`export const ${name} = ([\\d_]+);`))[1].replaceAll("_", ""));
+  Number(fs.readFileSync(path.join(root, "src/worker/raw-uplinks.js"), "utf8").match(new RegExp(`export const ${name} = ([\\d_]+);`))[1].replaceAll("_", ""));
 const UNPARK_PER_CALL = deviceConstant("UNPARK_PER_CALL");
 const MAX_PARKED_PER_DEVICE = deviceConstant("MAX_PARKED_PER_DEVICE");
 

@@ -3,7 +3,7 @@
 // burst whose seqs feed it (every native `POST /v1/readings`) reads the `seq_window`
 // row, parses it (`SeqWindow.fromBytes`), observes each seq, takes its totals,
 // serialises it (`toBytes`) and writes the row back, in the burst's transaction
-// (src/worker/device.js `observeSeqs`, `seqWindow`). Two device histories, each
+// (src/worker/window.js `observeSeqs`, `seqWindow`). Two device histories, each
 // primed with PRIME seqs so that the whole ring (W = 2 048) is in use: "in order"
 // (consecutive seqs: the typical device) and "lossy" (one seq in 30 lost: 64 gaps
 // listed, the bound, so the stored bytes are the largest). Then bursts of a few

@@ -1,7 +1,7 @@
 // `npm run bench:webhooks`: what the rule "the same frame twice" costs (docs/network-servers.md, "The
 // same frame twice"). A reading keyed at the network server's receive time carries its
 // frame's identity (a SHA-256 in the core's plan) and costs its device object one
-// indexed lookup (`reframe`, src/worker/device.js) and a column + index entry per row.
+// indexed lookup (`reframe`, src/worker/frames.js) and a column + index entry per row.
 // Three figures, each against the same uplink whose decoded payload carries its own
 // `ts` (no frame identity, no lookup):
 //   1. parseUplink of a The Things Stack uplink, outside workerd (Wasm only);

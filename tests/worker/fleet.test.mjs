@@ -459,7 +459,7 @@ print(sum(sqlite3.connect(f).execute("SELECT count(*) FROM device_figures").fetc
 
 test("a reading forgotten and admitted again after the checkpoint is counted as often across a restart as before it: its renewed row does not stand for one admission only", async () => {
   // The origin refuses (500) every batch: the rows stay pending past the outbox
-  // cursor, so a re-admission renews the row in place (device.js `store`).
+  // cursor, so a re-admission renews the row in place (admission.js `store`).
   const o = await origin({ answer: () => ({ status: 500 }) });
   const dir = tempDir();
   const vars = { STATS_FLUSH_MS: "3600000", ORIGIN_URL: o.url, RETRY_BASE_MS: "60000", RETRY_MAX_MS: "60000" };
