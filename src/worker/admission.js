@@ -13,7 +13,7 @@ import { NEXT_ROWID, outboxThrough } from "./delivery.js";
 import { sumOf } from "./fleet.js";
 // Under another name: `crossPath` is also `admit`'s option saying whether to apply it.
 import { crossPath as matchCrossPath, reframe } from "./frames.js";
-import { checkpointNow, logHealth, observeSeqs } from "./window.js";
+import { checkpointNow, logHealth } from "./window.js";
 
 // A key that expired from the seen-set and arrives again is admitted again (the
 // core's TTL semantics), so its row is renewed rather than duplicated (`store`). A row
@@ -109,7 +109,7 @@ export async function admit(device, context, planned, rejected, { attempt = 0, c
           newestOfSeq.set(prefix, r.key);
         });
         // A retried call counted already observed its seqs with the first one.
-        health = windowSeqs && !out.counted ? observeSeqs(device, windowSeqs, out.verdicts, now, context) : null;
+        health = windowSeqs && !out.counted ? device.observeSeqs(windowSeqs, out.verdicts, now, context) : null;
         if (counterRef !== null && counterRef !== undefined) {
           // An update of the one row when it moved (REPLACE would delete and insert: two rows written).
           device.sql.exec(

@@ -16,7 +16,7 @@ import { ingest } from "./ingest.js";
 import { forget, history, list, redrive, reset } from "./operator.js";
 import { preview } from "./preview.js";
 import { NEWEST_LIVE, ownRows } from "./stored.js";
-import { gaps } from "./window.js";
+import { gaps, observeSeqs } from "./window.js";
 
 export class Device {
   /** `group`: the GroupObject holding the device (its `sql`, `ctx`, `env`, schema and alarm). */
@@ -108,6 +108,15 @@ export class Device {
   /** The stored configuration, or null (device-config.js `configuration`). */
   configuration() {
     return configuration(this);
+  }
+
+  /**
+   * Feeds the sequence window with a burst's seqs, in its transaction (window.js
+   * `observeSeqs`). Called as a method (admission.js) so that the bench's no-window
+   * worker (tests/bench/no-window-worker.js) can leave it out.
+   */
+  observeSeqs(seqs, verdicts, now, context) {
+    return observeSeqs(this, seqs, verdicts, now, context);
   }
 
   /** The device's sequence health (window.js `gaps`). */

@@ -1,10 +1,13 @@
 // `npm run bench:load`: a bounded end-to-end load run on loopback. The worker
-// (src/worker/, in workerd through Miniflare, in-memory Durable Object storage) and
-// the pass-through worker (tests/bench/passthrough-worker.js: same route, auth and
-// per-device SQLite ledger, no dedupe) each get the same seeded bursts as
-// `POST /v1/readings` with a fixed number of requests in flight; each run stops after
-// a fixed request count or a time cap, whichever comes first. Prints requests/s,
-// readings/s and p50/p99 latency, then the ratios. Asserts nothing about time.
+// (src/worker/, in workerd through Miniflare with the bindings wrangler.toml declares,
+// as tests/worker/harness.mjs starts it; in-memory Durable Object storage) and the
+// pass-through worker (tests/bench/passthrough-worker.js: same route, auth and
+// placement, one SQLite ledger per group of devices, no dedupe) each get the same
+// seeded bursts as `POST /v1/readings` with a fixed number of requests in flight; each
+// run stops after a fixed request count or a time cap, whichever comes first. Prints
+// requests/s, readings/s and p50/p99 latency, then the ratios. Asserts nothing about
+// time; exits non-zero when any answer, warm-up included, is not a 200 (a failure path
+// timed is no figure).
 //
 //   node tests/bench/load.mjs [--requests N] [--concurrency N] [--max-seconds N] [--seed N] [--devices N]
 import { Miniflare } from "miniflare";
@@ -19,7 +22,8 @@ const MAX_SECONDS = option("max-seconds", 60);
 const WARMUP = 200;
 const SEED = option("seed", 20260716);
 // A steady fleet: the warm-up reaches every device once, so the measured requests see
-// no first-contact work (a new device object, its schema, its first roll-up flush).
+// no first-contact work (a device's registration with its shard, its group's schema,
+// the group's first roll-up report).
 const DEVICES = option("devices", 300);
 const TOKEN = "dev-token";
 
@@ -45,13 +49,15 @@ const workers = {
   "pass-through (no dedupe)": {
     ...common,
     scriptPath: path.join(root, "tests/bench/passthrough-worker.js"),
-    durableObjects: { DEVICES: { className: "PassthroughDevice", useSQLite: true } },
+    durableObjects: { GROUPS: { className: "PassthroughGroup", useSQLite: true } },
   },
   "worker with dedupe (src/worker)": {
     ...common,
     scriptPath: path.join(root, "src/worker/index.js"),
+    // As wrangler.toml (and tests/worker/harness.mjs): groups, the legacy per-device objects, the roll-up.
     durableObjects: {
-      DEVICES: { className: "GroupObject", useSQLite: true },
+      GROUPS: { className: "GroupObject", useSQLite: true },
+      DEVICES: { className: "DeviceObject", useSQLite: true },
       FLEET: { className: "FleetObject", useSQLite: true },
     },
   },
@@ -69,6 +75,8 @@ async function run(name, options) {
   const mf = new Miniflare(options);
   const url = new URL("/v1/readings", await mf.ready);
   const statuses = {};
+  /** Answers other than 200, warm-up included: their count and the first one. */
+  const failed = { count: 0, first: null };
   const post = async (b) => {
     const t0 = performance.now();
     const res = await mf.dispatchFetch(url, {
@@ -76,12 +84,17 @@ async function run(name, options) {
       headers: { authorization: `Bearer ${TOKEN}`, "content-type": "application/json" },
       body: b.body,
     });
-    await res.arrayBuffer();
+    const text = await res.text();
     statuses[res.status] = (statuses[res.status] ?? 0) + 1;
+    if (res.status !== 200) {
+      failed.count += 1;
+      failed.first ??= `${res.status} ${text.slice(0, 300)}`;
+    }
     return performance.now() - t0;
   };
   try {
     for (let i = 0; i < WARMUP; i += CONCURRENCY) await Promise.all(bursts.slice(i, Math.min(i + CONCURRENCY, WARMUP)).map(post));
+    if (failed.count) throw new Error(`${name}: ${failed.count} of ${WARMUP} warm-up answers not 200 (statuses ${JSON.stringify(statuses)}), the first: ${failed.first}`);
     for (const k of Object.keys(statuses)) delete statuses[k];
     const latencies = [];
     let next = WARMUP;
@@ -102,6 +115,7 @@ async function run(name, options) {
     const r = { requests: latencies.length, seconds, rps: latencies.length / seconds, readingsPerS: readings / seconds, p50: pct(50), p99: pct(99) };
     console.log(`  ${name.padEnd(32)} ${fmt(r.requests)} requests in ${r.seconds.toFixed(1)} s: ${fmt(r.rps)} requests/s, ${fmt(r.readingsPerS)} readings/s, ` +
       `p50 ${r.p50.toFixed(1)} ms, p99 ${r.p99.toFixed(1)} ms; statuses ${JSON.stringify(statuses)}`);
+    if (failed.count) throw new Error(`${name}: ${failed.count} answers not 200, the first: ${failed.first}`);
     return r;
   } finally {
     await mf.dispose();

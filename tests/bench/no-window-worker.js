@@ -1,17 +1,21 @@
-// The worker of src/worker/ with one change, for tests/bench/seq-window.mjs: its device
-// object never feeds the sequence window. `observeSeqs` answers "nothing recovered, no
-// reset" (what a burst of consecutive seqs gets from the real one) without reading the
-// `seq_window` row, `SeqWindow.fromBytes`, the `observe` calls, `toBytes` or writing the
-// row back. Everything else is the product's code, so the difference between the two
-// under the same bursts is the window's share of a burst.
-import worker, { DeviceObject as Product, FleetObject } from "../../src/worker/index.js";
+// The worker of src/worker/ with one change, for tests/bench/seq-window.mjs: no
+// device's sequence window is ever fed. `Device.observeSeqs` (device.js) answers
+// "nothing recovered, no reset" (what a burst of consecutive seqs gets from the real
+// one) and no window, so the burst skips `SeqWindow.fromBytes` of the window its group
+// holds, the `observe` calls, `totals` and `toBytes`, and the group's figures keep no
+// window for it (figures.js `countBurst` sets one only when given). The replay of a
+// restarted group feeds none either (`Figures.setWindow` keeps nothing), so the
+// checkpoints hold none. Everything else is the product's code (each row still
+// carries its `window_seq`), so the difference between the two under the same bursts
+// is the window's share of a burst.
+import { Device } from "../../src/worker/device.js";
+import { Figures } from "../../src/worker/figures.js";
 
-export { FleetObject };
+export * from "../../src/worker/index.js";
+export { default } from "../../src/worker/index.js";
 
-export class DeviceObject extends Product {
-  observeSeqs() {
-    return { recovered: [], resets: [] };
-  }
-}
+Device.prototype.observeSeqs = function observeSeqs() {
+  return { recovered: [], resets: [] };
+};
 
-export default worker;
+Figures.prototype.setWindow = function setWindow() {};

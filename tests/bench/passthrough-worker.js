@@ -1,13 +1,16 @@
 // The comparison worker of tests/bench/load.mjs: the same route (`POST /v1/readings`),
-// the same bearer-token check, body limit and per-device Durable Object with a SQLite
-// ledger as src/worker/, but no deduplication: every reading is parsed with
-// JSON.parse and stored. The load run's ratio of the two is the dedupe's own cost
-// (Wasm parsing, keys, the seen-set), net of the rows it saves writing.
+// the same bearer-token check, body limit and placement as src/worker/ (one Durable
+// Object per group of devices, found by placement.js `groupName`, with one SQLite
+// ledger for the group's devices; one call per group a request names), but no
+// deduplication: every reading is parsed with JSON.parse and stored. The load run's
+// ratio of the two is the dedupe's own cost (Wasm parsing, keys, the seen-set), net
+// of the rows it saves writing.
 import { DurableObject } from "cloudflare:workers";
+import { groupName } from "../../src/worker/placement.js";
 
 const MAX_BODY_BYTES = 1_048_576;
 
-export class PassthroughDevice extends DurableObject {
+export class PassthroughGroup extends DurableObject {
   constructor(ctx, env) {
     super(ctx, env);
     this.sql = ctx.storage.sql;
@@ -42,15 +45,15 @@ export default {
     }
     const readings = Array.isArray(parsed) ? parsed : parsed?.readings;
     if (!Array.isArray(readings)) return json(400, { error: { code: "invalid_burst" } });
-    const byDevice = new Map();
+    const byGroup = new Map();
     for (const r of readings) {
-      const id = typeof r?.device_id === "string" ? r.device_id : "";
-      if (!byDevice.has(id)) byDevice.set(id, []);
-      byDevice.get(id).push(r);
+      const name = groupName(typeof r?.device_id === "string" ? r.device_id : "");
+      if (!byGroup.has(name)) byGroup.set(name, []);
+      byGroup.get(name).push(r);
     }
     const burst_id = crypto.randomUUID();
     const replies = await Promise.all(
-      [...byDevice].map(([id, list]) => env.DEVICES.get(env.DEVICES.idFromName(id)).store({ readings: list, burst_id })),
+      [...byGroup].map(([name, list]) => env.GROUPS.get(env.GROUPS.idFromName(name)).store({ readings: list, burst_id })),
     );
     return json(200, { burst_id, received: readings.length, stored: replies.reduce((n, r) => n + r.stored, 0) });
   },

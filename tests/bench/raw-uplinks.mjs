@@ -1,9 +1,10 @@
 // `npm run bench:raw`: what a raw uplink costs the worker (docs/devices.md, "Configure a
 // device"). An uplink whose decoded payload has no fill level hands on its raw bytes
-// (the plan's `raw`); the device object decodes them with its configuration
-// (src/worker/decode.js, the core's readingsFromPayload) and admits the samples. An
-// unconfigured device's uplink is parked (a `parked` row holding the raw uplink's
-// JSON) and decoded by the next PUT of its configuration (raw-uplinks.js `unpark`).
+// (the plan's `raw`); the device, in its group object (src/worker/group.js), decodes
+// them with its configuration (src/worker/decode.js, the core's readingsFromPayload)
+// and admits the samples. An unconfigured device's uplink is parked (a `parked` row of
+// its group's database holding the raw uplink's JSON) and decoded by the next PUT of
+// its configuration (raw-uplinks.js `unpark`).
 //   1. outside workerd (Wasm in Node): the core's plan of each kind of uplink
 //      (parseUplink) and the decoding of a raw one (readingsFromPayload);
 // In workerd (Miniflare, tests/worker/harness.mjs, storage on disk in a temporary
@@ -15,8 +16,10 @@
 //      uplinks replayed (duplicates), (d) raw Dingtek DF703 frames through LORIOT;
 //   3. parking: unconfigured devices' uplinks POSTed (parked), the bytes a parked
 //      uplink takes on disk (SQLite's dbstat, table `parked` and its primary-key
-//      index), then the PUT of the configuration that decodes them: its duration per
-//      parked uplink, up to one device with UNPARK_PER_CALL parked.
+//      index: pages are per group file, which can hold several parked devices, so a
+//      file's pages are shared among its devices by their parked rows; rows and JSON
+//      are counted per device_id), then the PUT of the configuration that decodes
+//      them: its duration per parked uplink, up to one device with UNPARK_PER_CALL parked.
 // Prints figures; asserts nothing about time.
 //
 //   node tests/bench/raw-uplinks.mjs [--uplinks N] [--devices N] [--concurrency N] [--rounds N]
@@ -91,7 +94,7 @@ function dingtek(device, n) {
 const uplinks = (make, group, from, count, devices = DEVICES, opts = {}) =>
   Array.from({ length: count }, (_, j) => make(eui(group, (from + j) % devices), Math.floor((from + j) / devices), opts));
 
-console.log(`reconnect-dedupe raw uplinks: decoded by the device object, parked until configured  ${new Date().toISOString()}`);
+console.log(`reconnect-dedupe raw uplinks: decoded in the group object, parked until configured  ${new Date().toISOString()}`);
 console.log(machine());
 console.log(
   `workload: ${fmt(UPLINKS)} uplinks a run, ${DEVICES} devices a kind, ${CONCURRENCY} in flight; EM500-UDL history uplinks of 2 records ` +
@@ -106,7 +109,7 @@ const kinds = {
   d: { name: "(d) raw DF703 via LORIOT, new", route: "/v1/uplinks/loriot", make: dingtek, group: "B4", config: DF703 },
 };
 
-// 1. The core's share, outside workerd: the stateless tier's plan, then the device object's decoding of `raw`.
+// 1. The core's share, outside workerd: the stateless tier's plan, then the device's decoding of `raw` (in its group object).
 const glue = await coreInNode();
 const enc = new TextEncoder();
 console.log(`1. the core in Node (Wasm), µs per uplink, median of ${ROUNDS} rounds over ${fmt(UPLINKS)} uplinks:`);
@@ -149,7 +152,7 @@ try {
   for (const kind of Object.values(kinds)) {
     if (kind.config) for (let d = 0; d < DEVICES; d++) await configure(eui(kind.group, d), kind.config);
   }
-  // Warm-up: every device's object exists, registered, with its schema (each device's uplink 0).
+  // Warm-up: every device registered in its group, the group's schema written (each device's uplink 0).
   for (const key of ["a", "b", "d"]) {
     const k = kinds[key];
     await timedPosts(worker.call, `warm-up ${key} (not compared)`, k.route, uplinks(k.make, k.group, 0, DEVICES, DEVICES, k.opts), CONCURRENCY);
@@ -180,31 +183,41 @@ try {
   await worker.mf.dispose();
 }
 
-// The parked rows on disk, per device, while no runtime holds the files.
+// The parked rows on disk, per device, while no runtime holds the files. A group's file
+// can hold several parked devices: rows and JSON are counted per device_id, and each
+// file's pages of `parked` and its index are shared among its devices by their rows.
 const disk = sqliteQueries(databases(dir, "GroupObject"), {
-  device: "SELECT (SELECT json_extract(raw, '$.device_id') FROM parked LIMIT 1)",
+  devices: "SELECT COALESCE((SELECT json_group_array(json_array(device_id, n, bytes)) FROM (SELECT device_id, COUNT(*) AS n, SUM(LENGTH(raw)) AS bytes FROM parked GROUP BY device_id)), '[]')",
   rows: "SELECT COUNT(*) FROM parked",
-  json: "SELECT COALESCE(SUM(LENGTH(raw)), 0) FROM parked",
   table: "SELECT COALESCE(SUM(pgsize), 0) FROM dbstat WHERE name = 'parked'",
   index: "SELECT COALESCE(SUM(pgsize), 0) FROM dbstat WHERE name = 'sqlite_autoindex_parked_1'",
-}).filter((f) => f.rows > 0 && f.device !== warmParked.id);
-const bySize = new Map(PARKED.map((size) => [size, disk.filter((f) => f.rows === size)]));
-console.log(`   on disk (dbstat, pages of the table \`parked\` and of its primary key's index on \`frame\`), per device:`);
-for (const [size, files] of bySize) {
-  const t = totals(files);
+})
+  .filter((f) => f.rows > 0)
+  .flatMap((f) =>
+    JSON.parse(f.devices).map(([device, rows, json]) => ({ device, rows, json, table: (f.table * rows) / f.rows, index: (f.index * rows) / f.rows, shared: f.rows > rows })),
+  )
+  .filter((d) => d.device !== warmParked.id);
+const bySize = new Map(PARKED.map((size) => [size, disk.filter((d) => d.rows === size)]));
+const sharing = disk.filter((d) => d.shared).length;
+console.log(
+  `   on disk (dbstat, pages of the table \`parked\` and of its primary key's index on \`frame\`; pages are per group file, ` +
+    `shared among its parked devices by their rows: ${sharing} of ${disk.length} devices share theirs), per device:`,
+);
+for (const [size, devices] of bySize) {
+  const t = totals(devices);
   console.log(
-    `     ${fmt(size).padStart(5)} parked: ${fmt(t.table / files.length)} B table + ${fmt(t.index / files.length)} B index = ` +
-      `${fmt((t.table + t.index) / t.rows, 1)} B per parked uplink (its raw JSON ${fmt(t.json / t.rows)} B; ${files.length} devices)`,
+    `     ${fmt(size).padStart(5)} parked: ${fmt(t.table / devices.length)} B table + ${fmt(t.index / devices.length)} B index = ` +
+      `${fmt((t.table + t.index) / t.rows, 1)} B per parked uplink (its raw JSON ${fmt(t.json / t.rows)} B; ${devices.length} devices)`,
   );
 }
 const full = totals(bySize.get(Math.max(...PARKED)));
 const perRow = (full.table + full.index) / full.rows;
 console.log(`     worst case a device: MAX_PARKED_PER_DEVICE ${fmt(MAX_PARKED_PER_DEVICE)} × ${fmt(perRow, 1)} B = ${fmt((MAX_PARKED_PER_DEVICE * perRow) / 2 ** 20, 1)} MiB`);
 
-// The PUT that decodes them, in a restarted workerd (a device configured long after it parked is a cold object anyway).
+// The PUT that decodes them, in a restarted workerd (a device configured long after it parked is cold anyway: its group's figures loaded, its Device new).
 worker = await start({ persist: dir });
 try {
-  // Start each object (GET of the configuration: 404 not_configured, from the object), then warm the PUT path up.
+  // Start each device's group object and Device (GET of the configuration: 404 not_configured, from the group), then warm the PUT path up.
   for (const { id } of [warmParked, ...parkedDevices]) await worker.call(`/v1/devices/${id}/config`, { headers: { authorization: `Bearer ${TOKEN}` } }).then((r) => r.arrayBuffer());
   await configure(warmParked.id, EM500);
   console.log(`   PUT /v1/devices/{id}/config that decodes them (UNPARK_PER_CALL ${fmt(UNPARK_PER_CALL)}), sequential; then a second PUT (offset_mm changed) with nothing parked:`);

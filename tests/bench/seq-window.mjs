@@ -1,30 +1,39 @@
 // `npm run bench:window`: what the sequence window costs a device (docs/sequence-health.md "Sequence
-// health per device"). The device object keeps no window in memory between bursts: a
-// burst whose seqs feed it (every native `POST /v1/readings`) reads the `seq_window`
-// row, parses it (`SeqWindow.fromBytes`), observes each seq, takes its totals,
-// serialises it (`toBytes`) and writes the row back, in the burst's transaction
-// (src/worker/window.js `observeSeqs`, `seqWindow`). Two device histories, each
+// health per device"). The group object holds each of its devices' windows in memory
+// as their bytes (src/worker/figures.js), and writes them down with its checkpoint
+// (the `figure_log` table: one row per STATS_FLUSH_MS at most, the changed devices'
+// counters and windows as JSON, the window in base64), not with each burst. A burst
+// whose seqs feed the window (every native `POST /v1/readings`) parses the held bytes
+// (`SeqWindow.fromBytes`), observes each seq, takes its totals and serialises it
+// (`toBytes`) inside the burst's transaction; the bytes replace the held ones once it
+// committed (src/worker/window.js `observeSeqs`, `seqWindow`; figures.js
+// `countBurst`). Each reading's row carries its window seq (`window_seq`), which a
+// restarted group replays into the window past its last checkpoint. Two device histories, each
 // primed with PRIME seqs so that the whole ring (W = 2 048) is in use: "in order"
 // (consecutive seqs: the typical device) and "lossy" (one seq in 30 lost: 64 gaps
 // listed, the bound, so the stored bytes are the largest). Then bursts of a few
 // consecutive seqs, as a device sends them.
 //   1. outside workerd (Wasm in Node): the window's bytes, the core's share of a burst
 //      (fromBytes, observe × readings, totals, toBytes, free) and its parts, and the
-//      linear memory a window takes while it is in use;
+//      linear memory a window takes while it is in use (during a burst; between bursts
+//      the group holds its bytes); fromBytes + free is also all that keeping the parsed
+//      window between bursts would save (the product already keeps it in memory, as
+//      bytes: no row is read or written per burst), so no cached variant is run;
 // In workerd (Miniflare, tests/worker/harness.mjs, storage on disk in a temporary
 // directory):
-//   2. the same native bursts against the worker, against
-//      tests/bench/no-window-worker.js (its device object does not feed the window,
-//      nothing else changed) and against tests/bench/cached-window-worker.js (its device
-//      object keeps the window in memory: what caching would save), all three running,
-//      in many short runs that alternate between them (the order reversed every other
-//      pass): requests/s, p50,
+//   2. the same native bursts against the worker and against
+//      tests/bench/no-window-worker.js (no device's window is fed, nothing else
+//      changed), both running, in many short runs that alternate between them (the
+//      order reversed every other pass): requests/s, p50,
 //      p99, and workerd's CPU time per burst (each variant's own workerd process, its
 //      threads' time on a CPU from /proc: unlike requests/s it does not move with what
 //      else the shared cores run); per pass, the two adjacent runs compared, and the
 //      median over the passes is the window's share;
-//   3. on disk: the `seq_window` row's bytes and the pages its table takes per device
-//      (SQLite's dbstat), and the whole database file against the no-window worker's.
+//   3. on disk, per device: its window's bytes as its group's last checkpoint holds
+//      them (the last `figure_log` row naming it), and, per device of the group files
+//      (a file holds several devices: its pages divided by the devices in it), the
+//      pages of `figure_log` (SQLite's dbstat) and the whole database file, each
+//      against the no-window worker's.
 // Prints figures; asserts nothing about time.
 //
 //   node tests/bench/seq-window.mjs [--bursts N] [--readings N] [--devices N] [--concurrency N] [--passes N] [--rounds N]
@@ -83,7 +92,7 @@ const NEW_BURST = microsPerItem(items, () => {
   w.free();
 }, ROUNDS);
 const first = windowOf([START]);
-console.log(`   ${"a new device (no row yet)".padEnd(28)} ${fmt(first.toBytes().length).padStart(3)} B stored after its first seq; whole burst ${NEW_BURST.toFixed(2)} µs`);
+console.log(`   ${"a new device (no window yet)".padEnd(28)} ${fmt(first.toBytes().length).padStart(3)} B stored after its first seq; whole burst ${NEW_BURST.toFixed(2)} µs`);
 first.free();
 const inNode = {};
 for (const [key, h] of Object.entries(histories)) {
@@ -96,7 +105,7 @@ for (const [key, h] of Object.entries(histories)) {
     let at = T0 + seqs.length * 60_000;
     return () => [(next += READINGS) - READINGS, (at += 60_000)];
   };
-  // The worker's burst: the row's bytes parsed, the seqs observed, the totals, the bytes back.
+  // The worker's burst: the held bytes parsed, the seqs observed, the totals, the bytes back.
   let stored = bytes;
   let tick = clock();
   const whole = microsPerItem(items, () => {
@@ -115,7 +124,7 @@ for (const [key, h] of Object.entries(histories)) {
   }, ROUNDS);
   const sums = microsPerItem(items, () => live.totals(), ROUNDS);
   const serialise = microsPerItem(items, () => live.toBytes(), ROUNDS);
-  // Memory while in use (the worker holds one window, during a burst): the linear-memory
+  // Memory while in use (a burst parses one window, freed at its end): the linear-memory
   // growth of N more windows held at once, after N held first have taken up the free space.
   const held = 10_000;
   const hold = () => Array.from({ length: held }, () => SeqWindow.fromBytes(bytes));
@@ -137,7 +146,6 @@ for (const [key, h] of Object.entries(histories)) {
 const variants = {
   window: { name: "worker (window fed)", script: "src/worker/index.js" },
   none: { name: "no-window worker", script: "tests/bench/no-window-worker.js" },
-  cached: { name: "cached-window worker", script: "tests/bench/cached-window-worker.js" },
 };
 const devicesOf = (h) => Array.from({ length: DEVICES }, (_, d) => `${h.group}${String(d).padStart(14, "0")}`);
 /** Per variant and device, the next seq it sends. */
@@ -180,7 +188,8 @@ try {
   for (let pass = 0; pass < PASSES; pass++) {
     for (const [h, v] of pass % 2 ? [...runs].reverse() : runs) {
       const call = workers[v].call;
-      // Warm-up: each device's object awake (an idle one is evicted after 10 s) and its seen-set rebuilt.
+      // Warm-up: each device's group object awake (an idle one is evicted after 10 s: its figures
+      // loaded again, the rows past its last checkpoint replayed), its Device and seen-set rebuilt.
       await Promise.all(bursts(v, histories[h], DEVICES).map((b) => post(call, "/v1/readings", b).then((r) => r.arrayBuffer())));
       const cpu0 = cpuNs(workers[v].pid);
       const r = await timedPosts(call, `${histories[h].name}, ${variants[v].name}`, "/v1/readings", bursts(v, histories[h], BURSTS), CONCURRENCY);
@@ -203,7 +212,7 @@ try {
       );
     }
     const w = results[`${h}/window`];
-    for (const [v, what] of [["none", "worker − no-window"], ["cached", "worker − cached-window"]]) {
+    for (const [v, what] of [["none", "worker − no-window"]]) {
       const n = results[`${h}/${v}`];
       const ratios = w.map((r, i) => r.rps / n[i].rps);
       const extra = w.map((r, i) => r.cpu - n[i].cpu);
@@ -221,28 +230,51 @@ try {
   for (const w of Object.values(workers)) await w.mf.dispose();
 }
 
-// 3. On disk, per device, while no runtime holds the files.
+// 3. On disk, per device, while no runtime holds the files. A device's window is, on
+// disk, in its group's checkpoints (figures.js): the last `figure_log` row naming it is
+// what a restart loads (a `devices` row holds one only for a device handed over, or
+// written by the release before checkpoints: none here). A group file holds several
+// devices, both histories' among them: its pages are divided by the devices it holds.
+/** SQL of one value over the last checkpoint entry of each device whose id begins with `prefix`. */
+const lastCheckpoint = (prefix, value) => `WITH e AS (
+    SELECT j.key AS device_id, l.id AS id, json_extract(j.value, '$.window') AS w, json_extract(j.value, '$.missing') AS missing
+    FROM figure_log l, json_each(l.devices) j WHERE j.key LIKE '${prefix}%'),
+  last AS (SELECT * FROM e WHERE id = (SELECT MAX(id) FROM e AS o WHERE o.device_id = e.device_id))
+  SELECT ${value} FROM last`;
 const queries = {
-  device: "SELECT (SELECT device_id FROM readings LIMIT 1)",
-  rows: "SELECT COUNT(*) FROM readings",
+  devices: "SELECT COUNT(DISTINCT device_id) FROM readings",
   file: "SELECT page_count * page_size FROM pragma_page_count, pragma_page_size",
-  bytes: "SELECT COALESCE((SELECT LENGTH(bytes) FROM seq_window), 0)",
-  missing: "SELECT COALESCE((SELECT missing FROM seq_window), 0)",
-  payload: "SELECT COALESCE(SUM(payload), 0) FROM dbstat WHERE name = 'seq_window'",
-  pages: "SELECT COALESCE(SUM(pgsize), 0) FROM dbstat WHERE name = 'seq_window'",
+  log: "SELECT COALESCE(SUM(pgsize), 0) FROM dbstat WHERE name = 'figure_log'",
+  ...Object.fromEntries(
+    Object.values(histories).flatMap(({ group: g }) => [
+      [`${g}.devices`, `SELECT COUNT(DISTINCT device_id) FROM readings WHERE device_id LIKE '${g}%'`],
+      [`${g}.rows`, `SELECT COUNT(*) FROM readings WHERE device_id LIKE '${g}%'`],
+      [`${g}.windows`, lastCheckpoint(g, "COUNT(w)")],
+      // The base64 text's length, and the bytes it encodes (its padding taken off).
+      [`${g}.base64`, lastCheckpoint(g, "COALESCE(SUM(LENGTH(w)), 0)")],
+      [`${g}.bytes`, lastCheckpoint(g, "COALESCE(SUM(LENGTH(w) / 4 * 3 - (w LIKE '%=') - (w LIKE '%==')), 0)")],
+      [`${g}.missing`, lastCheckpoint(g, "COALESCE(SUM(missing), 0)")],
+    ]),
+  ),
 };
-const [window, none, cached] = [dirs.window, dirs.none, dirs.cached].map((dir) => sqliteQueries(databases(dir, "GroupObject"), queries));
-console.log("3. on disk, per device (dbstat; the whole file: page_count × page_size):");
+const files = { window: databases(dirs.window, "GroupObject"), none: databases(dirs.none, "GroupObject") };
+const [window, none] = [files.window, files.none].map((list) => totals(sqliteQueries(list, queries)));
+console.log(
+  "3. on disk, per device (dbstat; its window as its group's last checkpoint holds it; pages are per group file, " +
+    "divided by the devices the file holds; the whole file: page_count × page_size):",
+);
 for (const h of Object.values(histories)) {
-  const mine = (files) => files.filter((f) => f.device?.startsWith(h.group));
-  const [w, n, c] = [mine(window), mine(none), mine(cached)];
-  const [t, u] = [totals(w), totals(n)];
-  const per = (x) => fmt(x / w.length);
+  const [w, n] = [window, none].map((t) => Object.fromEntries(["devices", "rows", "windows", "base64", "bytes", "missing"].map((k) => [k, t[`${h.group}.${k}`]])));
+  const per = (x) => fmt(x / w.windows);
   console.log(
-    `   ${h.name.padEnd(28)} seq_window row: ${per(t.bytes)} B of bytes (${per(t.missing)} missing), record ${per(t.payload)} B, its table ${per(t.pages)} B of pages ` +
-      `(${fmt(u.pages / n.length)} B without the window: the schema makes the table, empty); whole file ${per(t.file)} B against ${fmt(u.file / n.length)} B ` +
-      `without the window (${per(t.rows)} and ${fmt(u.rows / n.length)} readings a device; ${w.length} and ${n.length} devices); ` +
-      `the cached-window worker's rows ${fmt(totals(c).bytes / c.length)} B (${fmt(totals(c).missing / c.length)} missing)`,
+    `   ${h.name.padEnd(28)} window in the last checkpoint: ${per(w.bytes)} B of bytes (${per(w.missing)} missing), ${per(w.base64)} B as base64 in the log's JSON ` +
+      `(${w.windows} of ${w.devices} devices with one; ${n.windows} of ${n.devices} without the window); ` +
+      `${fmt(w.rows / w.devices)} and ${fmt(n.rows / n.devices)} readings a device`,
   );
 }
+console.log(
+  `   ${`all ${window.devices} and ${none.devices} devices`.padEnd(28)} in ${files.window.length} and ${files.none.length} group files: ` +
+    `the checkpoint log (figure_log) ${fmt(window.log / window.devices)} B of pages a device against ${fmt(none.log / none.devices)} B without the window; ` +
+    `whole file ${fmt(window.file / window.devices)} B a device against ${fmt(none.file / none.devices)} B without the window`,
+);
 for (const dir of Object.values(dirs)) fs.rmSync(dir, { recursive: true, force: true });

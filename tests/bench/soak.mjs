@@ -72,7 +72,8 @@ const HEALTH_LIMIT_MS = 5_000;
 /**
  * Memory is "flat" when the median RSS of the last TTL window of the steady phase is at most
  * FLAT_RATIO times the median of the first full window after the first TTL window
- * (and the eviction delay of idle objects, 10 s, after it).
+ * (and the eviction delay of an idle object, a group object with its devices'
+ * seen-sets or a roll-up shard, 10 s, after it).
  */
 const FLAT_RATIO = 1.15;
 const HEALTH_EVERY_MS = 100;
@@ -83,7 +84,8 @@ const STATS_EVERY_MS = 2_000;
  * The steady phase, before the main load: the memory check's workload. The same
  * SOAK_STEADY_DEVICES devices, each sending a burst every SOAK_STEADY_EVERY_MS (a new
  * reading and the previous one again, a duplicate), for SOAK_STEADY_MS (4 TTL + 10 s): a constant
- * population of open objects at a constant rate, before and after the TTL window.
+ * population of devices (their seen-sets, in the group objects that hold them, open
+ * throughout) at a constant rate, before and after the TTL window.
  */
 const STEADY_DEVICES = env("SOAK_STEADY_DEVICES", 50);
 const STEADY_EVERY_MS = env("SOAK_STEADY_EVERY_MS", 5_000);
@@ -778,7 +780,8 @@ for (;;) {
   await sleep(250);
 }
 const statsMs = performance.now() - statsStart;
-// Idle: nothing sent for IDLE_MS (past the TTL and workerd's 10 s eviction of idle objects).
+// Idle: nothing sent for IDLE_MS (past the TTL and workerd's 10 s eviction of idle objects:
+// the group objects, with their devices' seen-sets, and the roll-up shards).
 const beforeIdle = { rss: rss(), parts: rssParts(), files: openFiles() };
 console.log(`  ... drained; idle for ${IDLE_MS / 1000} s (workerd pid ${workerdPid})`);
 await sleep(IDLE_MS);
@@ -810,7 +813,8 @@ const pct = (xs, p) => {
 };
 const median = (xs) => pct(xs, 50);
 // The memory check, on the steady phase: first window one TTL long after the first TTL
-// window and the 10 s idle eviction; last window the steady phase's last TTL.
+// window and workerd's 10 s eviction of an idle object (group or shard); last window the
+// steady phase's last TTL.
 const firstFrom = TTL_MS + 10_000;
 const windowOf = (from, to) => loadMemory.filter(([t]) => t >= from && t < to).map(([, b]) => b);
 const rateOf = (from, to) => steady.filter((q) => q.answeredAt - loadStart >= from && q.answeredAt - loadStart < to).length / ((to - from) / 1000);

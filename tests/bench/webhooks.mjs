@@ -1,13 +1,16 @@
 // `npm run bench:webhooks`: what the rule "the same frame twice" costs (docs/network-servers.md, "The
 // same frame twice"). A reading keyed at the network server's receive time carries its
-// frame's identity (a SHA-256 in the core's plan) and costs its device object one
-// indexed lookup (`reframe`, src/worker/frames.js) and a column + index entry per row.
+// frame's identity (a SHA-256 in the core's plan) and costs its device (in its group
+// object) one indexed lookup (`reframe`, src/worker/frames.js) and a column + index
+// entry per row.
 // Three figures, each against the same uplink whose decoded payload carries its own
 // `ts` (no frame identity, no lookup):
 //   1. parseUplink of a The Things Stack uplink, outside workerd (Wasm only);
 //   2. POST /v1/uplinks/ttn in workerd (Miniflare, storage on disk in a temporary
 //      directory): new frames, then every frame delivered again later (duplicates);
-//   3. the bytes the frame column and its index take per ledger row (SQLite's dbstat).
+//   3. the bytes the frame column and its index take per ledger row and per device
+//      (SQLite's dbstat; a group's file holds several devices' rows, so its pages are
+//      the group's, summed over the files and divided by the devices counted in them).
 // Prints figures; asserts nothing about time.
 //
 //   node tests/bench/webhooks.mjs [--uplinks N] [--devices N] [--concurrency N] [--rounds N]
@@ -61,8 +64,8 @@ const worker = await start({ persist: dir });
 const run = (name, list) => timedPosts(worker.call, name, "/v1/uplinks/ttn", list, CONCURRENCY);
 
 try {
-  console.log(`2. POST /v1/uplinks/ttn in workerd, ${CONCURRENCY} in flight (the devices' objects warmed by a first pass):`);
-  // Warm-up: every device object exists, registered, with its schema (own-ts uplinks, other counters).
+  console.log(`2. POST /v1/uplinks/ttn in workerd, ${CONCURRENCY} in flight (the devices' group objects warmed by a first pass):`);
+  // Warm-up: every device registered in its group, the group's schema written (own-ts uplinks, other counters).
   await run("warm-up (not compared)", Array.from({ length: DEVICES }, (_, i) => uplink(UPLINKS * 10 + i, { ownTs: true })));
   // Each kind twice, in both orders, on fresh frames: the isolate warms up as it goes.
   const quarter = Math.floor(UPLINKS / 4);
@@ -82,11 +85,13 @@ try {
 // 3. What the frame identity takes on disk: its column's bytes and its index's pages.
 const files = databases(dir, "GroupObject");
 const disk = totals(sqliteQueries(files, {
+  devices: "SELECT COUNT(DISTINCT device_id) FROM readings",
   rows: "SELECT COUNT(*) FROM readings",
   framed: "SELECT COUNT(*) FROM readings WHERE frame IS NOT NULL",
   index: "SELECT COALESCE(SUM(pgsize), 0) FROM dbstat WHERE name = 'readings_by_frame'",
 }));
-console.log(`3. on disk, ${files.length} device databases: ${fmt(disk.rows)} rows, ${fmt(disk.framed)} with a frame ` +
-  `(${fmt(disk.framed / files.length)} a device); the frame column takes 17 bytes a framed row (16 hex digits + its ` +
-  `record header byte), its partial index ${fmt(disk.index / files.length)} bytes of pages a device`);
+console.log(`3. on disk, ${disk.devices} devices in ${files.length} group databases: ${fmt(disk.rows)} rows, ${fmt(disk.framed)} with a frame ` +
+  `(${fmt(disk.framed / disk.devices)} a device); the frame column takes 17 bytes a framed row (16 hex digits + its ` +
+  `record header byte), its partial index ${fmt(disk.index / disk.devices)} bytes of pages a device ` +
+  `(${fmt(disk.index / Math.max(disk.framed, 1), 1)} a framed row; pages are per group file: ${fmt(disk.index)} B over the ${files.length} files)`);
 fs.rmSync(dir, { recursive: true, force: true });
