@@ -57,7 +57,9 @@ import os from "node:os";
 import path from "node:path";
 import { fileURLToPath } from "node:url";
 import { parseArgs } from "node:util";
+import { Worker } from "node:worker_threads";
 import { prepare, startWorkerd, workerdEnv } from "../../scripts/serve-workerd.mjs";
+import { outcomeOf, send } from "./http-client.mjs";
 import { fmt, machine, percentile, workerdPids } from "./in-workerd.mjs";
 
 const ROOT = fileURLToPath(new URL("../../", import.meta.url));
@@ -387,59 +389,32 @@ async function startOrigin(up) {
   return o;
 }
 
-// --- HTTP to the worker ----------------------------------------------------------------
-
-/** One request; resolves to `{status, text, ms}`, status 0 with `error` when no answer came (timeout, reset). */
-function send(port, agent, method, route, headers, body, timeoutMs) {
-  return new Promise((resolve) => {
-    const t0 = performance.now();
-    const done = (r) => resolve({ ...r, ms: performance.now() - t0 });
-    const req = http.request({ host: "127.0.0.1", port, method, path: route, agent, headers: body ? { ...headers, "content-length": Buffer.byteLength(body) } : headers }, (res) => {
-      const chunks = [];
-      res.on("data", (c) => chunks.push(c));
-      res.on("end", () => done({ status: res.statusCode, text: Buffer.concat(chunks).toString("utf8") }));
-      res.on("error", (e) => done({ status: 0, error: e.code ?? e.message }));
-    });
-    req.setTimeout(timeoutMs, () => req.destroy(Object.assign(new Error("timeout"), { code: "timeout" })));
-    req.on("error", (e) => done({ status: 0, error: e.code ?? e.message }));
-    req.end(body);
-  });
-}
-
 /**
- * `status code` of a reply: its body's error.code; the start of its body when it has
- * none (an answer of the runtime, not of the worker); or why no answer came.
+ * A poller of `route` every `everyMs` on its own connection and its own thread
+ * (poller.mjs): so that this process's other work (the origin stub reading batches of
+ * 500 readings, the fleet's replies) cannot delay a poll's answer and have it counted
+ * as the worker's. `stop()` ends it and fills in its latencies (ms), when each poll
+ * was sent (this thread's `performance.now()`) and its failures by outcome (not 200).
  */
-function outcomeOf(res) {
-  if (res.status === 0) return `no answer (${res.error})`;
-  let code = null;
-  try {
-    code = JSON.parse(res.text)?.error?.code ?? null;
-  } catch {}
-  return `${res.status} ${code ?? `(no error code: ${JSON.stringify(res.text.slice(0, 60))})`}`;
-}
-
-/** A poller of `route` every `everyMs` on its own connection: latencies (ms) and failures by outcome. */
-function poller(port, route, headers, everyMs, good) {
-  const agent = new http.Agent({ keepAlive: true, maxSockets: 1 });
-  const p = { latencies: [], at: [], failures: new Map(), stopped: false };
-  p.done = (async () => {
-    while (!p.stopped) {
-      const t0 = performance.now();
-      const res = await send(port, agent, "GET", route, headers, null, POLL_TIMEOUT_MS);
-      p.latencies.push(res.ms);
-      p.at.push(t0);
-      if (!good(res)) {
-        const why = outcomeOf(res);
-        p.failures.set(why, (p.failures.get(why) ?? 0) + 1);
-      }
-      const wait = everyMs - (performance.now() - t0);
-      if (wait > 0) await sleep(wait);
-    }
-    agent.destroy();
-  })();
+function poller(port, route, headers, everyMs) {
+  const thread = new Worker(new URL("./poller.mjs", import.meta.url), { workerData: { port, route, headers, everyMs, timeoutMs: POLL_TIMEOUT_MS } });
+  const p = { latencies: [], at: [], failures: new Map() };
+  const result = new Promise((resolve, reject) => {
+    thread.once("message", resolve);
+    thread.once("error", reject);
+  });
+  p.stop = async () => {
+    thread.postMessage("stop");
+    const r = await result;
+    p.latencies = r.latencies;
+    // Sent at, in ms since the epoch there: this thread's clock here.
+    p.at = r.sentAt.map((t) => t - performance.timeOrigin);
+    p.failures = new Map(r.failures);
+    await thread.terminate();
+  };
   return p;
 }
+
 
 /**
  * What a workerd process runs, from its command line: under `npm run dev`, wrangler's
@@ -668,8 +643,8 @@ async function run(target, scenario) {
     if (!stopping) say(`the worker exited (${e.signal ?? `code ${e.code}`}) during the run`);
   });
   const auth = { authorization: `Bearer ${token}` };
-  const health = poller(worker.port, "/v1/health", {}, HEALTH_EVERY_MS, (res) => res.status === 200);
-  const statsPoll = poller(worker.port, "/v1/stats", auth, STATS_EVERY_MS, (res) => res.status === 200);
+  const health = poller(worker.port, "/v1/health", {}, HEALTH_EVERY_MS);
+  const statsPoll = poller(worker.port, "/v1/stats", auth, STATS_EVERY_MS);
   const rss = { samples: [], peak: 0, peakFiles: 0, pids: new Set(), peakOf: new Map(), roleOf: new Map() };
   const sample = () => {
     const x = workerdFacts();
@@ -737,8 +712,7 @@ async function run(target, scenario) {
   f.ledgers = await sampleLedgers(worker.port, auth, t);
   f.endRss = sample()?.rss;
   clearInterval(sampler);
-  health.stopped = statsPoll.stopped = true;
-  await Promise.all([health.done, statsPoll.done]);
+  await Promise.all([health.stop(), statsPoll.stop()]);
   const exitedEarly = await Promise.race([worker.exited, sleep(0).then(() => null)]);
   stopping = true;
   await worker.stop();
