@@ -82,16 +82,19 @@ try {
   await worker.mf.dispose();
 }
 
-// 3. What the frame identity takes on disk: its column's bytes and its index's pages.
+// 3. What the frame identity takes on disk: its column's bytes and the pages of the two
+// partial indexes on framed rows (readings_by_frame, readings_live_by_ts: group.js SCHEMA).
 const files = databases(dir, "GroupObject");
 const disk = totals(sqliteQueries(files, {
   devices: "SELECT COUNT(DISTINCT device_id) FROM readings",
   rows: "SELECT COUNT(*) FROM readings",
   framed: "SELECT COUNT(*) FROM readings WHERE frame IS NOT NULL",
   index: "SELECT COALESCE(SUM(pgsize), 0) FROM dbstat WHERE name = 'readings_by_frame'",
+  byTs: "SELECT COALESCE(SUM(pgsize), 0) FROM dbstat WHERE name = 'readings_live_by_ts'",
 }));
 console.log(`3. on disk, ${disk.devices} devices in ${files.length} group databases: ${fmt(disk.rows)} rows, ${fmt(disk.framed)} with a frame ` +
   `(${fmt(disk.framed / disk.devices)} a device); the frame column takes 17 bytes a framed row (16 hex digits + its ` +
-  `record header byte), its partial index ${fmt(disk.index / disk.devices)} bytes of pages a device ` +
-  `(${fmt(disk.index / Math.max(disk.framed, 1), 1)} a framed row; pages are per group file: ${fmt(disk.index)} B over the ${files.length} files)`);
+  `record header byte); its partial indexes: readings_by_frame ${fmt(disk.index / disk.devices)} bytes of pages a device ` +
+  `(${fmt(disk.index / Math.max(disk.framed, 1), 1)} a framed row), readings_live_by_ts ${fmt(disk.byTs / disk.devices)} ` +
+  `(${fmt(disk.byTs / Math.max(disk.framed, 1), 1)} a framed row); pages are per group file: ${fmt(disk.index + disk.byTs)} B over the ${files.length} files`);
 fs.rmSync(dir, { recursive: true, force: true });
