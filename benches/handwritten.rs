@@ -1,6 +1,6 @@
 //! The hand-written code that could be a crate, measured against the crate
-//! (`cargo bench --bench handwritten`; docs/benchmarks.md, "Hand-written code and its
-//! figures"):
+//! (`cargo bench --bench handwritten`; docs/benchmarks.md, "Hand-written code
+//! against crates"):
 //!
 //! * `key::write_py_float_repr` (Python's `repr(float)`) against zmij's and ryu's
 //!   shortest digits and against `std::fmt`, each with the same Python fix-ups;

@@ -17,8 +17,8 @@
 // `instance_stale`, and its free() only forgets the instance (its memory went with the
 // old Wasm instance). Which instances are inside a call is kept beside them (a stack,
 // one deep unless a call re-enters another instance), never on them, so that a frozen
-// instance works; it costs a call about 0.2 µs (docs/benchmarks.md "Sequence window",
-// `node tests/bench/instance-guard.mjs`).
+// instance works; it costs a call at most about 0.2 µs (docs/benchmarks.md "The
+// instance guard", `node tests/bench/instance-guard.mjs`).
 
 function guardInstances(classes) {
   const active = [];
