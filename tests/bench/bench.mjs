@@ -263,7 +263,7 @@ for (const [path, call] of [
     library: (d, dev, from, count, now) => d.processBurstJson(deviceBurst(dev, from, count), now),
   };
   console.log(`\nper-device memory (default options: ttlMs 6 h, maxKeys 100,000; Deduplicators in one fresh instance, bursts of ${BURST} readings 1 min apart;` +
-    ` worker: keys through admitKeys, as the device objects; library: readings through processBurstJson):`);
+    ` worker: keys through admitKeys, as a group's devices; library: readings through processBurstJson):`);
   for (const [keys, devices, path] of [[0, 10_000, 'worker'], [1, 10_000, 'worker'], [40, 10_000, 'worker'], [40, 10_000, 'library'], [400, 1_000, 'worker']]) {
     const m = await instance();
     const before = m.memory.buffer.byteLength;

@@ -143,7 +143,7 @@ const T0_MS = Date.parse("2026-07-16T00:00:00Z");
 
 const devices = [];
 for (let i = 0; i < DEVICES; i++) {
-  // Even: a 16-hex DevEUI (reachable through every format); odd: a native-only name.
+  // Even: a 16-hex DevEUI (reachable through every format the soak sends); odd: a native-only name.
   const id = i % 2 === 0 ? `70B3D57E${pad(i.toString(16).toUpperCase(), 8)}` : `bin-${pad(i, 5)}`;
   devices.push({ id, eui: i % 2 === 0, seq: 1 + Math.floor(r() * 5000), tsMs: T0_MS + Math.floor(r() * 3600) * 1000, style: i % 4 });
 }
