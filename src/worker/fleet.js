@@ -286,9 +286,6 @@ export async function fleetStats(env, cfg) {
     ...Object.fromEntries(COUNTERS.map((name) => [name, f[name]])),
     // Rejected readings by code, adding up to `rejected`.
     rejected_by_code: f.rejected_by_code,
-    // The readings whose verdict was `conflict`: every seq reuse is one, so this is
-    // `seq_reuses` under the verdict's name (one counter, two names).
-    conflicts: f.seq_reuses,
     pending_deliveries: f.pending_deliveries,
     oldest_undelivered_age_ms: f.oldest_undelivered_at === null ? null : Math.max(0, f.now - f.oldest_undelivered_at),
     delivered: f.delivered,
@@ -313,27 +310,27 @@ export async function fleetStats(env, cfg) {
 
 /**
  * The columns of a device's health (GET /v1/devices/health, /v1/devices/{id}/health),
- * in order: the CSV header. Counters as in /v1/stats (`conflicts` is `seq_reuses`),
+ * in order: the CSV header. Counters as in /v1/stats,
  * `missing_seqs` the open gaps now, three ratios (`healthOf`) and when the figures were
  * flushed.
  */
-export const HEALTH_COLUMNS = ["device_id", "received", "unique", "duplicates_suppressed", "conflicts", "rejected", "parked", "missing_seqs", "recovered_seqs", "seq_resets", "duplicate_ratio", "conflict_ratio", "gap_ratio", "flushed_at"];
+export const HEALTH_COLUMNS = ["device_id", "received", "unique", "duplicates_suppressed", "seq_reuses", "rejected", "parked", "missing_seqs", "recovered_seqs", "seq_resets", "duplicate_ratio", "seq_reuse_ratio", "gap_ratio", "flushed_at"];
 
 /**
  * One device's health from its figures (figures.js `of`; a shard's row of an earlier
  * release has them as JSON text; null: zeros) and when they were written down. Ratios, rounded
  * to 6 decimals, null when their denominator is 0: `duplicate_ratio` =
- * duplicates_suppressed / received, `conflict_ratio` = conflicts / received, `gap_ratio`
+ * duplicates_suppressed / received, `seq_reuse_ratio` = seq_reuses / received, `gap_ratio`
  * = missing_seqs / (unique + missing_seqs), the share of the readings it should have
  * delivered by now that are still missing.
  */
 function healthOf({ device_id, figures = null, flushed_at = null }) {
   const f = figures === null ? {} : typeof figures === "string" ? JSON.parse(figures) : figures;
   const n = (name) => f[name] ?? 0;
-  const row = { device_id, received: n("received"), unique: n("unique"), duplicates_suppressed: n("duplicates_suppressed"), conflicts: n("seq_reuses") };
+  const row = { device_id, received: n("received"), unique: n("unique"), duplicates_suppressed: n("duplicates_suppressed"), seq_reuses: n("seq_reuses") };
   Object.assign(row, { rejected: n("rejected"), parked: n("parked"), missing_seqs: n("missing_seqs"), recovered_seqs: n("recovered_seqs"), seq_resets: n("seq_resets") });
   row.duplicate_ratio = ratio(row.duplicates_suppressed, row.received);
-  row.conflict_ratio = ratio(row.conflicts, row.received);
+  row.seq_reuse_ratio = ratio(row.seq_reuses, row.received);
   row.gap_ratio = ratio(row.missing_seqs, row.unique + row.missing_seqs);
   row.flushed_at = flushed_at === null ? null : isoTime(flushed_at);
   return row;

@@ -35,7 +35,6 @@ const FAMILIES = [
   ["backfill_requests_sent_total", "counter", "History requests the network server accepted.", (f) => f.backfill_requests.sent],
   ["backfill_requests_closed_total", "counter", "History requests closed, by outcome: answered (the records came back), expired, failed, cancelled.", (f) =>
     Object.entries(f.backfill_requests).filter(([outcome]) => outcome !== "requested" && outcome !== "sent").map(([outcome, n]) => [{ outcome }, n])],
-  ["conflicts_total", "counter", "Readings admitted as a conflict: a seq the device had used with other content (a counter reset, a corrupted copy); seq_reuses in /v1/stats.", (f) => f.seq_reuses],
   ["cross_path_duplicates_total", "counter", "Duplicates that were a live reading's datalog copy (counted in duplicates_suppressed_total too).", (f) => f.cross_path_duplicates],
   ["delivered_readings", "gauge", "Ledger rows the origin accepted, kept until LEDGER_RETENTION_MS.", (f) => f.delivered],
   ["delivery_backlog", "gauge", "Admitted readings waiting for delivery to the origin.", (f) => f.pending_deliveries],
@@ -58,6 +57,7 @@ const FAMILIES = [
   ["refused_by_origin", "gauge", "Readings the origin refused, waiting for a re-drive.", (f) => f.refused_by_origin],
   ["rejected_total", "counter", "Readings rejected as invalid, by code (not_recorded: counted before codes were).", (f) => Object.entries(f.rejected_by_code).map(([code, n]) => [{ code }, n])],
   ["seq_resets_total", "counter", "Sequence counters that restarted (a battery swap, a rejoin).", (f) => f.seq_resets],
+  ["seq_reuses_total", "counter", "Readings admitted as a conflict: a seq the device had used with other content (a counter reset, a corrupted copy).", (f) => f.seq_reuses],
   ["seqs_recovered_total", "counter", "Seqs that closed a gap: late arrivals.", (f) => f.recovered_seqs],
   ["simulated_uplinks_total", "counter", "The Things Stack simulated uplinks answered (nothing stored).", (f) => f.simulated_uplinks],
   ["stats_flush_interval_seconds", "gauge", "STATS_FLUSH_MS: a device's figures reach these at most this long after a change, while its flushes succeed.", (f, cfg) => cfg.STATS_FLUSH_MS / 1000],

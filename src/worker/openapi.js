@@ -155,7 +155,7 @@ function webhook({ id, summary, description, body, parameters, codes = {}, ok = 
 const CODEC = { type: "string", enum: ["milesight-iot/em310-udl", "milesight-iot/em500-udl", "dingtek/df703", "decentlab/dl-mbx", "tekelek/tek766", "dragino/ldds75", "dragino/dds75-lb"] };
 // The codecs whose configuration needs `reporting_period_s` (index.js `NEEDS_PERIOD`).
 const NEEDS_PERIOD = ["tekelek/tek766"];
-const HEALTH_COLUMNS = ["device_id", "received", "unique", "duplicates_suppressed", "conflicts", "rejected", "parked", "missing_seqs", "recovered_seqs", "seq_resets", "duplicate_ratio", "conflict_ratio", "gap_ratio", "flushed_at"];
+const HEALTH_COLUMNS = ["device_id", "received", "unique", "duplicates_suppressed", "seq_reuses", "rejected", "parked", "missing_seqs", "recovered_seqs", "seq_resets", "duplicate_ratio", "seq_reuse_ratio", "gap_ratio", "flushed_at"];
 
 export const OPENAPI = {
   openapi: "3.1.0",
@@ -833,14 +833,14 @@ export const OPENAPI = {
       Stats: {
         type: "object",
         required: [
-          "devices", "received", "unique", "duplicates_suppressed", "cross_path_duplicates", "rejected", "parked", "seq_reuses", "recovered_seqs", "seq_resets", "conflicts",
+          "devices", "received", "unique", "duplicates_suppressed", "cross_path_duplicates", "rejected", "parked", "seq_reuses", "recovered_seqs", "seq_resets",
           "pending_deliveries", "oldest_undelivered_age_ms", "delivered", "failed_attempts", "ledger_rows", "refused_by_origin", "parked_uplinks", "missing_seqs",
           "ignored_events", "simulated_uplinks", "rejected_by_code", "backfill_requests", "last_flush_at", "as_of", "stats_flush_ms",
         ],
         additionalProperties: false,
         properties: {
           ...Object.fromEntries(
-            ["devices", "received", "unique", "duplicates_suppressed", "cross_path_duplicates", "rejected", "parked", "seq_reuses", "recovered_seqs", "seq_resets", "conflicts", "pending_deliveries", "delivered", "failed_attempts", "ledger_rows", "refused_by_origin", "parked_uplinks", "missing_seqs", "simulated_uplinks"].map((n) => [n, integer()]),
+            ["devices", "received", "unique", "duplicates_suppressed", "cross_path_duplicates", "rejected", "parked", "seq_reuses", "recovered_seqs", "seq_resets", "pending_deliveries", "delivered", "failed_attempts", "ledger_rows", "refused_by_origin", "parked_uplinks", "missing_seqs", "simulated_uplinks"].map((n) => [n, integer()]),
           ),
           oldest_undelivered_age_ms: nullable(integer()),
           ignored_events: { type: "object", description: "Acknowledged messages by `<route>/<event>`.", propertyNames: { pattern: "^(ttn|chirpstack|helium|loriot)/.+$" }, additionalProperties: integer(1) },

@@ -65,8 +65,6 @@ function settled(flushMs, counters, backlog) {
     simulated_uplinks: 0,
     backfill_requests: { requested: 0, sent: 0, answered: 0, expired: 0, failed: 0, cancelled: 0 },
     ...counters,
-    // The verdict's name for the same count.
-    conflicts: counters?.seq_reuses ?? 0,
     ...backlog,
     stats_flush_ms: flushMs,
   };

@@ -50,9 +50,9 @@ function asMetrics(s) {
     cross_path_duplicates_total: { "": s.cross_path_duplicates },
     rejected_total: Object.fromEntries(Object.entries(s.rejected_by_code).map(([code, n]) => [`code=${code}`, n])),
     readings_parked_total: { "": s.parked },
-    conflicts_total: { "": s.conflicts },
     seqs_recovered_total: { "": s.recovered_seqs },
     seq_resets_total: { "": s.seq_resets },
+    seq_reuses_total: { "": s.seq_reuses },
     missing_seqs: { "": s.missing_seqs },
     delivery_backlog: { "": s.pending_deliveries },
     delivery_failed_attempts: { "": s.failed_attempts },
@@ -75,7 +75,7 @@ function steady(families) {
 }
 
 const EMPTY_STATS = {
-  devices: 0, received: 0, unique: 0, duplicates_suppressed: 0, cross_path_duplicates: 0, rejected_by_code: {}, parked: 0, conflicts: 0,
+  devices: 0, received: 0, unique: 0, duplicates_suppressed: 0, cross_path_duplicates: 0, rejected_by_code: {}, parked: 0, seq_reuses: 0,
   recovered_seqs: 0, seq_resets: 0, missing_seqs: 0, pending_deliveries: 0, failed_attempts: 0, delivered: 0, ledger_rows: 0,
   refused_by_origin: 0, parked_uplinks: 0, ignored_events: {}, simulated_uplinks: 0, stats_flush_ms: 50,
   backfill_requests: { requested: 0, sent: 0, answered: 0, expired: 0, failed: 0, cancelled: 0 },

@@ -105,7 +105,7 @@ test("a TypeScript client generated from /v1/openapi.json type-checks and talks 
     code: "not_configured",
     admitted: 1,
     ignored: ["join_accept", "status"],
-    csvHeader: "device_id,received,unique,duplicates_suppressed,conflicts,rejected,parked,missing_seqs,recovered_seqs,seq_resets,duplicate_ratio,conflict_ratio,gap_ratio,flushed_at",
+    csvHeader: "device_id,received,unique,duplicates_suppressed,seq_reuses,rejected,parked,missing_seqs,recovered_seqs,seq_resets,duplicate_ratio,seq_reuse_ratio,gap_ratio,flushed_at",
     healthOf: "bin-client",
   });
 });

@@ -170,7 +170,7 @@ test("reset: every key forgotten, the sequence window and the codec counter gone
     const h = (await get(call, at(D, "health"))).body;
     return h.received === 8 && h;
   }, "the figures flushed");
-  assert.deepEqual([health.unique, health.duplicates_suppressed, health.conflicts, health.missing_seqs], [7, 1, 1, 2]);
+  assert.deepEqual([health.unique, health.duplicates_suppressed, health.seq_reuses, health.missing_seqs], [7, 1, 1, 2]);
 
   const again = await reset(D);
   assert.deepEqual([again.body.forgotten, again.body.held, again.body.seq_window.highest], [3, 3, 5]);
@@ -259,7 +259,7 @@ function parseCsv(text) {
   return rows;
 }
 
-const COLUMNS = ["device_id", "received", "unique", "duplicates_suppressed", "conflicts", "rejected", "parked", "missing_seqs", "recovered_seqs", "seq_resets", "duplicate_ratio", "conflict_ratio", "gap_ratio", "flushed_at"];
+const COLUMNS = ["device_id", "received", "unique", "duplicates_suppressed", "seq_reuses", "rejected", "parked", "missing_seqs", "recovered_seqs", "seq_resets", "duplicate_ratio", "seq_reuse_ratio", "gap_ratio", "flushed_at"];
 const round6 = (x) => Math.round(x * 1e6) / 1e6;
 
 test("health: each device's counts and ratios from the roll-up, as JSON and as CSV, equal to what its bursts did", async () => {
@@ -278,12 +278,12 @@ test("health: each device's counts and ratios from the roll-up, as JSON and as C
   await ingest([reading(odd, 1, 1), reading(odd, 2, 2), reading(odd, 2, 2)]);
 
   const expected = {
-    [A]: { received: 8, unique: 5, duplicates_suppressed: 2, conflicts: 1, rejected: 1, parked: 0, missing_seqs: 1, recovered_seqs: 0, seq_resets: 0 },
-    [B]: { received: 4, unique: 3, duplicates_suppressed: 1, conflicts: 0, rejected: 0, parked: 0, missing_seqs: 1, recovered_seqs: 1, seq_resets: 0 },
-    [odd]: { received: 3, unique: 2, duplicates_suppressed: 1, conflicts: 0, rejected: 0, parked: 0, missing_seqs: 0, recovered_seqs: 0, seq_resets: 0 },
+    [A]: { received: 8, unique: 5, duplicates_suppressed: 2, seq_reuses: 1, rejected: 1, parked: 0, missing_seqs: 1, recovered_seqs: 0, seq_resets: 0 },
+    [B]: { received: 4, unique: 3, duplicates_suppressed: 1, seq_reuses: 0, rejected: 0, parked: 0, missing_seqs: 1, recovered_seqs: 1, seq_resets: 0 },
+    [odd]: { received: 3, unique: 2, duplicates_suppressed: 1, seq_reuses: 0, rejected: 0, parked: 0, missing_seqs: 0, recovered_seqs: 0, seq_resets: 0 },
   };
   for (const e of Object.values(expected)) {
-    Object.assign(e, { duplicate_ratio: round6(e.duplicates_suppressed / e.received), conflict_ratio: round6(e.conflicts / e.received), gap_ratio: round6(e.missing_seqs / (e.unique + e.missing_seqs)) });
+    Object.assign(e, { duplicate_ratio: round6(e.duplicates_suppressed / e.received), seq_reuse_ratio: round6(e.seq_reuses / e.received), gap_ratio: round6(e.missing_seqs / (e.unique + e.missing_seqs)) });
   }
   const rowsOf = (devices) => new Map(devices.filter((d) => d.device_id in expected).map((d) => [d.device_id, d]));
   // The roll-up lags by STATS_FLUSH_MS: wait until every device's last burst is in.
