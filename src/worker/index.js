@@ -12,16 +12,14 @@ import { byCode, countMessage, countUnroutable, deviceHealth, fleetFigures, flee
 import { group } from "./group.js";
 import { groupOf } from "./placement.js";
 import { exposition, METRICS_CONTENT_TYPE } from "./metrics.js";
-import { OPENAPI_JSON } from "./openapi.js";
+import { openApiJson } from "./openapi.js";
+import { CHIRPSTACK_EVENTS, PAGE_ROWS, REDRIVE_KEYS, UPLINK_ROUTES } from "./routes.js";
 
 export { FleetObject } from "./fleet.js";
 export { GroupObject } from "./group.js";
 export { DeviceObject } from "./legacy.js";
 
-// Webhook routes: every format the core maps but the native one (/v1/readings).
-const UPLINK_FORMATS = new Set(limits().formats.filter((f) => f !== "readings"));
-// The events ChirpStack's HTTP integration posts (`?event=`); only `up` carries readings.
-const CHIRPSTACK_EVENTS = ["up", "join", "ack", "txack", "log", "status", "location", "integration"];
+const UPLINK_FORMATS = new Set(UPLINK_ROUTES);
 // Group objects one request calls at a time: a request naming many devices (at most
 // MAX_DEVICES_PER_REQUEST) must not hold the isolate's every connection.
 const DEVICE_CALLS_AT_ONCE = 16;
@@ -85,7 +83,7 @@ async function route(request, env) {
     // and client generators fetch it without one. A worker that cannot serve (bad
     // configuration, no token) still says so, as on every route.
     requireConfiguredToken(cfg);
-    return only(method, "GET", () => new Response(OPENAPI_JSON, { headers: OPENAPI_HEADERS }));
+    return only(method, "GET", () => new Response(openApiJson(), { headers: OPENAPI_HEADERS }));
   }
   // Before the credentials: a cross-site request is refused whatever it carries.
   if (method !== "GET") refuseCrossSite(request, url);
@@ -565,14 +563,20 @@ async function ledger(env, path, params) {
   return json(200, { device_id, ...(await fromDevice(() => device.list({ device_id, ...page }))) });
 }
 
-/** `{limit, after}` of a paged read: `limit` 1 … 1000 (default 100), `after` a cursor from `next`; else 400 `invalid_query`. */
+/** `{limit, after}` of a paged read: `limit` in PAGE_ROWS, `after` a cursor from `next`; else 400 `invalid_query`. */
 function pageOf(params) {
-  const limit = decimal(params, "limit", 100);
+  const limit = limitOf(params);
   const after = decimal(params, "after", 0);
-  if (limit === null || limit < 1 || limit > 1000 || after === null) {
-    throw new HttpError(400, "invalid_query", "limit must be 1..1000 and after a cursor from `next`, each given at most once in decimal digits");
+  if (limit === null || after === null) {
+    throw new HttpError(400, "invalid_query", `limit must be ${PAGE_ROWS.min}..${PAGE_ROWS.max} and after a cursor from \`next\`, each given at most once in decimal digits`);
   }
   return { limit, after };
+}
+
+/** A paged read's `limit` (PAGE_ROWS), null when it is not one. */
+function limitOf(params) {
+  const limit = decimal(params, "limit", PAGE_ROWS.default);
+  return limit !== null && limit >= PAGE_ROWS.min && limit <= PAGE_ROWS.max ? limit : null;
 }
 
 /**
@@ -600,8 +604,8 @@ async function gaps(env, path) {
 async function redrive(request, env, path, params) {
   refuseNonJson(request);
   const keys = params.getAll("key");
-  if (keys.length > 1000 || keys.some((k) => k === "")) {
-    throw new HttpError(400, "invalid_query", "give at most 1000 non-empty `key` parameters, or none to re-drive every refused reading");
+  if (keys.length > REDRIVE_KEYS || keys.some((k) => k === "")) {
+    throw new HttpError(400, "invalid_query", `give at most ${REDRIVE_KEYS} non-empty \`key\` parameters, or none to re-drive every refused reading`);
   }
   const { device_id, device } = await knownDevice(env, path);
   const { redriven } = device ? await fromDevice(() => device.redrive({ device_id, keys: keys.length ? keys : undefined })) : { redriven: 0 };
@@ -665,15 +669,15 @@ async function existingDevice(env, path) {
 
 /**
  * GET /v1/devices/health: every device's counts and ratios (fleet.js `fleetHealth`)
- * from the roll-up shards, a page at a time in device id order (`limit` 1 … 1000,
- * default 100; `after`: the `next` of the previous page), as JSON or CSV.
+ * from the roll-up shards, a page at a time in device id order (`limit`: PAGE_ROWS;
+ * `after`: the `next` of the previous page), as JSON or CSV.
  */
 async function fleetHealthOf(request, env, url) {
   const params = url.searchParams;
-  const limit = decimal(params, "limit", 100);
+  const limit = limitOf(params);
   const afters = params.getAll("after");
-  if (limit === null || limit < 1 || limit > 1000 || afters.length > 1) {
-    throw new HttpError(400, "invalid_query", "limit must be 1..1000 in decimal digits and after the `next` of the previous page, each given at most once");
+  if (limit === null || afters.length > 1) {
+    throw new HttpError(400, "invalid_query", `limit must be ${PAGE_ROWS.min}..${PAGE_ROWS.max} in decimal digits and after the \`next\` of the previous page, each given at most once`);
   }
   const asCsv = wantsCsv(request, params);
   const page = await fromRollup(() => fleetHealth(env, { after: afters[0] ?? "", limit }));

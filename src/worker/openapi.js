@@ -14,13 +14,20 @@
 // JSON, and a Text rule would make the import a string there but an object where
 // wrangler's bundler inlines it; an ES module is the same everywhere the worker runs.
 // It is data but for the builders below (`op`, `errors`, `headOf`, `item`), which spell
-// out what every operation repeats; the document they build is exported whole
-// (`OPENAPI`) and served as its JSON text (`OPENAPI_JSON`).
+// out what every operation repeats; the document they build (`openApi`) is served as its
+// JSON text (`openApiJson`).
 //
-// Facts owned elsewhere and restated here are checked against their owner by
-// tests/worker/openapi.test.mjs: the codecs and configuration ranges (the core's
-// `limits()`), the version (package.json), the routes (index.js), the codes the
-// worker's source names.
+// Facts owned elsewhere are read from their owner, never restated: the codecs and the
+// configuration's ranges (the core's `limits()`), the health columns (fleet.js), the
+// webhook routes, ChirpStack's events and the page sizes (routes.js). The document is
+// built on its first request (`openApiJson`).
+// What cannot be read is checked against its owner by tests/worker/openapi.test.mjs:
+// the version (package.json), the paths (index.js's router), the codes the worker's
+// source names. The tests read the document the worker serves.
+
+import { limits } from "./core.js";
+import { HEALTH_COLUMNS } from "./fleet.js";
+import { CHIRPSTACK_EVENTS, PAGE_ROWS, REDRIVE_KEYS, UPLINK_ROUTES } from "./routes.js";
 
 const schema = (name) => ({ $ref: `#/components/schemas/${name}` });
 const nullable = (s) => ({ oneOf: [s, { type: "null" }] });
@@ -152,742 +159,752 @@ function webhook({ id, summary, description, body, parameters, codes = {}, ok = 
   });
 }
 
-const CODEC = { type: "string", enum: ["milesight-iot/em310-udl", "milesight-iot/em500-udl", "dingtek/df703", "decentlab/dl-mbx", "tekelek/tek766", "dragino/ldds75", "dragino/dds75-lb"] };
-// The codecs whose configuration needs `reporting_period_s` (index.js `NEEDS_PERIOD`).
-const NEEDS_PERIOD = ["tekelek/tek766"];
-const HEALTH_COLUMNS = ["device_id", "received", "unique", "duplicates_suppressed", "seq_reuses", "rejected", "parked", "missing_seqs", "recovered_seqs", "seq_resets", "duplicate_ratio", "seq_reuse_ratio", "gap_ratio", "flushed_at"];
+/** A configuration number's schema: its range from the core's `limits().deviceConfig`. */
+const within = ({ min, max }, more = {}) => ({ type: "integer", minimum: min, maximum: max, ...more });
 
-export const OPENAPI = {
-  openapi: "3.1.0",
-  info: {
-    title: "reconnect-dedupe",
-    version: "0.1.0",
-    summary: "Removes replayed LoRaWAN sensor readings at the edge.",
-    description: [
-      "Webhook routes for The Things Stack, ChirpStack, Helium and LORIOT, a native burst route, and per-device reads and operator controls. docs/http-api.md is the long form of this document.",
-      "",
-      "Every `/v1` route but `/v1/health` and `/v1/openapi.json` needs the token (`INGEST_TOKEN`), as `Authorization: Bearer <token>`, as the password of `Authorization: Basic`, or as the bare value of the header `AUTH_HEADER` names when the deployment sets one (docs/network-servers.md \"Auth\"). Errors are `{\"error\": {\"code\", \"message\"}}` with a stable `code` (`ErrorCode`). On every route a bad configuration answers 500 `invalid_config` and a missing token 503 `auth_not_configured`; a path no route matches answers 404 `not_found` (after the token check under `/v1/`). HEAD is answered wherever GET is; a 405 names the allowed methods in `Allow`.",
-    ].join("\n"),
-    license: { name: "MIT", identifier: "MIT" },
-  },
-  tags: [
-    { name: "ingest", description: "Readings in: webhooks and native bursts." },
-    { name: "devices", description: "Per-device reads: ledger, gaps, configuration, health." },
-    { name: "operator", description: "Per-device changes: configuration, re-drive, forget, reset." },
-    { name: "fleet", description: "Fleet-wide figures from the roll-up." },
-    { name: "meta", description: "Health and this document." },
-  ],
-  security: [{ bearerAuth: [] }, { basicAuth: [] }],
-  paths: {
-    "/v1/health": item({
-      get: {
-        id: "getHealth",
-        tag: "meta",
-        summary: "Liveness: ok while the configuration is valid and a token is set",
-        open: true,
-        ok: { [JSON_TYPE]: schema("Ok") },
-      },
-    }),
-    "/v1/openapi.json": item({
-      get: {
-        id: "getOpenApi",
-        tag: "meta",
-        summary: "This document",
-        description: "No token needed: it holds no secret. Cacheable for 5 minutes.",
-        open: true,
-        ok: { [JSON_TYPE]: { type: "object", required: ["openapi", "info", "paths"], properties: { openapi: { const: "3.1.0" }, info: { type: "object", additionalProperties: true }, paths: { type: "object", additionalProperties: true } } } },
-        okHeaders: {
-          "Cache-Control": { required: true, schema: { const: "public, max-age=300" } },
-          "Access-Control-Allow-Origin": { description: "Any origin may read the document (a viewer in a browser).", required: true, schema: { const: "*" } },
+/** The document. */
+function openApi() {
+  const { codecs, deviceConfig } = limits();
+  // The codecs whose configuration needs `reporting_period_s` (index.js `NEEDS_PERIOD`).
+  const NEEDS_PERIOD = ["tekelek/tek766"];
+  const routes = UPLINK_ROUTES.join("|");
+  return {
+    openapi: "3.1.0",
+    info: {
+      title: "reconnect-dedupe",
+      version: "0.1.0",
+      summary: "Removes replayed LoRaWAN sensor readings at the edge.",
+      description: [
+        "Webhook routes for The Things Stack, ChirpStack, Helium and LORIOT, a native burst route, and per-device reads and operator controls. docs/http-api.md is the long form of this document.",
+        "",
+        "Every `/v1` route but `/v1/health` and `/v1/openapi.json` needs the token (`INGEST_TOKEN`), as `Authorization: Bearer <token>`, as the password of `Authorization: Basic`, or as the bare value of the header `AUTH_HEADER` names when the deployment sets one (docs/network-servers.md \"Auth\"). Errors are `{\"error\": {\"code\", \"message\"}}` with a stable `code` (`ErrorCode`). On every route a bad configuration answers 500 `invalid_config` and a missing token 503 `auth_not_configured`; a path no route matches answers 404 `not_found` (after the token check under `/v1/`). HEAD is answered wherever GET is; a 405 names the allowed methods in `Allow`.",
+      ].join("\n"),
+      license: { name: "MIT", identifier: "MIT" },
+    },
+    tags: [
+      { name: "ingest", description: "Readings in: webhooks and native bursts." },
+      { name: "devices", description: "Per-device reads: ledger, gaps, configuration, health." },
+      { name: "operator", description: "Per-device changes: configuration, re-drive, forget, reset." },
+      { name: "fleet", description: "Fleet-wide figures from the roll-up." },
+      { name: "meta", description: "Health and this document." },
+    ],
+    security: [{ bearerAuth: [] }, { basicAuth: [] }],
+    paths: {
+      "/v1/health": item({
+        get: {
+          id: "getHealth",
+          tag: "meta",
+          summary: "Liveness: ok while the configuration is valid and a token is set",
+          open: true,
+          ok: { [JSON_TYPE]: schema("Ok") },
         },
-      },
-    }),
-    "/v1/readings": item({
-      post: {
-        id: "postReadings",
-        tag: "ingest",
-        summary: "A native burst of readings",
-        body: jsonBody(schema("NativeBurst"), "JSON (`application/json` or any `+json` type), at most `MAX_BODY_BYTES` and `MAX_READINGS` readings."),
-        ok: { [JSON_TYPE]: schema("IngestReply") },
-        okDescription: "Every reading accounted for by its index (`verdicts`).",
-        codes: ERRORS_INGEST,
-        retry: true,
-      },
-    }),
-    "/v1/uplinks/ttn": webhook({
-      id: "postTtnUplink",
-      summary: "The Things Stack v3 webhook, every message type",
-      description: "Only uplinks are read; other messages are acknowledged (`ignored`). A simulated uplink answers its would-be outcome and stores nothing.",
-      body: "TtsMessage",
-      parameters: [
-        { name: "X-Downlink-Push", in: "header", description: "The Things Stack's downlink push URL; with `X-Downlink-Apikey` and `BACKFILL` on, where a history request for the device goes (docs/sequence-health.md \"Asking the sensor for what is missing\").", schema: { type: "string", format: "uri" } },
-        { name: "X-Downlink-Apikey", in: "header", description: "The webhook's downlink API key; used for that one call, never stored or logged.", schema: { type: "string" } },
-      ],
-      codes: { 400: ["field_mask_incomplete"] },
-      ok: { oneOf: [schema("IngestReply"), schema("IgnoredReply"), schema("SimulatedReply")] },
-    }),
-    "/v1/uplinks/chirpstack": webhook({
-      id: "postChirpStackEvent",
-      summary: "ChirpStack v4 HTTP integration (JSON), every event",
-      description: "Only `up` carries readings; the other documented events are acknowledged without reading the body (`ignored`).",
-      body: "ChirpStackEvent",
-      parameters: [
-        {
-          name: "event",
-          in: "query",
-          description: "The event ChirpStack appends, matched in any case, given at most once; absent means `up`. Another value is 400 `unknown_event`.",
-          schema: { type: "string", enum: ["up", "join", "ack", "txack", "log", "status", "location", "integration"], default: "up" },
+      }),
+      "/v1/openapi.json": item({
+        get: {
+          id: "getOpenApi",
+          tag: "meta",
+          summary: "This document",
+          description: "No token needed: it holds no secret. Cacheable for 5 minutes.",
+          open: true,
+          ok: { [JSON_TYPE]: { type: "object", required: ["openapi", "info", "paths"], properties: { openapi: { const: "3.1.0" }, info: { type: "object", additionalProperties: true }, paths: { type: "object", additionalProperties: true } } } },
+          okHeaders: {
+            "Cache-Control": { required: true, schema: { const: "public, max-age=300" } },
+            "Access-Control-Allow-Origin": { description: "Any origin may read the document (a viewer in a browser).", required: true, schema: { const: "*" } },
+          },
         },
-      ],
-      codes: { 400: ["unknown_event"] },
-      ok: { oneOf: [schema("IngestReply"), schema("IgnoredReply")] },
-    }),
-    "/v1/uplinks/helium": webhook({
-      id: "postHeliumUplink",
-      summary: "Helium console HTTP integration",
-      description: "`uplink` is read; `join` and other types are acknowledged (`ignored`).",
-      body: "HeliumMessage",
-      ok: { oneOf: [schema("IngestReply"), schema("IgnoredReply")] },
-    }),
-    "/v1/uplinks/loriot": webhook({
-      id: "postLoriotUplink",
-      summary: "LORIOT HTTPS push output",
-      description: "`rx` and `gw` are uplinks of one frame; other commands are acknowledged (`ignored`).",
-      body: "LoriotMessage",
-      ok: { oneOf: [schema("IngestReply"), schema("IgnoredReply")] },
-    }),
-    "/v1/stats": item({
-      get: {
-        id: "getStats",
-        tag: "fleet",
-        summary: "Fleet-wide figures from the roll-up",
-        ok: { [JSON_TYPE]: schema("Stats") },
-        codes: { 503: ["stats_unavailable"] },
-      },
-    }),
-    "/v1/metrics": item({
-      get: {
-        id: "getMetrics",
-        tag: "fleet",
-        summary: "Fleet figures for Prometheus (its text exposition format, version 0.0.4)",
-        ok: { "text/plain; version=0.0.4; charset=utf-8": schema("PrometheusText") },
-        codes: { 503: ["stats_unavailable"] },
-      },
-    }),
-    "/v1/devices/health": item({
-      get: {
-        id: "listDeviceHealth",
-        tag: "fleet",
-        summary: "Every device's counts and ratios, a page at a time: group by group, in device id order within a group",
+      }),
+      "/v1/readings": item({
+        post: {
+          id: "postReadings",
+          tag: "ingest",
+          summary: "A native burst of readings",
+          body: jsonBody(schema("NativeBurst"), "JSON (`application/json` or any `+json` type), at most `MAX_BODY_BYTES` and `MAX_READINGS` readings."),
+          ok: { [JSON_TYPE]: schema("IngestReply") },
+          okDescription: "Every reading accounted for by its index (`verdicts`).",
+          codes: ERRORS_INGEST,
+          retry: true,
+        },
+      }),
+      "/v1/uplinks/ttn": webhook({
+        id: "postTtnUplink",
+        summary: "The Things Stack v3 webhook, every message type",
+        description: "Only uplinks are read; other messages are acknowledged (`ignored`). A simulated uplink answers its would-be outcome and stores nothing.",
+        body: "TtsMessage",
         parameters: [
-          PAGE[0],
-          { name: "after", in: "query", description: "The `next` of the previous page (a device id), given at most once.", schema: { type: "string" } },
-          FORMAT,
+          { name: "X-Downlink-Push", in: "header", description: "The Things Stack's downlink push URL; with `X-Downlink-Apikey` and `BACKFILL` on, where a history request for the device goes (docs/sequence-health.md \"Asking the sensor for what is missing\").", schema: { type: "string", format: "uri" } },
+          { name: "X-Downlink-Apikey", in: "header", description: "The webhook's downlink API key; used for that one call, never stored or logged.", schema: { type: "string" } },
         ],
-        ok: { [JSON_TYPE]: schema("FleetHealthPage"), "text/csv; charset=utf-8; header=present": schema("HealthCsv") },
-        okHeaders: {
-          ...NEGOTIATED,
-          Link: { description: "`<…>; rel=\"next\"`: the next page, when there is one.", schema: { type: "string", pattern: "^<[^>]+>; rel=\"next\"$" } },
-          "Content-Disposition": { description: "CSV only.", schema: { const: 'attachment; filename="devices-health.csv"' } },
-        },
-        codes: { 400: ["invalid_query"], 503: ["stats_unavailable"] },
-      },
-    }),
-    "/v1/devices/{device_id}/readings": item({
-      get: {
-        id: "listReadings",
-        tag: "devices",
-        summary: "The device's ledger rows, oldest first",
-        description: "A device that never reported answers an empty page without its object being started.",
-        parameters: [DEVICE_ID, ...PAGE],
-        ok: { [JSON_TYPE]: schema("LedgerPage") },
-        codes: { 400: ["invalid_device_id", "invalid_query"], 503: ["device_unavailable"] },
-      },
-    }),
-    "/v1/devices/{device_id}/gaps": item({
-      get: {
-        id: "getGaps",
-        tag: "devices",
-        summary: "The device's sequence health and history requests",
-        parameters: [DEVICE_ID],
-        ok: { [JSON_TYPE]: schema("Gaps") },
-        codes: ERRORS_READ,
-      },
-    }),
-    "/v1/devices/{device_id}/redrive": item({
-      post: {
-        id: "redrive",
-        tag: "operator",
-        summary: "Put the readings the origin refused back in the outbox",
+        codes: { 400: ["field_mask_incomplete"] },
+        ok: { oneOf: [schema("IngestReply"), schema("IgnoredReply"), schema("SimulatedReply")] },
+      }),
+      "/v1/uplinks/chirpstack": webhook({
+        id: "postChirpStackEvent",
+        summary: "ChirpStack v4 HTTP integration (JSON), every event",
+        description: "Only `up` carries readings; the other documented events are acknowledged without reading the body (`ignored`).",
+        body: "ChirpStackEvent",
         parameters: [
-          DEVICE_ID,
-          { name: "key", in: "query", description: "The keys to re-drive (at most 1000, none empty); none: every refused reading.", schema: { type: "array", maxItems: 1000, items: { type: "string", minLength: 1 } }, style: "form", explode: true },
-        ],
-        description: "No body, or JSON (one sent is not read): a form body is refused 415, as a page on another site could make a browser send one.",
-        ok: { [JSON_TYPE]: schema("Redriven") },
-        codes: { 400: ["invalid_device_id", "invalid_query"], 415: ["unsupported_media_type"], 503: ["device_unavailable"] },
-      },
-    }),
-    "/v1/devices/{device_id}/health": item({
-      get: {
-        id: "getDeviceHealth",
-        tag: "devices",
-        summary: "One device's counts and ratios (zeros for a device never seen)",
-        parameters: [DEVICE_ID, FORMAT],
-        ok: { [JSON_TYPE]: schema("DeviceHealth"), "text/csv; charset=utf-8; header=present": schema("HealthCsv") },
-        okHeaders: NEGOTIATED,
-        codes: { 400: ["invalid_device_id", "invalid_query"], 503: ["stats_unavailable"] },
-      },
-    }),
-    "/v1/devices/{device_id}/forget": item({
-      post: {
-        id: "forgetKey",
-        tag: "operator",
-        summary: "The device's memory forgets one key",
-        parameters: [DEVICE_ID],
-        body: jsonBody(schema("ForgetRequest")),
-        ok: { [JSON_TYPE]: schema("Forgotten") },
-        codes: {
-          400: ["invalid_device_id", ...ERRORS_BODY, "invalid_forget_body"],
-          404: ["unknown_device", "unknown_key"],
-          413: ["body_too_large"],
-          415: ["unsupported_media_type"],
-          503: ["device_unavailable", "storage_unavailable"],
-        },
-      },
-    }),
-    "/v1/devices/{device_id}/reset": item({
-      post: {
-        id: "resetDevice",
-        tag: "operator",
-        summary: "The device's memory starts afresh (a re-commissioned sensor)",
-        description: "No body, or JSON (one sent is not read): a form body is refused 415, as a page on another site could make a browser send one.",
-        parameters: [DEVICE_ID],
-        ok: { [JSON_TYPE]: schema("ResetReply") },
-        codes: { 400: ["invalid_device_id"], 404: ["unknown_device"], 415: ["unsupported_media_type"], 503: ["device_unavailable", "storage_unavailable"] },
-      },
-    }),
-    "/v1/devices/{device_id}/history": item({
-      get: {
-        id: "listHistory",
-        tag: "devices",
-        summary: "The device's operator events, oldest first",
-        parameters: [DEVICE_ID, ...PAGE],
-        ok: { [JSON_TYPE]: schema("HistoryPage") },
-        codes: { 400: ["invalid_device_id", "invalid_query"], 503: ["device_unavailable"] },
-      },
-    }),
-    "/v1/devices/{device_id}/config": item({
-      get: {
-        id: "getConfig",
-        tag: "devices",
-        summary: "The device's stored configuration",
-        parameters: [DEVICE_ID],
-        ok: { [JSON_TYPE]: schema("DeviceConfig") },
-        codes: { 400: ["invalid_device_id"], 404: ["not_configured"], 503: ["device_unavailable"] },
-      },
-      put: {
-        id: "putConfig",
-        tag: "operator",
-        summary: "Store the device's bin and sensor; decodes its parked uplinks",
-        parameters: [DEVICE_ID],
-        body: jsonBody(schema("DeviceConfigRequest"), "A JSON object with only these members, none twice; absent and null are the same."),
-        ok: { [JSON_TYPE]: schema("StoredConfig") },
-        codes: {
-          400: ["invalid_device_id", ...ERRORS_BODY, "invalid_config_body", "unknown_codec", "invalid_bin_depth", "invalid_offset", "invalid_reporting_period", "missing_reporting_period", "invalid_backfill"],
-          413: ["body_too_large"],
-          415: ["unsupported_media_type"],
-          503: ["device_unavailable", "storage_unavailable"],
-        },
-      },
-    }),
-  },
-  components: {
-    securitySchemes: {
-      bearerAuth: { type: "http", scheme: "bearer", description: "`Authorization: Bearer <INGEST_TOKEN>`. A deployment that sets `AUTH_HEADER` also takes the bare token in that header." },
-      basicAuth: { type: "http", scheme: "basic", description: "The token as the password; any user name unless `BASIC_AUTH_USER` is set (The Things Stack's \"Request authentication\")." },
-    },
-    parameters: {
-      DeviceId: {
-        name: "device_id",
-        in: "path",
-        required: true,
-        description:
-          "The device, percent-encoded; checked by the core's `device_id` rule (docs/http-api.md \"Readings and rejections\"), else 400 `invalid_device_id`. A DevEUI (16 hex digits) in any case is the device in upper case.",
-        schema: { type: "string" },
-      },
-      Limit: { name: "limit", in: "query", description: "Rows per page, decimal digits, given at most once.", schema: { type: "integer", minimum: 1, maximum: 1000, default: 100 } },
-      // At most 2^53 - 1, as the worker reads it (a safe integer); a client would write a larger number as `1e+21`.
-      After: { name: "after", in: "query", description: "The `next` of the previous page, decimal digits, given at most once.", schema: { type: "integer", minimum: 0, maximum: Number.MAX_SAFE_INTEGER, default: 0 } },
-      Format: {
-        name: "format",
-        in: "query",
-        description: "`json` or `csv`, given at most once; without it, an `Accept` header that prefers `text/csv` to JSON answers CSV.",
-        schema: { type: "string", enum: ["json", "csv"] },
-      },
-    },
-    responses: SHARED,
-    headers: {
-      "WWW-Authenticate": {
-        required: true,
-        description: "One Basic challenge, which a browser answers with a sign-in prompt; a Bearer token is accepted all the same.",
-        schema: { const: 'Basic realm="reconnect-dedupe", charset="UTF-8"' },
-      },
-      "Retry-After": { description: "Seconds; on every 503 but `auth_not_configured`.", schema: { const: "1" } },
-    },
-    schemas: {
-      Error: {
-        type: "object",
-        required: ["error"],
-        additionalProperties: false,
-        properties: {
-          error: {
-            type: "object",
-            required: ["code", "message"],
-            additionalProperties: false,
-            properties: { code: schema("ErrorCode"), message: { type: "string", description: "For a person: what was wrong and what to do. Not stable." } },
-          },
-        },
-      },
-      ErrorCode: {
-        description: "The stable code of an error reply (docs/http-api.md \"HTTP API\", status table).",
-        oneOf: [
-          ["invalid_json", "400: the body is not JSON (a member twice, a lone surrogate escape, a byte order mark, nesting over 128)."],
-          ["invalid_burst", "400: the body is not the route's shape."],
-          ["body_incomplete", "400: the body ended before its Content-Length, or the connection was lost."],
-          ["invalid_device_id", "400: the path's device id breaks the device_id rule."],
-          ["invalid_query", "400: a bad `limit`, `after`, `format` or `key` parameter."],
-          ["unknown_event", "400: a ChirpStack `event` it does not document, or given twice."],
-          ["field_mask_incomplete", "400: a The Things Stack uplink whose field mask removed `end_device_ids`."],
-          ["invalid_config_body", "400: a configuration body that is not an object of its members."],
-          ["invalid_forget_body", "400: a forget body that is not `{\"key\": \"<string>\"}`."],
-          ["unknown_codec", "400: a configuration's `codec` the core does not decode."],
-          ["invalid_bin_depth", "400: a configuration's `bin_depth_mm` out of range or not whole."],
-          ["invalid_offset", "400: a configuration's `offset_mm` out of range or not whole."],
-          ["invalid_reporting_period", "400: a configuration's `reporting_period_s` out of range or not whole."],
-          ["missing_reporting_period", "400: a codec that needs `reporting_period_s` without it."],
-          ["invalid_backfill", "400: a configuration's `backfill` that is not true, false or null."],
-          ["unauthorized", "401: the token is missing or wrong."],
-          ["cross_site_request", "403: a browser's request from another site (`Sec-Fetch-Site`, or `Origin` without it) to a route that can change state."],
-          ["not_found", "404: no route for the path."],
-          ["not_configured", "404: the device has no configuration."],
-          ["unknown_device", "404: the device never reported and has no configuration."],
-          ["unknown_key", "404: the device has no ledger row with that key."],
-          ["method_not_allowed", "405: see `Allow`."],
-          ["body_too_large", "413: the body is over MAX_BODY_BYTES."],
-          ["too_many_readings", "413: over MAX_READINGS readings."],
-          ["too_many_devices", "413: over MAX_DEVICES_PER_REQUEST devices; nothing was stored."],
-          ["unsupported_media_type", "415: not JSON (the Protobuf encodings included); on reset and redrive, a form body."],
-          ["invalid_config", "500: the worker's configuration is invalid; every route answers this."],
-          ["wasm_trap", "500: the core trapped and was re-instantiated; retry."],
-          ["internal_error", "500: unexpected; see the worker log."],
-          ["retry_later", "503: some readings were not stored (`not_stored`); resend the request."],
-          ["auth_not_configured", "503: no INGEST_TOKEN is set; the worker fails closed."],
-          ["stats_unavailable", "503: a roll-up shard could not be read; retry."],
-          ["device_unavailable", "503: a device object (or its roll-up shard) could not be reached; nothing changed, retry."],
-          ["storage_unavailable", "503: a device object's write failed; nothing changed, retry."],
-        ].map(([c, description]) => ({ const: c, description })),
-      },
-      Ok: { type: "object", required: ["ok"], additionalProperties: false, properties: { ok: { const: true } } },
-      PrometheusText: { type: "string", description: "The Prometheus text exposition format, version 0.0.4." },
-      Time: { type: "string", format: "date-time", description: "A UTC instant as Python's `isoformat()` writes it: `2026-07-16T09:00:11.204000+00:00`." },
-      Key: { type: "string", pattern: "^.+:-?[0-9]+:[0-9a-f]{16}$", description: "`{device_id}:{seq}:{16 hex digits of SHA-256 of the content}` (docs/semantics.md \"The key\")." },
-      Codec: { ...CODEC, description: "A codec of the core, by the TTN device repository's `brand_id/model_id`." },
-
-      Reading: {
-        type: "object",
-        description: "A reading; other members are ignored. A reading that breaks a rule is rejected (listed in the reply), not the request.",
-        required: ["device_id", "seq", "ts", "fill_pct"],
-        properties: {
-          // The core's rules (src/dedupe/reading.rs `check_device_id`, timestamp.rs
-          // `parse_rfc3339`) as far as a schema can say them: not the 128 bytes (128
-          // characters is the most they can be), nor the invisible characters.
-          device_id: {
-            type: "string",
-            minLength: 1,
-            maxLength: 128,
-            pattern: "^[^\\u0000-\\u001f\\u007f-\\u009f]*$",
-            not: { enum: [".", ".."] },
-            description: "1-128 UTF-8 bytes without control or invisible (format, U+2028, U+2029) characters; not `.` or `..`.",
-          },
-          seq: { type: "integer", minimum: -9007199254740991, maximum: 9007199254740991 },
-          ts: {
-            type: "string",
-            format: "date-time",
-            pattern: "^(?!0000)[0-9]{4}-[0-9]{2}-[0-9]{2}[Tt ][0-9]{2}:[0-9]{2}:[0-5][0-9](\\.[0-9]{1,9})?([Zz]|[+-][0-9]{2}:[0-9]{2})$",
-            description: "RFC 3339 with `Z` or `±hh:mm` (not `±hhmm`), at most 9 fraction digits, no leap second; within years 0001-9999 in UTC.",
-          },
-          fill_pct: { type: "number", minimum: 0, maximum: 100 },
-        },
-      },
-      NativeBurst: {
-        oneOf: [
-          { type: "array", items: schema("Reading") },
-          { type: "object", required: ["readings"], properties: { readings: { type: "array", items: schema("Reading") } } },
-        ],
-      },
-      // A network server's message, described by its vendor: any members. Said
-      // (`additionalProperties: true`) rather than left implicit, because generators type
-      // an object schema without members as an empty object (openapi-typescript:
-      // `Record<string, never>`), which no real message is.
-      TtsMessage: { type: "object", additionalProperties: true, description: "The Things Stack v3 webhook message (JSON format): `end_device_ids` and one message member (`uplink_message`, `join_accept`, ...)." },
-      ChirpStackEvent: { type: "object", additionalProperties: true, description: "A ChirpStack v4 HTTP integration event, JSON payload encoding." },
-      HeliumMessage: { type: "object", additionalProperties: true, description: "A Helium console HTTP integration message (`type`: `uplink`, `join`)." },
-      LoriotMessage: { type: "object", additionalProperties: true, description: "A LORIOT HTTPS push message (`cmd`: `rx`, `gw`, ...)." },
-
-      Outcome: {
-        type: "object",
-        description: "What happened to each reading of a request, by its index (a decoded raw payload: each sample by its place). `received = unique + duplicates_suppressed + len(rejected) + len(parked)` (+ `len(not_stored)` on a 503).",
-        required: ["burst_id", "received", "unique", "duplicates_suppressed", "admitted", "duplicates", "rejected", "verdicts"],
-        properties: {
-          burst_id: { type: "string", format: "uuid" },
-          received: integer(),
-          unique: integer(),
-          duplicates_suppressed: integer(),
-          admitted: { type: "array", items: schema("Admitted") },
-          duplicates: { type: "array", items: integer() },
-          rejected: { type: "array", items: schema("Rejection") },
-          parked: { type: "array", items: schema("Parked") },
-          decoded: schema("Decoded"),
-          cross_path_duplicates: { type: "array", items: integer(), description: "Datalog records found to be a live reading (among `duplicates`)." },
-          verdicts: { type: "array", items: schema("Verdict") },
-        },
-      },
-      IngestReply: { allOf: [schema("Outcome")], unevaluatedProperties: false },
-      SimulatedReply: {
-        allOf: [schema("Outcome")],
-        description: "The Things Stack's Simulate uplink: the readings' would-be outcome; nothing stored.",
-        required: ["simulated", "stored", "message"],
-        properties: { simulated: { const: true }, stored: { const: false }, message: { type: "string" } },
-        unevaluatedProperties: false,
-      },
-      RetryLaterReply: {
-        allOf: [schema("Outcome")],
-        description: "503: the readings in `not_stored` were not stored (every reading of a device that failed); resend the request.",
-        required: ["not_stored", "errors", "error"],
-        properties: {
-          not_stored: { type: "array", items: integer() },
-          errors: { type: "array", items: schema("DeviceError") },
-          error: {
-            type: "object",
-            required: ["code", "message"],
-            additionalProperties: false,
-            properties: { code: { const: "retry_later" }, message: { type: "string" } },
-          },
-        },
-        unevaluatedProperties: false,
-      },
-      IgnoredReply: {
-        type: "object",
-        description: "A network-server message that is not an uplink: acknowledged, nothing stored, counted in /v1/stats `ignored_events`.",
-        required: ["burst_id", "ignored", "route", "event", "message"],
-        additionalProperties: false,
-        properties: {
-          burst_id: { type: "string", format: "uuid" },
-          ignored: { const: true },
-          route: { type: "string", enum: ["ttn", "chirpstack", "helium", "loriot"] },
-          event: { type: "string", description: "The message type as the network server names it (`join_accept`, `status`, ...); `unknown` or `other` for a kind this worker does not know." },
-          message: { type: "string" },
-        },
-      },
-      Admitted: { type: "object", required: ["index", "key"], additionalProperties: false, properties: { index: integer(), key: schema("Key") } },
-      Rejection: {
-        type: "object",
-        required: ["index", "field", "code", "message", "device_id"],
-        additionalProperties: false,
-        properties: {
-          index: integer(),
-          field: { type: "string", enum: ["device_id", "seq", "ts", "fill_pct", "reading", "payload"] },
-          code: schema("RejectionCode"),
-          message: { type: "string" },
-          device_id: nullable({ type: "string" }),
-        },
-      },
-      RejectionCode: {
-        type: "string",
-        description: "Why a reading was rejected (docs/http-api.md \"Readings and rejections\", \"Supported sensors\"): it can never be stored as sent.",
-        enum: ["invalid_reading", "missing_device_id", "invalid_device_id", "missing_seq", "invalid_seq", "missing_ts", "invalid_ts", "missing_fill_pct", "invalid_fill_pct", "no_reading", "invalid_payload", "unsupported_port", "parking_full"],
-      },
-      Parked: {
-        type: "object",
-        description: "Raw bytes kept undecoded until the device is configured.",
-        required: ["index", "device_id", "code", "message"],
-        additionalProperties: false,
-        properties: { index: integer(), device_id: { type: "string" }, code: { const: "device_not_configured" }, message: { type: "string" } },
-      },
-      Decoded: {
-        type: "object",
-        description: "The raw payload the worker decoded: its samples are the readings.",
-        required: ["codec", "f_port"],
-        additionalProperties: false,
-        properties: { codec: schema("Codec"), f_port: integer() },
-      },
-      DeviceError: {
-        type: "object",
-        required: ["device_id", "code", "message"],
-        additionalProperties: false,
-        properties: {
-          device_id: { type: "string" },
-          code: { type: "string", enum: ["device_unavailable", "storage_unavailable", "invalid_key", "wasm_trap", "internal_error"], description: "`invalid_key`: the device's stored keys could not be read to rebuild its memory." },
-          message: { type: "string" },
-        },
-      },
-      Verdict: {
-        description: "What happened to one reading (docs/http-api.md \"The verdict of each reading\").",
-        oneOf: [schema("AdmittedVerdict"), schema("ConflictVerdict"), schema("DuplicateVerdict"), schema("RejectedVerdict"), schema("ParkedVerdict"), schema("NotStoredVerdict")],
-      },
-      AdmittedVerdict: { type: "object", required: ["index", "verdict", "key"], additionalProperties: false, properties: { index: integer(), verdict: { const: "admitted" }, key: schema("Key") } },
-      ConflictVerdict: {
-        type: "object",
-        description: "Admitted, but its device and seq are held with other content.",
-        required: ["index", "verdict", "key", "conflicts_with"],
-        additionalProperties: false,
-        properties: { index: integer(), verdict: { const: "conflict" }, key: schema("Key"), conflicts_with: nullable(schema("Key")) },
-      },
-      DuplicateVerdict: {
-        type: "object",
-        required: ["index", "verdict", "key", "first_admitted_at", "first_burst_id"],
-        additionalProperties: false,
-        properties: {
-          index: integer(),
-          verdict: { const: "duplicate" },
-          key: nullable(schema("Key")),
-          first_admitted_at: nullable(schema("Time")),
-          first_burst_id: nullable({ type: "string", format: "uuid" }),
-        },
-      },
-      RejectedVerdict: { type: "object", required: ["index", "verdict", "code"], additionalProperties: false, properties: { index: integer(), verdict: { const: "rejected" }, code: schema("RejectionCode") } },
-      ParkedVerdict: { type: "object", required: ["index", "verdict", "code"], additionalProperties: false, properties: { index: integer(), verdict: { const: "parked" }, code: { const: "device_not_configured" } } },
-      NotStoredVerdict: { type: "object", required: ["index", "verdict"], additionalProperties: false, properties: { index: integer(), verdict: { const: "not_stored" } } },
-
-      LedgerPage: {
-        type: "object",
-        required: ["device_id", "readings", "next"],
-        additionalProperties: false,
-        properties: { device_id: { type: "string" }, readings: { type: "array", items: schema("LedgerRow") }, next: nullable(integer(1, "The `after` of the next page.")) },
-      },
-      LedgerRow: {
-        type: "object",
-        required: ["key", "seq", "ts", "fill_pct", "admitted_at", "verdict", "conflicts_with", "delivery", "attempts", "delivered_at", "forgotten_at"],
-        additionalProperties: false,
-        properties: {
-          key: schema("Key"),
-          seq: { type: "integer" },
-          ts: schema("Time"),
-          fill_pct: { type: "number", minimum: 0, maximum: 100 },
-          admitted_at: schema("Time"),
-          verdict: { type: "string", enum: ["admitted", "conflict"] },
-          conflicts_with: nullable(schema("Key")),
-          delivery: { type: "string", enum: ["stored", "pending", "delivered", "refused"], description: "`stored`: ledger only (no ORIGIN_URL); `refused` by the origin, until a re-drive." },
-          attempts: integer(),
-          delivered_at: nullable(schema("Time")),
-          forgotten_at: nullable(schema("Time")),
-        },
-      },
-      Gaps: {
-        type: "object",
-        required: ["device_id", "highest", "gaps", "totals", "backfill"],
-        additionalProperties: false,
-        properties: {
-          device_id: { type: "string" },
-          highest: nullable({ type: "integer" }),
-          gaps: {
-            type: "array",
-            items: { type: "object", required: ["from", "to", "first_noticed_at"], additionalProperties: false, properties: { from: { type: "integer" }, to: { type: "integer" }, first_noticed_at: schema("Time") } },
-          },
-          totals: schema("SeqTotals"),
-          backfill: {
-            type: "object",
-            required: ["open", "recent"],
-            additionalProperties: false,
-            properties: { open: nullable(schema("BackfillRequest")), recent: { type: "array", maxItems: 10, items: schema("BackfillRequest") } },
-          },
-        },
-      },
-      SeqTotals: {
-        type: "object",
-        required: ["missing", "recovered", "repeats", "resets", "too_old", "gaps_dropped", "missing_dropped", "closed_by_reset"],
-        additionalProperties: false,
-        properties: Object.fromEntries(["missing", "recovered", "repeats", "resets", "too_old", "gaps_dropped", "missing_dropped", "closed_by_reset"].map((n) => [n, integer()])),
-      },
-      BackfillRequest: {
-        type: "object",
-        required: ["id", "state", "via", "from", "to", "start", "end", "f_port", "payload", "attempts", "created_at", "sent_at", "closed_at", "recovered", "last_error"],
-        additionalProperties: false,
-        properties: {
-          id: integer(1),
-          state: { type: "string", enum: ["queued", "sent", "answered", "expired", "failed", "cancelled"] },
-          via: { type: "string", enum: ["tts", "chirpstack"] },
-          from: { type: "integer" },
-          to: { type: "integer" },
-          start: schema("Time"),
-          end: schema("Time"),
-          f_port: integer(1),
-          payload: { type: "string", pattern: "^([0-9a-f]{2})+$" },
-          attempts: integer(),
-          created_at: schema("Time"),
-          sent_at: nullable(schema("Time")),
-          closed_at: nullable(schema("Time")),
-          recovered: integer(),
-          last_error: nullable({ type: "string" }),
-        },
-      },
-      Redriven: { type: "object", required: ["device_id", "redriven"], additionalProperties: false, properties: { device_id: { type: "string" }, redriven: integer() } },
-      ForgetRequest: { type: "object", required: ["key"], additionalProperties: false, properties: { key: { type: "string", minLength: 1, maxLength: 1024, description: "A key of the device's ledger." } } },
-      ForgottenMembers: {
-        type: "object",
-        required: ["key", "seq", "admitted_at", "held", "forgotten_at"],
-        properties: {
-          key: schema("Key"),
-          seq: { type: "integer" },
-          admitted_at: schema("Time"),
-          held: { type: "boolean", description: "Whether the device's memory held the key." },
-          forgotten_at: schema("Time"),
-        },
-      },
-      Forgotten: { allOf: [schema("ForgottenMembers")], required: ["device_id"], properties: { device_id: { type: "string" } }, unevaluatedProperties: false },
-      ResetMembers: {
-        type: "object",
-        required: ["forgotten", "held", "seq_window", "counter_ref", "backfill_cancelled", "reset_at"],
-        properties: {
-          forgotten: integer(),
-          held: integer(),
-          seq_window: nullable({
-            type: "object",
-            description: "The sequence window deleted.",
-            required: ["highest", "missing", "gaps"],
-            additionalProperties: false,
-            properties: { highest: nullable({ type: "integer" }), missing: integer(), gaps: integer() },
-          }),
-          counter_ref: nullable({ type: "integer", description: "The codec's application-counter reference deleted (DF703)." }),
-          backfill_cancelled: { type: "boolean" },
-          reset_at: schema("Time"),
-        },
-      },
-      ResetReply: { allOf: [schema("ResetMembers")], required: ["device_id"], properties: { device_id: { type: "string" } }, unevaluatedProperties: false },
-      HistoryPage: {
-        type: "object",
-        required: ["device_id", "events", "next"],
-        additionalProperties: false,
-        properties: { device_id: { type: "string" }, events: { type: "array", items: schema("HistoryEvent") }, next: nullable(integer(1)) },
-      },
-      HistoryEvent: {
-        oneOf: [
           {
-            type: "object",
-            required: ["at", "event", "detail"],
-            additionalProperties: false,
-            properties: {
-              at: schema("Time"),
-              event: { const: "device_config" },
-              detail: { type: "object", required: ["before", "after"], additionalProperties: false, properties: { before: nullable(schema("DeviceConfig")), after: schema("DeviceConfig") } },
+            name: "event",
+            in: "query",
+            description: "The event ChirpStack appends, matched in any case, given at most once; absent means `up`. Another value is 400 `unknown_event`.",
+            schema: { type: "string", enum: CHIRPSTACK_EVENTS, default: "up" },
+          },
+        ],
+        codes: { 400: ["unknown_event"] },
+        ok: { oneOf: [schema("IngestReply"), schema("IgnoredReply")] },
+      }),
+      "/v1/uplinks/helium": webhook({
+        id: "postHeliumUplink",
+        summary: "Helium console HTTP integration",
+        description: "`uplink` is read; `join` and other types are acknowledged (`ignored`).",
+        body: "HeliumMessage",
+        ok: { oneOf: [schema("IngestReply"), schema("IgnoredReply")] },
+      }),
+      "/v1/uplinks/loriot": webhook({
+        id: "postLoriotUplink",
+        summary: "LORIOT HTTPS push output",
+        description: "`rx` and `gw` are uplinks of one frame; other commands are acknowledged (`ignored`).",
+        body: "LoriotMessage",
+        ok: { oneOf: [schema("IngestReply"), schema("IgnoredReply")] },
+      }),
+      "/v1/stats": item({
+        get: {
+          id: "getStats",
+          tag: "fleet",
+          summary: "Fleet-wide figures from the roll-up",
+          ok: { [JSON_TYPE]: schema("Stats") },
+          codes: { 503: ["stats_unavailable"] },
+        },
+      }),
+      "/v1/metrics": item({
+        get: {
+          id: "getMetrics",
+          tag: "fleet",
+          summary: "Fleet figures for Prometheus (its text exposition format, version 0.0.4)",
+          ok: { "text/plain; version=0.0.4; charset=utf-8": schema("PrometheusText") },
+          codes: { 503: ["stats_unavailable"] },
+        },
+      }),
+      "/v1/devices/health": item({
+        get: {
+          id: "listDeviceHealth",
+          tag: "fleet",
+          summary: "Every device's counts and ratios, a page at a time: group by group, in device id order within a group",
+          parameters: [
+            PAGE[0],
+            { name: "after", in: "query", description: "The `next` of the previous page (a device id), given at most once.", schema: { type: "string" } },
+            FORMAT,
+          ],
+          ok: { [JSON_TYPE]: schema("FleetHealthPage"), "text/csv; charset=utf-8; header=present": schema("HealthCsv") },
+          okHeaders: {
+            ...NEGOTIATED,
+            Link: { description: "`<…>; rel=\"next\"`: the next page, when there is one.", schema: { type: "string", pattern: "^<[^>]+>; rel=\"next\"$" } },
+            "Content-Disposition": { description: "CSV only.", schema: { const: 'attachment; filename="devices-health.csv"' } },
+          },
+          codes: { 400: ["invalid_query"], 503: ["stats_unavailable"] },
+        },
+      }),
+      "/v1/devices/{device_id}/readings": item({
+        get: {
+          id: "listReadings",
+          tag: "devices",
+          summary: "The device's ledger rows, oldest first",
+          description: "A device that never reported answers an empty page without its object being started.",
+          parameters: [DEVICE_ID, ...PAGE],
+          ok: { [JSON_TYPE]: schema("LedgerPage") },
+          codes: { 400: ["invalid_device_id", "invalid_query"], 503: ["device_unavailable"] },
+        },
+      }),
+      "/v1/devices/{device_id}/gaps": item({
+        get: {
+          id: "getGaps",
+          tag: "devices",
+          summary: "The device's sequence health and history requests",
+          parameters: [DEVICE_ID],
+          ok: { [JSON_TYPE]: schema("Gaps") },
+          codes: ERRORS_READ,
+        },
+      }),
+      "/v1/devices/{device_id}/redrive": item({
+        post: {
+          id: "redrive",
+          tag: "operator",
+          summary: "Put the readings the origin refused back in the outbox",
+          parameters: [
+            DEVICE_ID,
+            { name: "key", in: "query", description: `The keys to re-drive (at most ${REDRIVE_KEYS}, none empty); none: every refused reading.`, schema: { type: "array", maxItems: REDRIVE_KEYS, items: { type: "string", minLength: 1 } }, style: "form", explode: true },
+          ],
+          description: "No body, or JSON (one sent is not read): a form body is refused 415, as a page on another site could make a browser send one.",
+          ok: { [JSON_TYPE]: schema("Redriven") },
+          codes: { 400: ["invalid_device_id", "invalid_query"], 415: ["unsupported_media_type"], 503: ["device_unavailable"] },
+        },
+      }),
+      "/v1/devices/{device_id}/health": item({
+        get: {
+          id: "getDeviceHealth",
+          tag: "devices",
+          summary: "One device's counts and ratios (zeros for a device never seen)",
+          parameters: [DEVICE_ID, FORMAT],
+          ok: { [JSON_TYPE]: schema("DeviceHealth"), "text/csv; charset=utf-8; header=present": schema("HealthCsv") },
+          okHeaders: NEGOTIATED,
+          codes: { 400: ["invalid_device_id", "invalid_query"], 503: ["stats_unavailable"] },
+        },
+      }),
+      "/v1/devices/{device_id}/forget": item({
+        post: {
+          id: "forgetKey",
+          tag: "operator",
+          summary: "The device's memory forgets one key",
+          parameters: [DEVICE_ID],
+          body: jsonBody(schema("ForgetRequest")),
+          ok: { [JSON_TYPE]: schema("Forgotten") },
+          codes: {
+            400: ["invalid_device_id", ...ERRORS_BODY, "invalid_forget_body"],
+            404: ["unknown_device", "unknown_key"],
+            413: ["body_too_large"],
+            415: ["unsupported_media_type"],
+            503: ["device_unavailable", "storage_unavailable"],
+          },
+        },
+      }),
+      "/v1/devices/{device_id}/reset": item({
+        post: {
+          id: "resetDevice",
+          tag: "operator",
+          summary: "The device's memory starts afresh (a re-commissioned sensor)",
+          description: "No body, or JSON (one sent is not read): a form body is refused 415, as a page on another site could make a browser send one.",
+          parameters: [DEVICE_ID],
+          ok: { [JSON_TYPE]: schema("ResetReply") },
+          codes: { 400: ["invalid_device_id"], 404: ["unknown_device"], 415: ["unsupported_media_type"], 503: ["device_unavailable", "storage_unavailable"] },
+        },
+      }),
+      "/v1/devices/{device_id}/history": item({
+        get: {
+          id: "listHistory",
+          tag: "devices",
+          summary: "The device's operator events, oldest first",
+          parameters: [DEVICE_ID, ...PAGE],
+          ok: { [JSON_TYPE]: schema("HistoryPage") },
+          codes: { 400: ["invalid_device_id", "invalid_query"], 503: ["device_unavailable"] },
+        },
+      }),
+      "/v1/devices/{device_id}/config": item({
+        get: {
+          id: "getConfig",
+          tag: "devices",
+          summary: "The device's stored configuration",
+          parameters: [DEVICE_ID],
+          ok: { [JSON_TYPE]: schema("DeviceConfig") },
+          codes: { 400: ["invalid_device_id"], 404: ["not_configured"], 503: ["device_unavailable"] },
+        },
+        put: {
+          id: "putConfig",
+          tag: "operator",
+          summary: "Store the device's bin and sensor; decodes its parked uplinks",
+          parameters: [DEVICE_ID],
+          body: jsonBody(schema("DeviceConfigRequest"), "A JSON object with only these members, none twice; absent and null are the same."),
+          ok: { [JSON_TYPE]: schema("StoredConfig") },
+          codes: {
+            400: ["invalid_device_id", ...ERRORS_BODY, "invalid_config_body", "unknown_codec", "invalid_bin_depth", "invalid_offset", "invalid_reporting_period", "missing_reporting_period", "invalid_backfill"],
+            413: ["body_too_large"],
+            415: ["unsupported_media_type"],
+            503: ["device_unavailable", "storage_unavailable"],
+          },
+        },
+      }),
+    },
+    components: {
+      securitySchemes: {
+        bearerAuth: { type: "http", scheme: "bearer", description: "`Authorization: Bearer <INGEST_TOKEN>`. A deployment that sets `AUTH_HEADER` also takes the bare token in that header." },
+        basicAuth: { type: "http", scheme: "basic", description: "The token as the password; any user name unless `BASIC_AUTH_USER` is set (The Things Stack's \"Request authentication\")." },
+      },
+      parameters: {
+        DeviceId: {
+          name: "device_id",
+          in: "path",
+          required: true,
+          description:
+            "The device, percent-encoded; checked by the core's `device_id` rule (docs/http-api.md \"Readings and rejections\"), else 400 `invalid_device_id`. A DevEUI (16 hex digits) in any case is the device in upper case.",
+          schema: { type: "string" },
+        },
+        Limit: { name: "limit", in: "query", description: "Rows per page, decimal digits, given at most once.", schema: { type: "integer", minimum: PAGE_ROWS.min, maximum: PAGE_ROWS.max, default: PAGE_ROWS.default } },
+        // At most 2^53 - 1, as the worker reads it (a safe integer); a client would write a larger number as `1e+21`.
+        After: { name: "after", in: "query", description: "The `next` of the previous page, decimal digits, given at most once.", schema: { type: "integer", minimum: 0, maximum: Number.MAX_SAFE_INTEGER, default: 0 } },
+        Format: {
+          name: "format",
+          in: "query",
+          description: "`json` or `csv`, given at most once; without it, an `Accept` header that prefers `text/csv` to JSON answers CSV.",
+          schema: { type: "string", enum: ["json", "csv"] },
+        },
+      },
+      responses: SHARED,
+      headers: {
+        "WWW-Authenticate": {
+          required: true,
+          description: "One Basic challenge, which a browser answers with a sign-in prompt; a Bearer token is accepted all the same.",
+          schema: { const: 'Basic realm="reconnect-dedupe", charset="UTF-8"' },
+        },
+        "Retry-After": { description: "Seconds; on every 503 but `auth_not_configured`.", schema: { const: "1" } },
+      },
+      schemas: {
+        Error: {
+          type: "object",
+          required: ["error"],
+          additionalProperties: false,
+          properties: {
+            error: {
+              type: "object",
+              required: ["code", "message"],
+              additionalProperties: false,
+              properties: { code: schema("ErrorCode"), message: { type: "string", description: "For a person: what was wrong and what to do. Not stable." } },
             },
           },
-          { type: "object", required: ["at", "event", "detail"], additionalProperties: false, properties: { at: schema("Time"), event: { const: "key_forgotten" }, detail: { allOf: [schema("ForgottenMembers")], unevaluatedProperties: false } } },
-          { type: "object", required: ["at", "event", "detail"], additionalProperties: false, properties: { at: schema("Time"), event: { const: "device_reset" }, detail: { allOf: [schema("ResetMembers")], unevaluatedProperties: false } } },
-        ],
-      },
-      DeviceConfigRequest: {
-        type: "object",
-        required: ["bin_depth_mm"],
-        additionalProperties: false,
-        properties: {
-          codec: nullable(schema("Codec")),
-          bin_depth_mm: { type: "integer", minimum: 1, maximum: 100000, description: "The bin's depth, from its full level to its bottom, millimetres." },
-          offset_mm: nullable({ type: "integer", minimum: 0, maximum: 100000, default: 0, description: "The sensor's height above the full level, millimetres." }),
-          reporting_period_s: nullable({ type: "integer", minimum: 1, maximum: 604800, description: "Required with `tekelek/tek766`." }),
-          backfill: nullable({ type: "boolean", description: "This device's switch for history requests; null: BACKFILL decides." }),
         },
-        // A codec that times its readings by the reporting period needs one (else 400 `missing_reporting_period`).
-        if: { required: ["codec"], properties: { codec: { enum: NEEDS_PERIOD } } },
-        then: { required: ["reporting_period_s"], properties: { reporting_period_s: { type: "integer" } } },
-      },
-      DeviceConfigMembers: {
-        type: "object",
-        required: ["device_id", "codec", "bin_depth_mm", "offset_mm", "reporting_period_s", "backfill", "updated_at"],
-        properties: {
-          device_id: { type: "string" },
-          codec: nullable(schema("Codec")),
-          bin_depth_mm: { type: "integer", minimum: 1, maximum: 100000 },
-          offset_mm: { type: "integer", minimum: 0, maximum: 100000 },
-          reporting_period_s: nullable({ type: "integer", minimum: 1, maximum: 604800 }),
-          backfill: nullable({ type: "boolean" }),
-          updated_at: schema("Time"),
+        ErrorCode: {
+          description: "The stable code of an error reply (docs/http-api.md \"HTTP API\", status table).",
+          oneOf: [
+            ["invalid_json", "400: the body is not JSON (a member twice, a lone surrogate escape, a byte order mark, nesting over 128)."],
+            ["invalid_burst", "400: the body is not the route's shape."],
+            ["body_incomplete", "400: the body ended before its Content-Length, or the connection was lost."],
+            ["invalid_device_id", "400: the path's device id breaks the device_id rule."],
+            ["invalid_query", "400: a bad `limit`, `after`, `format` or `key` parameter."],
+            ["unknown_event", "400: a ChirpStack `event` it does not document, or given twice."],
+            ["field_mask_incomplete", "400: a The Things Stack uplink whose field mask removed `end_device_ids`."],
+            ["invalid_config_body", "400: a configuration body that is not an object of its members."],
+            ["invalid_forget_body", "400: a forget body that is not `{\"key\": \"<string>\"}`."],
+            ["unknown_codec", "400: a configuration's `codec` the core does not decode."],
+            ["invalid_bin_depth", "400: a configuration's `bin_depth_mm` out of range or not whole."],
+            ["invalid_offset", "400: a configuration's `offset_mm` out of range or not whole."],
+            ["invalid_reporting_period", "400: a configuration's `reporting_period_s` out of range or not whole."],
+            ["missing_reporting_period", "400: a codec that needs `reporting_period_s` without it."],
+            ["invalid_backfill", "400: a configuration's `backfill` that is not true, false or null."],
+            ["unauthorized", "401: the token is missing or wrong."],
+            ["cross_site_request", "403: a browser's request from another site (`Sec-Fetch-Site`, or `Origin` without it) to a route that can change state."],
+            ["not_found", "404: no route for the path."],
+            ["not_configured", "404: the device has no configuration."],
+            ["unknown_device", "404: the device never reported and has no configuration."],
+            ["unknown_key", "404: the device has no ledger row with that key."],
+            ["method_not_allowed", "405: see `Allow`."],
+            ["body_too_large", "413: the body is over MAX_BODY_BYTES."],
+            ["too_many_readings", "413: over MAX_READINGS readings."],
+            ["too_many_devices", "413: over MAX_DEVICES_PER_REQUEST devices; nothing was stored."],
+            ["unsupported_media_type", "415: not JSON (the Protobuf encodings included); on reset and redrive, a form body."],
+            ["invalid_config", "500: the worker's configuration is invalid; every route answers this."],
+            ["wasm_trap", "500: the core trapped and was re-instantiated; retry."],
+            ["internal_error", "500: unexpected; see the worker log."],
+            ["retry_later", "503: some readings were not stored (`not_stored`); resend the request."],
+            ["auth_not_configured", "503: no INGEST_TOKEN is set; the worker fails closed."],
+            ["stats_unavailable", "503: a roll-up shard could not be read; retry."],
+            ["device_unavailable", "503: a device object (or its roll-up shard) could not be reached; nothing changed, retry."],
+            ["storage_unavailable", "503: a device object's write failed; nothing changed, retry."],
+          ].map(([c, description]) => ({ const: c, description })),
         },
-      },
-      DeviceConfig: { allOf: [schema("DeviceConfigMembers")], unevaluatedProperties: false },
-      StoredConfig: {
-        allOf: [schema("DeviceConfigMembers")],
-        required: ["unparked"],
-        properties: {
-          unparked: {
-            type: "object",
-            description: "The parked uplinks this call decoded (at most 1 000; a PUT of the same values continues).",
-            required: ["uplinks", "received", "unique", "duplicates_suppressed", "rejected", "still_parked"],
-            additionalProperties: false,
-            properties: Object.fromEntries(["uplinks", "received", "unique", "duplicates_suppressed", "rejected", "still_parked"].map((n) => [n, integer()])),
+        Ok: { type: "object", required: ["ok"], additionalProperties: false, properties: { ok: { const: true } } },
+        PrometheusText: { type: "string", description: "The Prometheus text exposition format, version 0.0.4." },
+        Time: { type: "string", format: "date-time", description: "A UTC instant as Python's `isoformat()` writes it: `2026-07-16T09:00:11.204000+00:00`." },
+        Key: { type: "string", pattern: "^.+:-?[0-9]+:[0-9a-f]{16}$", description: "`{device_id}:{seq}:{16 hex digits of SHA-256 of the content}` (docs/semantics.md \"The key\")." },
+        Codec: { type: "string", enum: codecs, description: "A codec of the core, by the TTN device repository's `brand_id/model_id`." },
+
+        Reading: {
+          type: "object",
+          description: "A reading; other members are ignored. A reading that breaks a rule is rejected (listed in the reply), not the request.",
+          required: ["device_id", "seq", "ts", "fill_pct"],
+          properties: {
+            // The core's rules (src/dedupe/reading.rs `check_device_id`, timestamp.rs
+            // `parse_rfc3339`) as far as a schema can say them: not the 128 bytes (128
+            // characters is the most they can be), nor the invisible characters.
+            device_id: {
+              type: "string",
+              minLength: 1,
+              maxLength: 128,
+              pattern: "^[^\\u0000-\\u001f\\u007f-\\u009f]*$",
+              not: { enum: [".", ".."] },
+              description: "1-128 UTF-8 bytes without control or invisible (format, U+2028, U+2029) characters; not `.` or `..`.",
+            },
+            seq: { type: "integer", minimum: -9007199254740991, maximum: 9007199254740991 },
+            ts: {
+              type: "string",
+              format: "date-time",
+              pattern: "^(?!0000)[0-9]{4}-[0-9]{2}-[0-9]{2}[Tt ][0-9]{2}:[0-9]{2}:[0-5][0-9](\\.[0-9]{1,9})?([Zz]|[+-][0-9]{2}:[0-9]{2})$",
+              description: "RFC 3339 with `Z` or `±hh:mm` (not `±hhmm`), at most 9 fraction digits, no leap second; within years 0001-9999 in UTC.",
+            },
+            fill_pct: { type: "number", minimum: 0, maximum: 100 },
           },
         },
-        unevaluatedProperties: false,
-      },
-      Stats: {
-        type: "object",
-        required: [
-          "devices", "received", "unique", "duplicates_suppressed", "cross_path_duplicates", "rejected", "parked", "seq_reuses", "recovered_seqs", "seq_resets",
-          "pending_deliveries", "oldest_undelivered_age_ms", "delivered", "failed_attempts", "ledger_rows", "refused_by_origin", "parked_uplinks", "missing_seqs",
-          "ignored_events", "simulated_uplinks", "rejected_by_code", "backfill_requests", "last_flush_at", "as_of", "stats_flush_ms",
-        ],
-        additionalProperties: false,
-        properties: {
-          ...Object.fromEntries(
-            ["devices", "received", "unique", "duplicates_suppressed", "cross_path_duplicates", "rejected", "parked", "seq_reuses", "recovered_seqs", "seq_resets", "pending_deliveries", "delivered", "failed_attempts", "ledger_rows", "refused_by_origin", "parked_uplinks", "missing_seqs", "simulated_uplinks"].map((n) => [n, integer()]),
-          ),
-          oldest_undelivered_age_ms: nullable(integer()),
-          ignored_events: { type: "object", description: "Acknowledged messages by `<route>/<event>`.", propertyNames: { pattern: "^(ttn|chirpstack|helium|loriot)/.+$" }, additionalProperties: integer(1) },
-          rejected_by_code: {
-            type: "object",
-            description: "`rejected` by code, adding up to it; `not_recorded`: rejections counted by an earlier version, which kept no code.",
-            propertyNames: { anyOf: [schema("RejectionCode"), { const: "not_recorded" }] },
-            additionalProperties: integer(1),
-          },
-          backfill_requests: {
-            type: "object",
-            description: "History requests (docs/sequence-health.md \"Asking the sensor for what is missing\") by step: made, accepted by the network server, then closed as answered, expired, failed or cancelled.",
-            required: ["requested", "sent", "answered", "expired", "failed", "cancelled"],
-            additionalProperties: false,
-            properties: Object.fromEntries(["requested", "sent", "answered", "expired", "failed", "cancelled"].map((n) => [n, integer()])),
-          },
-          last_flush_at: { ...nullable(schema("Time")), description: "When the newest device flush reached the roll-up; null before the first." },
-          as_of: schema("Time"),
-          stats_flush_ms: integer(1),
+        NativeBurst: {
+          oneOf: [
+            { type: "array", items: schema("Reading") },
+            { type: "object", required: ["readings"], properties: { readings: { type: "array", items: schema("Reading") } } },
+          ],
         },
-      },
-      HealthMembers: {
-        type: "object",
-        required: HEALTH_COLUMNS,
-        properties: {
-          device_id: { type: "string" },
-          ...Object.fromEntries(HEALTH_COLUMNS.slice(1, 10).map((n) => [n, integer()])),
-          ...Object.fromEntries(HEALTH_COLUMNS.slice(10, 13).map((n) => [n, nullable({ type: "number", minimum: 0, maximum: 1 })])),
-          flushed_at: nullable(schema("Time")),
+        // A network server's message, described by its vendor: any members. Said
+        // (`additionalProperties: true`) rather than left implicit, because generators type
+        // an object schema without members as an empty object (openapi-typescript:
+        // `Record<string, never>`), which no real message is.
+        TtsMessage: { type: "object", additionalProperties: true, description: "The Things Stack v3 webhook message (JSON format): `end_device_ids` and one message member (`uplink_message`, `join_accept`, ...)." },
+        ChirpStackEvent: { type: "object", additionalProperties: true, description: "A ChirpStack v4 HTTP integration event, JSON payload encoding." },
+        HeliumMessage: { type: "object", additionalProperties: true, description: "A Helium console HTTP integration message (`type`: `uplink`, `join`)." },
+        LoriotMessage: { type: "object", additionalProperties: true, description: "A LORIOT HTTPS push message (`cmd`: `rx`, `gw`, ...)." },
+
+        Outcome: {
+          type: "object",
+          description: "What happened to each reading of a request, by its index (a decoded raw payload: each sample by its place). `received = unique + duplicates_suppressed + len(rejected) + len(parked)` (+ `len(not_stored)` on a 503).",
+          required: ["burst_id", "received", "unique", "duplicates_suppressed", "admitted", "duplicates", "rejected", "verdicts"],
+          properties: {
+            burst_id: { type: "string", format: "uuid" },
+            received: integer(),
+            unique: integer(),
+            duplicates_suppressed: integer(),
+            admitted: { type: "array", items: schema("Admitted") },
+            duplicates: { type: "array", items: integer() },
+            rejected: { type: "array", items: schema("Rejection") },
+            parked: { type: "array", items: schema("Parked") },
+            decoded: schema("Decoded"),
+            cross_path_duplicates: { type: "array", items: integer(), description: "Datalog records found to be a live reading (among `duplicates`)." },
+            verdicts: { type: "array", items: schema("Verdict") },
+          },
         },
-      },
-      HealthRow: { allOf: [schema("HealthMembers")], unevaluatedProperties: false },
-      DeviceHealth: { allOf: [schema("HealthMembers")], required: ["as_of", "stats_flush_ms"], properties: { as_of: schema("Time"), stats_flush_ms: integer(1) }, unevaluatedProperties: false },
-      FleetHealthPage: {
-        type: "object",
-        required: ["devices", "next", "as_of", "stats_flush_ms"],
-        additionalProperties: false,
-        properties: { devices: { type: "array", items: schema("HealthRow") }, next: nullable({ type: "string" }), as_of: schema("Time"), stats_flush_ms: integer(1) },
-      },
-      HealthCsv: {
-        type: "string",
-        description: "RFC 4180: a header row of the columns, a row per device, CRLF line ends; null is an empty field.",
-        pattern: `^${HEALTH_COLUMNS.join(",")}\r\n`,
+        IngestReply: { allOf: [schema("Outcome")], unevaluatedProperties: false },
+        SimulatedReply: {
+          allOf: [schema("Outcome")],
+          description: "The Things Stack's Simulate uplink: the readings' would-be outcome; nothing stored.",
+          required: ["simulated", "stored", "message"],
+          properties: { simulated: { const: true }, stored: { const: false }, message: { type: "string" } },
+          unevaluatedProperties: false,
+        },
+        RetryLaterReply: {
+          allOf: [schema("Outcome")],
+          description: "503: the readings in `not_stored` were not stored (every reading of a device that failed); resend the request.",
+          required: ["not_stored", "errors", "error"],
+          properties: {
+            not_stored: { type: "array", items: integer() },
+            errors: { type: "array", items: schema("DeviceError") },
+            error: {
+              type: "object",
+              required: ["code", "message"],
+              additionalProperties: false,
+              properties: { code: { const: "retry_later" }, message: { type: "string" } },
+            },
+          },
+          unevaluatedProperties: false,
+        },
+        IgnoredReply: {
+          type: "object",
+          description: "A network-server message that is not an uplink: acknowledged, nothing stored, counted in /v1/stats `ignored_events`.",
+          required: ["burst_id", "ignored", "route", "event", "message"],
+          additionalProperties: false,
+          properties: {
+            burst_id: { type: "string", format: "uuid" },
+            ignored: { const: true },
+            route: { type: "string", enum: UPLINK_ROUTES },
+            event: { type: "string", description: "The message type as the network server names it (`join_accept`, `status`, ...); `unknown` or `other` for a kind this worker does not know." },
+            message: { type: "string" },
+          },
+        },
+        Admitted: { type: "object", required: ["index", "key"], additionalProperties: false, properties: { index: integer(), key: schema("Key") } },
+        Rejection: {
+          type: "object",
+          required: ["index", "field", "code", "message", "device_id"],
+          additionalProperties: false,
+          properties: {
+            index: integer(),
+            field: { type: "string", enum: ["device_id", "seq", "ts", "fill_pct", "reading", "payload"] },
+            code: schema("RejectionCode"),
+            message: { type: "string" },
+            device_id: nullable({ type: "string" }),
+          },
+        },
+        RejectionCode: {
+          type: "string",
+          description: "Why a reading was rejected (docs/http-api.md \"Readings and rejections\", \"Supported sensors\"): it can never be stored as sent.",
+          enum: ["invalid_reading", "missing_device_id", "invalid_device_id", "missing_seq", "invalid_seq", "missing_ts", "invalid_ts", "missing_fill_pct", "invalid_fill_pct", "no_reading", "invalid_payload", "unsupported_port", "parking_full"],
+        },
+        Parked: {
+          type: "object",
+          description: "Raw bytes kept undecoded until the device is configured.",
+          required: ["index", "device_id", "code", "message"],
+          additionalProperties: false,
+          properties: { index: integer(), device_id: { type: "string" }, code: { const: "device_not_configured" }, message: { type: "string" } },
+        },
+        Decoded: {
+          type: "object",
+          description: "The raw payload the worker decoded: its samples are the readings.",
+          required: ["codec", "f_port"],
+          additionalProperties: false,
+          properties: { codec: schema("Codec"), f_port: integer() },
+        },
+        DeviceError: {
+          type: "object",
+          required: ["device_id", "code", "message"],
+          additionalProperties: false,
+          properties: {
+            device_id: { type: "string" },
+            code: { type: "string", enum: ["device_unavailable", "storage_unavailable", "invalid_key", "wasm_trap", "internal_error"], description: "`invalid_key`: the device's stored keys could not be read to rebuild its memory." },
+            message: { type: "string" },
+          },
+        },
+        Verdict: {
+          description: "What happened to one reading (docs/http-api.md \"The verdict of each reading\").",
+          oneOf: [schema("AdmittedVerdict"), schema("ConflictVerdict"), schema("DuplicateVerdict"), schema("RejectedVerdict"), schema("ParkedVerdict"), schema("NotStoredVerdict")],
+        },
+        AdmittedVerdict: { type: "object", required: ["index", "verdict", "key"], additionalProperties: false, properties: { index: integer(), verdict: { const: "admitted" }, key: schema("Key") } },
+        ConflictVerdict: {
+          type: "object",
+          description: "Admitted, but its device and seq are held with other content.",
+          required: ["index", "verdict", "key", "conflicts_with"],
+          additionalProperties: false,
+          properties: { index: integer(), verdict: { const: "conflict" }, key: schema("Key"), conflicts_with: nullable(schema("Key")) },
+        },
+        DuplicateVerdict: {
+          type: "object",
+          required: ["index", "verdict", "key", "first_admitted_at", "first_burst_id"],
+          additionalProperties: false,
+          properties: {
+            index: integer(),
+            verdict: { const: "duplicate" },
+            key: nullable(schema("Key")),
+            first_admitted_at: nullable(schema("Time")),
+            first_burst_id: nullable({ type: "string", format: "uuid" }),
+          },
+        },
+        RejectedVerdict: { type: "object", required: ["index", "verdict", "code"], additionalProperties: false, properties: { index: integer(), verdict: { const: "rejected" }, code: schema("RejectionCode") } },
+        ParkedVerdict: { type: "object", required: ["index", "verdict", "code"], additionalProperties: false, properties: { index: integer(), verdict: { const: "parked" }, code: { const: "device_not_configured" } } },
+        NotStoredVerdict: { type: "object", required: ["index", "verdict"], additionalProperties: false, properties: { index: integer(), verdict: { const: "not_stored" } } },
+
+        LedgerPage: {
+          type: "object",
+          required: ["device_id", "readings", "next"],
+          additionalProperties: false,
+          properties: { device_id: { type: "string" }, readings: { type: "array", items: schema("LedgerRow") }, next: nullable(integer(1, "The `after` of the next page.")) },
+        },
+        LedgerRow: {
+          type: "object",
+          required: ["key", "seq", "ts", "fill_pct", "admitted_at", "verdict", "conflicts_with", "delivery", "attempts", "delivered_at", "forgotten_at"],
+          additionalProperties: false,
+          properties: {
+            key: schema("Key"),
+            seq: { type: "integer" },
+            ts: schema("Time"),
+            fill_pct: { type: "number", minimum: 0, maximum: 100 },
+            admitted_at: schema("Time"),
+            verdict: { type: "string", enum: ["admitted", "conflict"] },
+            conflicts_with: nullable(schema("Key")),
+            delivery: { type: "string", enum: ["stored", "pending", "delivered", "refused"], description: "`stored`: ledger only (no ORIGIN_URL); `refused` by the origin, until a re-drive." },
+            attempts: integer(),
+            delivered_at: nullable(schema("Time")),
+            forgotten_at: nullable(schema("Time")),
+          },
+        },
+        Gaps: {
+          type: "object",
+          required: ["device_id", "highest", "gaps", "totals", "backfill"],
+          additionalProperties: false,
+          properties: {
+            device_id: { type: "string" },
+            highest: nullable({ type: "integer" }),
+            gaps: {
+              type: "array",
+              items: { type: "object", required: ["from", "to", "first_noticed_at"], additionalProperties: false, properties: { from: { type: "integer" }, to: { type: "integer" }, first_noticed_at: schema("Time") } },
+            },
+            totals: schema("SeqTotals"),
+            backfill: {
+              type: "object",
+              required: ["open", "recent"],
+              additionalProperties: false,
+              properties: { open: nullable(schema("BackfillRequest")), recent: { type: "array", maxItems: 10, items: schema("BackfillRequest") } },
+            },
+          },
+        },
+        SeqTotals: {
+          type: "object",
+          required: ["missing", "recovered", "repeats", "resets", "too_old", "gaps_dropped", "missing_dropped", "closed_by_reset"],
+          additionalProperties: false,
+          properties: Object.fromEntries(["missing", "recovered", "repeats", "resets", "too_old", "gaps_dropped", "missing_dropped", "closed_by_reset"].map((n) => [n, integer()])),
+        },
+        BackfillRequest: {
+          type: "object",
+          required: ["id", "state", "via", "from", "to", "start", "end", "f_port", "payload", "attempts", "created_at", "sent_at", "closed_at", "recovered", "last_error"],
+          additionalProperties: false,
+          properties: {
+            id: integer(1),
+            state: { type: "string", enum: ["queued", "sent", "answered", "expired", "failed", "cancelled"] },
+            via: { type: "string", enum: ["tts", "chirpstack"] },
+            from: { type: "integer" },
+            to: { type: "integer" },
+            start: schema("Time"),
+            end: schema("Time"),
+            f_port: integer(1),
+            payload: { type: "string", pattern: "^([0-9a-f]{2})+$" },
+            attempts: integer(),
+            created_at: schema("Time"),
+            sent_at: nullable(schema("Time")),
+            closed_at: nullable(schema("Time")),
+            recovered: integer(),
+            last_error: nullable({ type: "string" }),
+          },
+        },
+        Redriven: { type: "object", required: ["device_id", "redriven"], additionalProperties: false, properties: { device_id: { type: "string" }, redriven: integer() } },
+        ForgetRequest: { type: "object", required: ["key"], additionalProperties: false, properties: { key: { type: "string", minLength: 1, maxLength: 1024, description: "A key of the device's ledger." } } },
+        ForgottenMembers: {
+          type: "object",
+          required: ["key", "seq", "admitted_at", "held", "forgotten_at"],
+          properties: {
+            key: schema("Key"),
+            seq: { type: "integer" },
+            admitted_at: schema("Time"),
+            held: { type: "boolean", description: "Whether the device's memory held the key." },
+            forgotten_at: schema("Time"),
+          },
+        },
+        Forgotten: { allOf: [schema("ForgottenMembers")], required: ["device_id"], properties: { device_id: { type: "string" } }, unevaluatedProperties: false },
+        ResetMembers: {
+          type: "object",
+          required: ["forgotten", "held", "seq_window", "counter_ref", "backfill_cancelled", "reset_at"],
+          properties: {
+            forgotten: integer(),
+            held: integer(),
+            seq_window: nullable({
+              type: "object",
+              description: "The sequence window deleted.",
+              required: ["highest", "missing", "gaps"],
+              additionalProperties: false,
+              properties: { highest: nullable({ type: "integer" }), missing: integer(), gaps: integer() },
+            }),
+            counter_ref: nullable({ type: "integer", description: "The codec's application-counter reference deleted (DF703)." }),
+            backfill_cancelled: { type: "boolean" },
+            reset_at: schema("Time"),
+          },
+        },
+        ResetReply: { allOf: [schema("ResetMembers")], required: ["device_id"], properties: { device_id: { type: "string" } }, unevaluatedProperties: false },
+        HistoryPage: {
+          type: "object",
+          required: ["device_id", "events", "next"],
+          additionalProperties: false,
+          properties: { device_id: { type: "string" }, events: { type: "array", items: schema("HistoryEvent") }, next: nullable(integer(1)) },
+        },
+        HistoryEvent: {
+          oneOf: [
+            {
+              type: "object",
+              required: ["at", "event", "detail"],
+              additionalProperties: false,
+              properties: {
+                at: schema("Time"),
+                event: { const: "device_config" },
+                detail: { type: "object", required: ["before", "after"], additionalProperties: false, properties: { before: nullable(schema("DeviceConfig")), after: schema("DeviceConfig") } },
+              },
+            },
+            { type: "object", required: ["at", "event", "detail"], additionalProperties: false, properties: { at: schema("Time"), event: { const: "key_forgotten" }, detail: { allOf: [schema("ForgottenMembers")], unevaluatedProperties: false } } },
+            { type: "object", required: ["at", "event", "detail"], additionalProperties: false, properties: { at: schema("Time"), event: { const: "device_reset" }, detail: { allOf: [schema("ResetMembers")], unevaluatedProperties: false } } },
+          ],
+        },
+        DeviceConfigRequest: {
+          type: "object",
+          required: ["bin_depth_mm"],
+          additionalProperties: false,
+          properties: {
+            codec: nullable(schema("Codec")),
+            bin_depth_mm: within(deviceConfig.bin_depth_mm, { description: "The bin's depth, from its full level to its bottom, millimetres." }),
+            offset_mm: nullable(within(deviceConfig.offset_mm, { default: 0, description: "The sensor's height above the full level, millimetres." })),
+            reporting_period_s: nullable(within(deviceConfig.reporting_period_s, { description: `Required with ${NEEDS_PERIOD.map((c) => `\`${c}\``).join(", ")}.` })),
+            backfill: nullable({ type: "boolean", description: "This device's switch for history requests; null: BACKFILL decides." }),
+          },
+          // A codec that times its readings by the reporting period needs one (else 400 `missing_reporting_period`).
+          if: { required: ["codec"], properties: { codec: { enum: NEEDS_PERIOD } } },
+          then: { required: ["reporting_period_s"], properties: { reporting_period_s: { type: "integer" } } },
+        },
+        DeviceConfigMembers: {
+          type: "object",
+          required: ["device_id", "codec", "bin_depth_mm", "offset_mm", "reporting_period_s", "backfill", "updated_at"],
+          properties: {
+            device_id: { type: "string" },
+            codec: nullable(schema("Codec")),
+            bin_depth_mm: within(deviceConfig.bin_depth_mm),
+            offset_mm: within(deviceConfig.offset_mm),
+            reporting_period_s: nullable(within(deviceConfig.reporting_period_s)),
+            backfill: nullable({ type: "boolean" }),
+            updated_at: schema("Time"),
+          },
+        },
+        DeviceConfig: { allOf: [schema("DeviceConfigMembers")], unevaluatedProperties: false },
+        StoredConfig: {
+          allOf: [schema("DeviceConfigMembers")],
+          required: ["unparked"],
+          properties: {
+            unparked: {
+              type: "object",
+              description: "The parked uplinks this call decoded (at most 1 000; a PUT of the same values continues).",
+              required: ["uplinks", "received", "unique", "duplicates_suppressed", "rejected", "still_parked"],
+              additionalProperties: false,
+              properties: Object.fromEntries(["uplinks", "received", "unique", "duplicates_suppressed", "rejected", "still_parked"].map((n) => [n, integer()])),
+            },
+          },
+          unevaluatedProperties: false,
+        },
+        Stats: {
+          type: "object",
+          required: [
+            "devices", "received", "unique", "duplicates_suppressed", "cross_path_duplicates", "rejected", "parked", "seq_reuses", "recovered_seqs", "seq_resets",
+            "pending_deliveries", "oldest_undelivered_age_ms", "delivered", "failed_attempts", "ledger_rows", "refused_by_origin", "parked_uplinks", "missing_seqs",
+            "ignored_events", "simulated_uplinks", "rejected_by_code", "backfill_requests", "last_flush_at", "as_of", "stats_flush_ms",
+          ],
+          additionalProperties: false,
+          properties: {
+            ...Object.fromEntries(
+              ["devices", "received", "unique", "duplicates_suppressed", "cross_path_duplicates", "rejected", "parked", "seq_reuses", "recovered_seqs", "seq_resets", "pending_deliveries", "delivered", "failed_attempts", "ledger_rows", "refused_by_origin", "parked_uplinks", "missing_seqs", "simulated_uplinks"].map((n) => [n, integer()]),
+            ),
+            oldest_undelivered_age_ms: nullable(integer()),
+            ignored_events: { type: "object", description: "Acknowledged messages by `<route>/<event>`.", propertyNames: { pattern: `^(${routes})/.+$` }, additionalProperties: integer(1) },
+            rejected_by_code: {
+              type: "object",
+              description: "`rejected` by code, adding up to it; `not_recorded`: rejections counted by an earlier version, which kept no code.",
+              propertyNames: { anyOf: [schema("RejectionCode"), { const: "not_recorded" }] },
+              additionalProperties: integer(1),
+            },
+            backfill_requests: {
+              type: "object",
+              description: "History requests (docs/sequence-health.md \"Asking the sensor for what is missing\") by step: made, accepted by the network server, then closed as answered, expired, failed or cancelled.",
+              required: ["requested", "sent", "answered", "expired", "failed", "cancelled"],
+              additionalProperties: false,
+              properties: Object.fromEntries(["requested", "sent", "answered", "expired", "failed", "cancelled"].map((n) => [n, integer()])),
+            },
+            last_flush_at: { ...nullable(schema("Time")), description: "When the newest device flush reached the roll-up; null before the first." },
+            as_of: schema("Time"),
+            stats_flush_ms: integer(1),
+          },
+        },
+        HealthMembers: {
+          type: "object",
+          required: HEALTH_COLUMNS,
+          properties: {
+            device_id: { type: "string" },
+            ...Object.fromEntries(HEALTH_COLUMNS.slice(1, 10).map((n) => [n, integer()])),
+            ...Object.fromEntries(HEALTH_COLUMNS.slice(10, 13).map((n) => [n, nullable({ type: "number", minimum: 0, maximum: 1 })])),
+            flushed_at: nullable(schema("Time")),
+          },
+        },
+        HealthRow: { allOf: [schema("HealthMembers")], unevaluatedProperties: false },
+        DeviceHealth: { allOf: [schema("HealthMembers")], required: ["as_of", "stats_flush_ms"], properties: { as_of: schema("Time"), stats_flush_ms: integer(1) }, unevaluatedProperties: false },
+        FleetHealthPage: {
+          type: "object",
+          required: ["devices", "next", "as_of", "stats_flush_ms"],
+          additionalProperties: false,
+          properties: { devices: { type: "array", items: schema("HealthRow") }, next: nullable({ type: "string" }), as_of: schema("Time"), stats_flush_ms: integer(1) },
+        },
+        HealthCsv: {
+          type: "string",
+          description: "RFC 4180: a header row of the columns, a row per device, CRLF line ends; null is an empty field.",
+          pattern: `^${HEALTH_COLUMNS.join(",")}\r\n`,
+        },
       },
     },
-  },
-};
+  };
+}
 
-/** The document as served (index.js, GET /v1/openapi.json). */
-export const OPENAPI_JSON = JSON.stringify(OPENAPI);
+let served = null;
+
+/** The document's JSON text as served (index.js, GET /v1/openapi.json), built once per isolate. */
+export function openApiJson() {
+  served ??= JSON.stringify(openApi());
+  return served;
+}

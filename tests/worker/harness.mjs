@@ -7,7 +7,7 @@ import fs from "node:fs";
 import { execFileSync } from "node:child_process";
 import os from "node:os";
 import path from "node:path";
-import { checkReply } from "./openapi-replies.mjs";
+import { checkReply, documentInUse, useDocument } from "./openapi-replies.mjs";
 
 export { checkReply };
 
@@ -68,6 +68,7 @@ export async function start({ vars = {}, persist, log = false, script = WORKER, 
   });
   await mf.ready;
   const url = await mf.ready;
+  if (validate && !documentInUse()) await loadDocument(mf, url);
   const call = async (p, init = {}) => {
     const target = new URL(p, url);
     const res = await mf.dispatchFetch(target, init);
@@ -75,6 +76,29 @@ export async function start({ vars = {}, persist, log = false, script = WORKER, 
     return res;
   };
   return { mf, call, lines };
+}
+
+/**
+ * Reads the OpenAPI document replies are checked against from what a worker serves:
+ * this one's, or, when it cannot serve it (no token, a bad configuration), that of a
+ * worker started for it.
+ */
+async function loadDocument(mf, url) {
+  const read = async (worker, at) => {
+    const res = await worker.dispatchFetch(new URL("/v1/openapi.json", at));
+    return { status: res.status, text: await res.text() };
+  };
+  let got = await read(mf, url);
+  if (got.status !== 200) {
+    const served = await start({ validate: false });
+    try {
+      got = await read(served.mf, await served.mf.ready);
+    } finally {
+      await served.mf.dispose();
+    }
+  }
+  assert.equal(got.status, 200, `GET /v1/openapi.json: ${got.text.slice(0, 200)}`);
+  useDocument(JSON.parse(got.text));
 }
 
 /** Asserts that `res`, the reply to `method` `url` with `requestBody` (text or undefined), is as the OpenAPI document says (openapi-replies.mjs). */

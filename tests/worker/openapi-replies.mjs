@@ -1,4 +1,5 @@
-// Checks a reply of the worker against the OpenAPI document (src/worker/openapi.js):
+// Checks a reply of the worker against the OpenAPI document it serves (GET
+// /v1/openapi.json, built by src/worker/openapi.js; `useDocument`):
 // the operation it answered (path template and method, HEAD as GET's headers), the
 // status, each documented header, the media type and the body against its schema, with
 // ajv (JSON Schema 2020-12, OpenAPI 3.1's dialect); and a request body the worker took
@@ -9,7 +10,6 @@
 import assert from "node:assert/strict";
 import Ajv2020 from "ajv/dist/2020.js";
 import addFormats from "ajv-formats";
-import { OPENAPI } from "../../src/worker/openapi.js";
 
 const DOC_ID = "openapi.json";
 // strict: an unknown keyword (a typo) in a schema of the document is an error.
@@ -20,14 +20,35 @@ addFormats(ajv);
 // The document is added whole, so that its `#/components/...` references resolve; ajv
 // compiles its root when it follows one, and must know the root's OpenAPI members.
 ajv.addVocabulary(["openapi", "info", "jsonSchemaDialect", "servers", "paths", "webhooks", "components", "security", "tags", "externalDocs"]);
-ajv.addSchema(OPENAPI, DOC_ID);
 
 const JSON_TYPE = "application/json";
 const METHODS = ["get", "put", "post", "delete", "options", "head", "patch", "trace"];
+
+let OPENAPI = null;
 /** Path templates as the worker matches them: a parameter is any segment, empty included (index.js `([^/]*)`). */
-const ROUTES = Object.keys(OPENAPI.paths)
-  .map((template) => ({ template, re: new RegExp(`^${template.replace(/[.]/g, "\\.").replace(/\{[^}]+\}/g, "[^/]*")}$`), literal: !template.includes("{") }))
-  .sort((a, b) => Number(b.literal) - Number(a.literal));
+let ROUTES = [];
+
+/**
+ * Checks replies against `doc`, the document a worker served (tests/worker/harness.mjs
+ * reads it from the first worker it starts). One per process: a worker of the same
+ * build serves the same document, and another is refused.
+ */
+export function useDocument(doc) {
+  if (OPENAPI !== null) {
+    assert.deepEqual(doc, OPENAPI, "a worker served another OpenAPI document than the first");
+    return;
+  }
+  OPENAPI = doc;
+  ajv.addSchema(OPENAPI, DOC_ID);
+  ROUTES = Object.keys(OPENAPI.paths)
+    .map((template) => ({ template, re: new RegExp(`^${template.replace(/[.]/g, "\\.").replace(/\{[^}]+\}/g, "[^/]*")}$`), literal: !template.includes("{") }))
+    .sort((a, b) => Number(b.literal) - Number(a.literal));
+}
+
+/** Whether a document was given (`useDocument`). */
+export function documentInUse() {
+  return OPENAPI !== null;
+}
 
 const validators = new Map();
 /** The compiled validator of the schema at `pointer` (a JSON Pointer into the document), once per process. */

@@ -1,0 +1,15 @@
+// The names and sizes of the HTTP API that the router (index.js) enforces and the
+// OpenAPI document (openapi.js) describes: defined here once, read by both.
+import { limits } from "./core.js";
+
+/** Webhook routes (/v1/uplinks/{route}): every format the core maps but the native one (/v1/readings). */
+export const UPLINK_ROUTES = limits().formats.filter((f) => f !== "readings");
+
+/** The events ChirpStack's HTTP integration posts (`?event=`); only `up` carries readings. */
+export const CHIRPSTACK_EVENTS = ["up", "join", "ack", "txack", "log", "status", "location", "integration"];
+
+/** Rows per page of a paged read (`limit`). */
+export const PAGE_ROWS = { min: 1, max: 1000, default: 100 };
+
+/** The `key` parameters one re-drive takes. */
+export const REDRIVE_KEYS = 1000;
