@@ -69,7 +69,7 @@
 //                             [--retention-s 20] [--flush-ms 10000] [--json FILE]
 import { execFileSync } from "node:child_process";
 import fs from "node:fs";
-import { get, origin, post, putConfig, start, tempDir } from "../worker/harness.mjs";
+import { get, origin, post, putConfig, start, tempDir } from "../support/harness.mjs";
 import { cpuNs, fmt, machine, workerdPids } from "./in-workerd.mjs";
 import { rng32 } from "../../www/sim.js";
 import { GROUPS, groupOf } from "../../src/worker/placement.js";

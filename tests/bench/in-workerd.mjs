@@ -7,7 +7,7 @@ import { execFileSync } from "node:child_process";
 import fs from "node:fs";
 import os from "node:os";
 import path from "node:path";
-import { post } from "../worker/harness.mjs";
+import { post } from "../support/harness.mjs";
 
 const root = new URL("../../", import.meta.url).pathname;
 

@@ -1,6 +1,6 @@
 // `npm run bench:load`: a bounded end-to-end load run on loopback. The worker
 // (src/worker/, in workerd through Miniflare with the bindings wrangler.toml declares,
-// as tests/worker/harness.mjs starts it; in-memory Durable Object storage) and the
+// as tests/support/harness.mjs starts it; in-memory Durable Object storage) and the
 // pass-through worker (tests/bench/passthrough-worker.js: same route, auth and
 // placement, one SQLite ledger per group of devices, no dedupe) each get the same
 // seeded bursts as `POST /v1/readings` with a fixed number of requests in flight; each
@@ -54,7 +54,7 @@ const workers = {
   "worker with dedupe (src/worker)": {
     ...common,
     scriptPath: path.join(root, "src/worker/index.js"),
-    // As wrangler.toml (and tests/worker/harness.mjs): groups, the legacy per-device objects, the roll-up.
+    // As wrangler.toml (and tests/support/harness.mjs): groups, the legacy per-device objects, the roll-up.
     durableObjects: {
       GROUPS: { className: "GroupObject", useSQLite: true },
       DEVICES: { className: "DeviceObject", useSQLite: true },

@@ -7,7 +7,7 @@
 // its configuration (raw-uplinks.js `unpark`).
 //   1. outside workerd (Wasm in Node): the core's plan of each kind of uplink
 //      (parseUplink) and the decoding of a raw one (readingsFromPayload);
-// In workerd (Miniflare, tests/worker/harness.mjs, storage on disk in a temporary
+// In workerd (Miniflare, tests/support/harness.mjs, storage on disk in a temporary
 // directory):
 //   2. POST requests/s, p50 and p99 of (a) The Things Stack EM500-UDL history uplinks
 //      whose decoded payload gives both records' readings with fill_pct (a payload
@@ -27,7 +27,7 @@
 import fs from "node:fs";
 import os from "node:os";
 import path from "node:path";
-import { databases, fixture, start, TOKEN } from "../worker/harness.mjs";
+import { databases, fixture, start, TOKEN } from "../support/harness.mjs";
 import { coreInNode, fmt, machine, mean, microsPerItem, percentile, sqliteQueries, timedPosts, totals } from "./in-workerd.mjs";
 import { option } from "./workload.mjs";
 

@@ -19,7 +19,7 @@
 //      the group holds its bytes); fromBytes + free is also all that keeping the parsed
 //      window between bursts would save (the product already keeps it in memory, as
 //      bytes: no row is read or written per burst), so no cached variant is run;
-// In workerd (Miniflare, tests/worker/harness.mjs, storage on disk in a temporary
+// In workerd (Miniflare, tests/support/harness.mjs, storage on disk in a temporary
 // directory):
 //   2. the same native bursts against the worker and against
 //      tests/bench/no-window-worker.js (no device's window is fed, nothing else
@@ -40,7 +40,7 @@
 import fs from "node:fs";
 import os from "node:os";
 import path from "node:path";
-import { databases, post, start } from "../worker/harness.mjs";
+import { databases, post, start } from "../support/harness.mjs";
 import { coreInNode, cpuNs, fmt, machine, mean, median, microsPerItem, sqliteQueries, timedPosts, totals, workerdPids } from "./in-workerd.mjs";
 import { option } from "./workload.mjs";
 

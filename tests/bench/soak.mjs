@@ -45,7 +45,7 @@ import fs from "node:fs";
 import http from "node:http";
 import os from "node:os";
 import { rng32 } from "../../www/sim.js";
-import { start, TOKEN, tempDir } from "../worker/harness.mjs";
+import { start, TOKEN, tempDir } from "../support/harness.mjs";
 import { workerdPids } from "./in-workerd.mjs";
 
 const env = (name, dflt) => (process.env[name] === undefined || process.env[name] === "" ? dflt : Number(process.env[name]));

@@ -13,7 +13,7 @@
 //   node tests/bench/stats.mjs [--sizes 1000,10000] [--calls N]
 import fs from "node:fs";
 import os from "node:os";
-import { start, post, get, tempDir } from "../worker/harness.mjs";
+import { start, post, get, tempDir } from "../support/harness.mjs";
 
 const arg = (name, dflt) => {
   const i = process.argv.indexOf(`--${name}`);

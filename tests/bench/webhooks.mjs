@@ -17,7 +17,7 @@
 import fs from "node:fs";
 import os from "node:os";
 import path from "node:path";
-import { databases, start } from "../worker/harness.mjs";
+import { databases, start } from "../support/harness.mjs";
 import { coreInNode, fmt, machine, microsPerItem, sqliteQueries, timedPosts, totals } from "./in-workerd.mjs";
 import { option } from "./workload.mjs";
 
@@ -58,7 +58,7 @@ for (const [name, opts] of [["decoded ts (no frame)", { ownTs: true }], ["receiv
 
 // 2. The worker, in workerd.
 const dir = fs.mkdtempSync(path.join(os.tmpdir(), "rd-bench-webhooks-"));
-// The worker as the worker tests start it (tests/worker/harness.mjs), its storage on disk.
+// The worker as the worker tests start it (tests/support/harness.mjs), its storage on disk.
 const worker = await start({ persist: dir });
 
 const run = (name, list) => timedPosts(worker.call, name, "/v1/uplinks/ttn", list, CONCURRENCY);

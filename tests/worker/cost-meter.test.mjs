@@ -3,7 +3,7 @@
 // call the runtime makes, with the rows their SQL cursors read and wrote.
 import { test } from "node:test";
 import assert from "node:assert/strict";
-import { post, start, until } from "./harness.mjs";
+import { post, start, until } from "../support/harness.mjs";
 import { groupName } from "../../src/worker/placement.js";
 
 test("the metered worker counts the calls and rows of one stored reading, and calls made inside a call are not requests", async () => {

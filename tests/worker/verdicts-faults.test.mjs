@@ -5,7 +5,7 @@
 import { test } from "node:test";
 import assert from "node:assert/strict";
 import fs from "node:fs";
-import { start, post, get, tempDir, databases, sqlite, fixture } from "./harness.mjs";
+import { start, post, get, tempDir, databases, sqlite, fixture } from "../support/harness.mjs";
 
 const pkgUrl = new URL("../../pkg/", import.meta.url);
 const pkg = await import(new URL("reconnect_dedupe.js", pkgUrl));
