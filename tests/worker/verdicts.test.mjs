@@ -198,8 +198,8 @@ test("readings that share one seq: each conflict names the one stored before it,
   // Before, each conflict range-scanned and sorted every stored row of its seq: 8 000
   // readings of one device with seq 0 took 8.5–27 s, and held every other device of
   // the process meanwhile. Counted here in rows read (the SQL cursors' own counters,
-  // tests/bench/metered-worker.js), not in time.
-  const w = await start({ script: "tests/bench/metered-worker.js" });
+  // benches/metered-worker.js), not in time.
+  const w = await start({ script: "benches/metered-worker.js" });
   try {
     const D = "bin-same-seq";
     const BURSTS = 4;
