@@ -3,7 +3,7 @@
 // (tests/support/browser.mjs), the default scenario run to the end, the page at 1200 px wide
 // down to the end of its gaps panel (the counters and the sensor panel below it are
 // left out: the picture stays under 0.5 MB). Prints the two figures the README's caption quotes; the browser test
-// `tests/e2e/demo.test.mjs` checks that caption against the same run.
+// `tests/demo/page.test.mjs` checks that caption against the same run.
 import { closeAll, launchChromium, listen } from '../tests/support/browser.mjs';
 import { serveWww } from './serve-www.mjs';
 
