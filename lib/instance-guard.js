@@ -18,7 +18,7 @@
 // old Wasm instance). Which instances are inside a call is kept beside them (a stack,
 // one deep unless a call re-enters another instance), never on them, so that a frozen
 // instance works; it costs a call at most about 0.2 µs (docs/benchmarks.md "The
-// instance guard", `node tests/bench/instance-guard.mjs`).
+// instance guard", `node benches/instance-guard.mjs`).
 
 function guardInstances(classes) {
   const active = [];

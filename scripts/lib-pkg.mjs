@@ -49,7 +49,7 @@ if (!fs.existsSync(new URL('reconnect_dedupe_bg.wasm', out))) {
 const glue = new URL('reconnect_dedupe.js', out);
 const glueText = fs.readFileSync(glue, 'utf8');
 const guard = read('lib/instance-guard.js');
-// The guard's first line marks it in the glue (tests/bench/instance-guard.mjs cuts there).
+// The guard's first line marks it in the glue (benches/instance-guard.mjs cuts there).
 if (!glueText.includes(guard.slice(0, guard.indexOf('\n')))) {
   const classes = [...glueText.matchAll(/^export class (\w+) \{/gm)].map((m) => m[1]);
   if (classes.length === 0) {

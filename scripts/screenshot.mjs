@@ -1,10 +1,10 @@
 // `npm run screenshot`: the README's picture of the demo (www/demo-screenshot.png), made
 // from the page itself: www/ served on an ephemeral port, Debian's Chromium
-// (tests/e2e/browser.mjs), the default scenario run to the end, the page at 1200 px wide
+// (tests/support/browser.mjs), the default scenario run to the end, the page at 1200 px wide
 // down to the end of its gaps panel (the counters and the sensor panel below it are
 // left out: the picture stays under 0.5 MB). Prints the two figures the README's caption quotes; the browser test
-// `tests/e2e/demo.test.mjs` checks that caption against the same run.
-import { closeAll, launchChromium, listen } from '../tests/e2e/browser.mjs';
+// `tests/demo/page.test.mjs` checks that caption against the same run.
+import { closeAll, launchChromium, listen } from '../tests/support/browser.mjs';
 import { serveWww } from './serve-www.mjs';
 
 const OUT = new URL('../www/demo-screenshot.png', import.meta.url);

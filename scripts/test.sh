@@ -27,4 +27,5 @@ step npm run --silent build   # the JS tests load pkg/
 step npx tsc -p tests/types   # real use of the API against the generated pkg/*.d.ts
 step node --test tests/js/
 step node --test --test-concurrency=1 tests/worker/   # the worker in workerd (Miniflare)
-step node --test tests/e2e/   # the demo page (www/), signing in to /v1, the packed npm package, in headless Chromium
+step node --test tests/demo/   # the demo page (www/): its modules in Node, the page in headless Chromium
+step node --test tests/e2e/   # signing in to /v1 and the packed npm package, in headless Chromium

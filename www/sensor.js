@@ -18,7 +18,7 @@ export const FIRST_F_CNT = 100;
 /**
  * Each codec's prefilled uplinks, `[source, fPort, hex]`, from the device vectors the
  * Rust, browser and worker tests read (tests/vectors/devices/<file>.json, the vector
- * named by its "from"; tests/js/demo-sensor.test.mjs checks each is there). The few
+ * named by its "from"; tests/demo/sensor.test.mjs checks each is there). The few
  * marked CONSTRUCTED are no vendor's.
  */
 export const VECTORS = {

@@ -113,7 +113,7 @@ export class Device {
   /**
    * Feeds the sequence window with a burst's seqs, in its transaction (window.js
    * `observeSeqs`). Called as a method (admission.js) so that the bench's no-window
-   * worker (tests/bench/no-window-worker.js) can leave it out.
+   * worker (benches/no-window-worker.js) can leave it out.
    */
   observeSeqs(seqs, verdicts, now, context) {
     return observeSeqs(this, seqs, verdicts, now, context);

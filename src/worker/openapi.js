@@ -3,7 +3,7 @@
 // here, and the worker tests hold it to the worker both ways:
 // tests/worker/openapi.test.mjs checks it against the official OAS 3.1 schema and the
 // router's routes, and every reply a worker test receives is validated against the
-// operation it answers (tests/worker/openapi-replies.mjs, run by the harness's `call`).
+// operation it answers (tests/support/openapi-replies.mjs, run by the harness's `call`).
 // Schemas are strict where the worker owns the shape (`additionalProperties` or
 // `unevaluatedProperties` false, codes enumerated), so a reply that drifts from this
 // document fails the test that received it. A shared schema narrowed or extended by the

@@ -19,7 +19,7 @@ import { promisify } from 'node:util';
 import { fileURLToPath } from 'node:url';
 import { Miniflare } from 'miniflare';
 import { wwwHandler } from '../../scripts/serve-www.mjs';
-import { closeAll, launchChromium, listen, WAIT, watch } from './browser.mjs';
+import { closeAll, launchChromium, listen, WAIT, watch } from '../support/browser.mjs';
 
 const root = fileURLToPath(new URL('../../', import.meta.url));
 const bin = (p) => path.join(root, 'node_modules', p);

@@ -6,8 +6,8 @@
 // only in answer to a challenge), so a 200 is a challenge the browser acted on.
 import { test, before, after } from 'node:test';
 import assert from 'node:assert/strict';
-import { launchChromium } from './browser.mjs';
-import { start, TOKEN } from '../worker/harness.mjs';
+import { launchChromium } from '../support/browser.mjs';
+import { start, TOKEN } from '../support/harness.mjs';
 
 let worker;
 let browser;

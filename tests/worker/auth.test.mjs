@@ -8,7 +8,7 @@
 import { test, after } from "node:test";
 import assert from "node:assert/strict";
 import net from "node:net";
-import { start, post, fixture, TOKEN } from "./harness.mjs";
+import { start, post, fixture, TOKEN } from "../support/harness.mjs";
 
 const USER = "ttn-webhook";
 const workers = {

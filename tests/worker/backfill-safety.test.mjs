@@ -5,8 +5,8 @@
 // range (a reset) while a request waited for it.
 import { test, after } from "node:test";
 import assert from "node:assert/strict";
-import { chirpstack, EM500, history, live, tts as ttsUplink } from "./em500.mjs";
-import { gapsOf, logged, logSettled, origin, putConfig, start, until } from "./harness.mjs";
+import { chirpstack, EM500, history, live, tts as ttsUplink } from "../support/em500.mjs";
+import { gapsOf, logged, logSettled, origin, putConfig, start, until } from "../support/harness.mjs";
 
 const CS_TOKEN = "cs-secret-token-0123456789";
 

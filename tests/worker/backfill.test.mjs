@@ -7,8 +7,8 @@
 // up; the switches, the host allowlist and "one open request per device" hold.
 import { test, after } from "node:test";
 import assert from "node:assert/strict";
-import { chirpstack, EM500, history, live, PERIOD, request, SLOT0, T0, tts as ttsUplink } from "./em500.mjs";
-import { gapsOf, get, logged, logSettled, origin, putConfig, start, TOKEN, until } from "./harness.mjs";
+import { chirpstack, EM500, history, live, PERIOD, request, SLOT0, T0, tts as ttsUplink } from "../support/em500.mjs";
+import { gapsOf, get, logged, logSettled, origin, putConfig, start, TOKEN, until } from "../support/harness.mjs";
 
 /** The Things Stack's and ChirpStack's downlink APIs: one stub, answers decided per test. */
 let answer = () => ({ status: 200 });

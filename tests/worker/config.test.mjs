@@ -7,7 +7,7 @@ import { test, after } from "node:test";
 import assert from "node:assert/strict";
 import fs from "node:fs";
 import path from "node:path";
-import { databases, get, post, start, tempDir, TOKEN } from "./harness.mjs";
+import { databases, get, post, start, tempDir, TOKEN } from "../support/harness.mjs";
 
 const dir = tempDir();
 let worker = await start({ persist: dir });

@@ -1,13 +1,13 @@
-// The cost meter of `npm run bench:cost` (tests/bench/metered-worker.js) counts what a
+// The cost meter of `npm run bench:cost` (benches/metered-worker.js) counts what a
 // stored reading costs: the worker's objects, whatever their classes, are metered per
 // call the runtime makes, with the rows their SQL cursors read and wrote.
 import { test } from "node:test";
 import assert from "node:assert/strict";
-import { post, start, until } from "./harness.mjs";
+import { post, start, until } from "../support/harness.mjs";
 import { groupName } from "../../src/worker/placement.js";
 
 test("the metered worker counts the calls and rows of one stored reading, and calls made inside a call are not requests", async () => {
-  const w = await start({ script: "tests/bench/metered-worker.js" });
+  const w = await start({ script: "benches/metered-worker.js" });
   try {
     const res = await post(w.call, "/v1/readings", [{ device_id: "bin-meter", seq: 1, ts: "2026-07-16T09:00:00Z", fill_pct: 40 }]);
     assert.equal(res.status, 200, await res.text());

@@ -6,7 +6,7 @@
 import { test } from "node:test";
 import assert from "node:assert/strict";
 import fs from "node:fs";
-import { assertReconciles, fixture, putConfig, readingsOf, sendUplink, start, statsOf, until } from "./harness.mjs";
+import { assertReconciles, fixture, putConfig, readingsOf, sendUplink, start, statsOf, until } from "../support/harness.mjs";
 import { groupName } from "../../src/worker/placement.js";
 
 const pkgUrl = new URL("../../pkg/", import.meta.url);

@@ -9,7 +9,7 @@ import { test } from "node:test";
 import assert from "node:assert/strict";
 import fs from "node:fs";
 import { execFileSync } from "node:child_process";
-import { start, post, get, origin, until, tempDir, databases, sqlite } from "./harness.mjs";
+import { start, post, get, origin, until, tempDir, databases, sqlite } from "../support/harness.mjs";
 
 const reading = (device_id, seq, fill_pct) => ({ device_id, seq, ts: "2026-07-16T09:00:00Z", fill_pct });
 /** Small retry waits: a failed batch is retried within milliseconds. */

@@ -8,7 +8,7 @@ import { isDeepStrictEqual } from "node:util";
 import fs from "node:fs";
 import path from "node:path";
 import { execFileSync } from "node:child_process";
-import { acrossRestart, start, post, get, origin, until, tempDir, databases, sqlite } from "./harness.mjs";
+import { acrossRestart, start, post, get, origin, until, tempDir, databases, sqlite } from "../support/harness.mjs";
 import { groupName } from "../../src/worker/placement.js";
 
 const reading = (device_id, seq, fill_pct, ts = "2026-07-16T09:00:00Z") => ({ device_id, seq, ts, fill_pct });

@@ -7,8 +7,8 @@ import { test, after } from "node:test";
 import assert from "node:assert/strict";
 import fs from "node:fs";
 import path from "node:path";
-import { EM500, history, PERIOD, SLOT0, T0, tts as ttsEm500 } from "./em500.mjs";
-import { databases, fixture, gapsOf, get, logged, logSettled, post, putConfig, start, tempDir, TOKEN, until } from "./harness.mjs";
+import { EM500, history, PERIOD, SLOT0, T0, tts as ttsEm500 } from "../support/em500.mjs";
+import { databases, fixture, gapsOf, get, logged, logSettled, post, putConfig, start, tempDir, TOKEN, until } from "../support/harness.mjs";
 
 const dir = tempDir();
 const VARS = { STATS_FLUSH_MS: "10" };

@@ -12,8 +12,8 @@ import net from "node:net";
 import fs from "node:fs";
 import path from "node:path";
 import { execFileSync } from "node:child_process";
-import { start, fixture, tempDir, databases, checkReply, TOKEN } from "./harness.mjs";
-import { npmRunDev, npmStart } from "./launch.mjs";
+import { start, fixture, tempDir, databases, checkReply, TOKEN } from "../support/harness.mjs";
+import { npmRunDev, npmStart } from "../support/launch.mjs";
 import { mapAtMost } from "../../src/worker/fanout.js";
 
 const dir = tempDir();

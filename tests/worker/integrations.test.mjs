@@ -11,7 +11,7 @@ import os from "node:os";
 import YAML from "yaml";
 import { parseTemplate } from "url-template";
 import Ajv from "ajv";
-import { start, fixture, TOKEN, assertReconciles } from "./harness.mjs";
+import { start, fixture, TOKEN, assertReconciles } from "../support/harness.mjs";
 
 const root = new URL("../../", import.meta.url).pathname;
 const read = (p) => fs.readFileSync(path.join(root, p), "utf8");

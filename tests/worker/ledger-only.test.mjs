@@ -4,7 +4,7 @@
 import { test } from "node:test";
 import assert from "node:assert/strict";
 import fs from "node:fs";
-import { start, post, get, origin, until, tempDir } from "./harness.mjs";
+import { start, post, get, origin, until, tempDir } from "../support/harness.mjs";
 
 const reading = (seq, fill_pct) => ({ device_id: "bin-LATE", seq, ts: "2026-07-16T09:00:00Z", fill_pct });
 

@@ -6,9 +6,9 @@ import { test } from "node:test";
 import assert from "node:assert/strict";
 import { isDeepStrictEqual } from "node:util";
 import parsePrometheusTextFormat from "parse-prometheus-text-format";
-import { acrossRestart, start, post, origin, until, fixture, gapsOf, putConfig, statsOf, readingsOf, databases, sqlite, TOKEN } from "./harness.mjs";
+import { acrossRestart, start, post, origin, until, fixture, gapsOf, putConfig, statsOf, readingsOf, databases, sqlite, TOKEN } from "../support/harness.mjs";
 import { groupName } from "../../src/worker/placement.js";
-import { EM500, history, live, PERIOD, tts } from "./em500.mjs";
+import { EM500, history, live, PERIOD, tts } from "../support/em500.mjs";
 import { family } from "../../src/worker/metrics.js";
 
 const CONTENT_TYPE = "text/plain; version=0.0.4; charset=utf-8";

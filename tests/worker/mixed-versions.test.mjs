@@ -38,8 +38,8 @@ import fs from "node:fs";
 import path from "node:path";
 import { execFileSync } from "node:child_process";
 import { isDeepStrictEqual } from "node:util";
-import { start, post, get, putConfig, readingsOf, until, tempDir, origin, logged, databases, sqlite, TOKEN } from "./harness.mjs";
-import { EM500, history, live, tts } from "./em500.mjs";
+import { start, post, get, putConfig, readingsOf, until, tempDir, origin, logged, databases, sqlite, TOKEN } from "../support/harness.mjs";
+import { EM500, history, live, tts } from "../support/em500.mjs";
 import { groupName } from "../../src/worker/placement.js";
 
 const pkgUrl = new URL("../../pkg/", import.meta.url);

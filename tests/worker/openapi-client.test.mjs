@@ -9,7 +9,7 @@ import path from "node:path";
 import { execFileSync } from "node:child_process";
 import openapiTS, { astToString } from "openapi-typescript";
 import { transform } from "esbuild";
-import { fixture, start, TOKEN } from "./harness.mjs";
+import { fixture, start, TOKEN } from "../support/harness.mjs";
 
 const root = new URL("../../", import.meta.url).pathname;
 let w;

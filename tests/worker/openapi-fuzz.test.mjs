@@ -12,8 +12,8 @@
 // when its parameter schema does.
 import { test, after } from "node:test";
 import assert from "node:assert/strict";
-import { start, fixture, TOKEN } from "./harness.mjs";
-import { validatorAt } from "./openapi-replies.mjs";
+import { start, fixture, TOKEN } from "../support/harness.mjs";
+import { validatorAt } from "../support/openapi-replies.mjs";
 import { createQuerySerializer } from "openapi-fetch";
 
 // Small limits, so that generated requests reach the 413s too.

@@ -5,14 +5,14 @@
 // as index.js's router both ways: every documented path answers its documented methods
 // in workerd and 405 with exactly those in `Allow` to the others, and every route the
 // router's source names is documented. That every reply matches it is checked by the
-// harness on every call of every worker test (openapi-replies.mjs); the last test here
+// harness on every call of every worker test (tests/support/openapi-replies.mjs); the last test here
 // shows such a check failing a test.
 import { test, after } from "node:test";
 import assert from "node:assert/strict";
 import fs from "node:fs";
 import { Validator } from "@seriousme/openapi-schema-validator";
-import { start, TOKEN } from "./harness.mjs";
-import { checkReply, templateOf, useDocument, validatorAt } from "./openapi-replies.mjs";
+import { start, TOKEN } from "../support/harness.mjs";
+import { checkReply, templateOf, useDocument, validatorAt } from "../support/openapi-replies.mjs";
 
 const root = new URL("../../", import.meta.url);
 const pkg = await import("../../pkg/reconnect_dedupe.js");
@@ -198,8 +198,8 @@ test("every route index.js's router names is documented, and no other", () => {
 });
 
 test("a reply that does not match the document fails the test that received it", async () => {
-  // tests/worker/drifting-worker.js: the worker, with a few replies changed.
-  const w = await start({ script: "tests/worker/drifting-worker.js", validate: true });
+  // tests/support/drifting-worker.js: the worker, with a few replies changed.
+  const w = await start({ script: "tests/support/drifting-worker.js", validate: true });
   try {
     const drifts = [
       ["/v1/health", {}, /GET \/v1\/health → 200: .*schema: body\/ok must be equal to constant/s],

@@ -3,7 +3,7 @@
 import { test, after } from "node:test";
 import assert from "node:assert/strict";
 import fs from "node:fs";
-import { get, origin, post, readingsOf, start, statsOf, tempDir, TOKEN, until } from "./harness.mjs";
+import { get, origin, post, readingsOf, start, statsOf, tempDir, TOKEN, until } from "../support/harness.mjs";
 import { groupName } from "../../src/worker/placement.js";
 
 const pkgUrl = new URL("../../pkg/", import.meta.url);

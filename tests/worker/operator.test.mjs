@@ -7,7 +7,7 @@ import { test, after } from "node:test";
 import assert from "node:assert/strict";
 import fs from "node:fs";
 import path from "node:path";
-import { databases, fixture, get, logged, logSettled, origin, post, putConfig, readingsOf, start, tempDir, TOKEN, until } from "./harness.mjs";
+import { databases, fixture, get, logged, logSettled, origin, post, putConfig, readingsOf, start, tempDir, TOKEN, until } from "../support/harness.mjs";
 import { groupOf } from "../../src/worker/placement.js";
 
 // The origin refuses (500) until `opened`: a reading's batch stays open meanwhile.

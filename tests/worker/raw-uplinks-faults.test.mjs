@@ -8,7 +8,7 @@
 import { test } from "node:test";
 import assert from "node:assert/strict";
 import fs from "node:fs";
-import { acrossRestart, assertReconciles, databases, fixture, logged, logSettled, putConfig, readingsOf, sendUplink, sqlite, start, statsOf, tempDir, until } from "./harness.mjs";
+import { acrossRestart, assertReconciles, databases, fixture, logged, logSettled, putConfig, readingsOf, sendUplink, sqlite, start, statsOf, tempDir, until } from "../support/harness.mjs";
 import { groupName } from "../../src/worker/placement.js";
 
 const pkgUrl = new URL("../../pkg/", import.meta.url);

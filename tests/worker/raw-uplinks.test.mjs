@@ -6,7 +6,7 @@
 // are parked and decoded when it is configured.
 import { test, before, after } from "node:test";
 import assert from "node:assert/strict";
-import { assertReconciles, fixture, putConfig, readingsOf, sendUplink, start, statsOf, until } from "./harness.mjs";
+import { assertReconciles, fixture, putConfig, readingsOf, sendUplink, start, statsOf, until } from "../support/harness.mjs";
 
 let worker;
 before(async () => {

@@ -7,7 +7,7 @@ import { test } from "node:test";
 import assert from "node:assert/strict";
 import fs from "node:fs";
 import path from "node:path";
-import { start, post, get, until, tempDir, databases, sqlite } from "./harness.mjs";
+import { start, post, get, until, tempDir, databases, sqlite } from "../support/harness.mjs";
 import { groupName, groupOf, shardOf } from "../../src/worker/placement.js";
 
 const reading = (device_id, seq, fill_pct) => ({ device_id, seq, ts: "2026-07-16T09:00:00Z", fill_pct });

@@ -12,7 +12,7 @@ import path from "node:path";
 import { fileURLToPath } from "node:url";
 import { budget, bundle, overBudget, report, sizes } from "../../scripts/bundle.mjs";
 import { CONFIG, configProblems, lockPath, prepare, readWrangler, startWorkerd, workerdEnv } from "../../scripts/serve-workerd.mjs";
-import { get, origin, post, sqlite, tempDir, TOKEN, until } from "./harness.mjs";
+import { get, origin, post, sqlite, tempDir, TOKEN, until } from "../support/harness.mjs";
 
 const pkg = await import(new URL("../../pkg/reconnect_dedupe.js", import.meta.url));
 const wasm = fs.readFileSync(new URL("../../pkg/reconnect_dedupe_bg.wasm", import.meta.url));

@@ -11,8 +11,8 @@ import { spawnSync } from "node:child_process";
 import { fileURLToPath } from "node:url";
 import { DATA, portOf, startEnv } from "../../scripts/start.mjs";
 import { readWrangler } from "../../scripts/serve-workerd.mjs";
-import { tempDir, until } from "./harness.mjs";
-import { freePort, npmRunDev, npmStart } from "./launch.mjs";
+import { tempDir, until } from "../support/harness.mjs";
+import { freePort, npmRunDev, npmStart } from "../support/launch.mjs";
 
 const ROOT = fileURLToPath(new URL("../../", import.meta.url));
 const { vars } = await readWrangler();

@@ -9,7 +9,7 @@ import { test } from "node:test";
 import assert from "node:assert/strict";
 import fs from "node:fs";
 import { execFileSync } from "node:child_process";
-import { acrossRestart, start, post, get, origin, tempDir, databases, sqlite, logged, logSettled, TOKEN } from "./harness.mjs";
+import { acrossRestart, start, post, get, origin, tempDir, databases, sqlite, logged, logSettled, TOKEN } from "../support/harness.mjs";
 import { groupName } from "../../src/worker/placement.js";
 
 const pkgUrl = new URL("../../pkg/", import.meta.url);

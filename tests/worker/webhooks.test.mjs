@@ -6,7 +6,7 @@
 // a field mask, nested decoder output.
 import { test, before, after } from "node:test";
 import assert from "node:assert/strict";
-import { databases, fixture, get, post, start, tempDir, until } from "./harness.mjs";
+import { databases, fixture, get, post, start, tempDir, until } from "../support/harness.mjs";
 
 let worker;
 let dir;

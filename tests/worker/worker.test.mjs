@@ -6,7 +6,7 @@ import fs from "node:fs";
 import path from "node:path";
 import { execFileSync } from "node:child_process";
 import http from "node:http";
-import { start, post, get, fixture, keyVectors, origin, until, tempDir, TOKEN } from "./harness.mjs";
+import { start, post, get, fixture, keyVectors, origin, until, tempDir, TOKEN } from "../support/harness.mjs";
 
 const pkgUrl = new URL("../../pkg/", import.meta.url);
 const pkg = await import(new URL("reconnect_dedupe.js", pkgUrl));

@@ -1,7 +1,7 @@
 // `npm run bench:load`: a bounded end-to-end load run on loopback. The worker
 // (src/worker/, in workerd through Miniflare with the bindings wrangler.toml declares,
-// as tests/worker/harness.mjs starts it; in-memory Durable Object storage) and the
-// pass-through worker (tests/bench/passthrough-worker.js: same route, auth and
+// as tests/support/harness.mjs starts it; in-memory Durable Object storage) and the
+// pass-through worker (benches/passthrough-worker.js: same route, auth and
 // placement, one SQLite ledger per group of devices, no dedupe) each get the same
 // seeded bursts as `POST /v1/readings` with a fixed number of requests in flight; each
 // run stops after a fixed request count or a time cap, whichever comes first. Prints
@@ -9,7 +9,7 @@
 // time; exits non-zero when any answer, warm-up included, is not a 200 (a failure path
 // timed is no figure).
 //
-//   node tests/bench/load.mjs [--requests N] [--concurrency N] [--max-seconds N] [--seed N] [--devices N]
+//   node benches/load.mjs [--requests N] [--concurrency N] [--max-seconds N] [--seed N] [--devices N]
 import { Miniflare } from "miniflare";
 import fs from "node:fs";
 import os from "node:os";
@@ -27,7 +27,7 @@ const SEED = option("seed", 20260716);
 const DEVICES = option("devices", 300);
 const TOKEN = "dev-token";
 
-const root = new URL("../../", import.meta.url).pathname;
+const root = new URL("../", import.meta.url).pathname;
 if (!fs.existsSync(path.join(root, "pkg/reconnect_dedupe_bg.wasm"))) throw new Error("pkg/ is missing: run `npm run build`");
 
 const common = {
@@ -48,13 +48,13 @@ const common = {
 const workers = {
   "pass-through (no dedupe)": {
     ...common,
-    scriptPath: path.join(root, "tests/bench/passthrough-worker.js"),
+    scriptPath: path.join(root, "benches/passthrough-worker.js"),
     durableObjects: { GROUPS: { className: "PassthroughGroup", useSQLite: true } },
   },
   "worker with dedupe (src/worker)": {
     ...common,
     scriptPath: path.join(root, "src/worker/index.js"),
-    // As wrangler.toml (and tests/worker/harness.mjs): groups, the legacy per-device objects, the roll-up.
+    // As wrangler.toml (and tests/support/harness.mjs): groups, the legacy per-device objects, the roll-up.
     durableObjects: {
       GROUPS: { className: "GroupObject", useSQLite: true },
       DEVICES: { className: "DeviceObject", useSQLite: true },

@@ -3,7 +3,7 @@
 // the operation it answered (path template and method, HEAD as GET's headers), the
 // status, each documented header, the media type and the body against its schema, with
 // ajv (JSON Schema 2020-12, OpenAPI 3.1's dialect); and a request body the worker took
-// against the operation's request schema. tests/worker/harness.mjs runs it on every
+// against the operation's request schema. tests/support/harness.mjs runs it on every
 // reply a worker test receives, so a reply that drifts from the document, or a body the
 // worker takes that the document refuses, fails the test that received it. Validators
 // are compiled once per schema and process.

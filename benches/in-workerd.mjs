@@ -7,9 +7,9 @@ import { execFileSync } from "node:child_process";
 import fs from "node:fs";
 import os from "node:os";
 import path from "node:path";
-import { post } from "../worker/harness.mjs";
+import { post } from "../tests/support/harness.mjs";
 
-const root = new URL("../../", import.meta.url).pathname;
+const root = new URL("../", import.meta.url).pathname;
 
 /**
  * The built core (pkg/), instantiated in Node, to time its calls outside workerd: the

@@ -7,7 +7,7 @@
 // its configuration (raw-uplinks.js `unpark`).
 //   1. outside workerd (Wasm in Node): the core's plan of each kind of uplink
 //      (parseUplink) and the decoding of a raw one (readingsFromPayload);
-// In workerd (Miniflare, tests/worker/harness.mjs, storage on disk in a temporary
+// In workerd (Miniflare, tests/support/harness.mjs, storage on disk in a temporary
 // directory):
 //   2. POST requests/s, p50 and p99 of (a) The Things Stack EM500-UDL history uplinks
 //      whose decoded payload gives both records' readings with fill_pct (a payload
@@ -22,16 +22,16 @@
 //      them: its duration per parked uplink, up to one device with UNPARK_PER_CALL parked.
 // Prints figures; asserts nothing about time.
 //
-//   node tests/bench/raw-uplinks.mjs [--uplinks N] [--devices N] [--concurrency N] [--rounds N]
+//   node benches/raw-uplinks.mjs [--uplinks N] [--devices N] [--concurrency N] [--rounds N]
 //                                    [--parked 1,10,100,1000] [--parked-devices N]
 import fs from "node:fs";
 import os from "node:os";
 import path from "node:path";
-import { databases, fixture, start, TOKEN } from "../worker/harness.mjs";
+import { databases, fixture, start, TOKEN } from "../tests/support/harness.mjs";
 import { coreInNode, fmt, machine, mean, microsPerItem, percentile, sqliteQueries, timedPosts, totals } from "./in-workerd.mjs";
 import { option } from "./workload.mjs";
 
-const root = new URL("../../", import.meta.url).pathname;
+const root = new URL("../", import.meta.url).pathname;
 /** A constant of src/worker/raw-uplinks.js, read from its source (importing it needs workerd). */
 const deviceConstant = (name) =>
   Number(fs.readFileSync(path.join(root, "src/worker/raw-uplinks.js"), "utf8").match(new RegExp(`export const ${name} = ([\\d_]+);`))[1].replaceAll("_", ""));

@@ -4,7 +4,7 @@
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
 import fs from 'node:fs';
-import { OUT, servedPage, WAIT } from './browser.mjs';
+import { OUT, servedPage, WAIT } from '../support/browser.mjs';
 
 const SEED = 20260716; // the page's default; any fixed seed works
 

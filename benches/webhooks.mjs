@@ -13,11 +13,11 @@
 //      the group's, summed over the files and divided by the devices counted in them).
 // Prints figures; asserts nothing about time.
 //
-//   node tests/bench/webhooks.mjs [--uplinks N] [--devices N] [--concurrency N] [--rounds N]
+//   node benches/webhooks.mjs [--uplinks N] [--devices N] [--concurrency N] [--rounds N]
 import fs from "node:fs";
 import os from "node:os";
 import path from "node:path";
-import { databases, start } from "../worker/harness.mjs";
+import { databases, start } from "../tests/support/harness.mjs";
 import { coreInNode, fmt, machine, microsPerItem, sqliteQueries, timedPosts, totals } from "./in-workerd.mjs";
 import { option } from "./workload.mjs";
 
@@ -25,7 +25,7 @@ const UPLINKS = option("uplinks", 2000);
 const DEVICES = option("devices", 50);
 const CONCURRENCY = option("concurrency", 8);
 const ROUNDS = option("rounds", 7);
-const root = new URL("../../", import.meta.url).pathname;
+const root = new URL("../", import.meta.url).pathname;
 const glue = await coreInNode();
 
 const sample = JSON.parse(fs.readFileSync(path.join(root, "tests/fixtures/webhooks/tts/uplink_message.json"), "utf8"));
@@ -58,7 +58,7 @@ for (const [name, opts] of [["decoded ts (no frame)", { ownTs: true }], ["receiv
 
 // 2. The worker, in workerd.
 const dir = fs.mkdtempSync(path.join(os.tmpdir(), "rd-bench-webhooks-"));
-// The worker as the worker tests start it (tests/worker/harness.mjs), its storage on disk.
+// The worker as the worker tests start it (tests/support/harness.mjs), its storage on disk.
 const worker = await start({ persist: dir });
 
 const run = (name, list) => timedPosts(worker.call, name, "/v1/uplinks/ttn", list, CONCURRENCY);

@@ -8,7 +8,7 @@
 // Timestamps mix `Z`, milliseconds, nanoseconds (The Things Stack) and `+02:00`.
 
 // The demo's seeded generator (mulberry32): pure, no DOM.
-import { rng32 as rng } from '../../www/sim.js';
+import { rng32 as rng } from '../www/sim.js';
 
 /** A whole-number command-line option `--name N`, or `dflt`. */
 export function option(name, dflt) {

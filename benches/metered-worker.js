@@ -1,5 +1,5 @@
 // The worker of src/worker/ with a meter on every Durable Object class it exports, for
-// tests/bench/cost.mjs: what Cloudflare bills, counted per object call and written to
+// benches/cost.mjs: what Cloudflare bills, counted per object call and written to
 // stdout as one JSON line each (`{"event":"meter", ...}`). It knows no class, method or
 // table of the product: whatever index.js exports that extends DurableObject is metered.
 //
@@ -40,9 +40,9 @@
 // meters a call only when the runtime made it: called by the product's own code (a stack
 // frame below it), it runs unmetered, as part of the call it belongs to.
 import { DurableObject } from "cloudflare:workers";
-import * as product from "../../src/worker/index.js";
+import * as product from "../src/worker/index.js";
 
-export * from "../../src/worker/index.js";
+export * from "../src/worker/index.js";
 
 const now = () => performance.timeOrigin + performance.now();
 const emit = (line) => console.log(JSON.stringify(line));

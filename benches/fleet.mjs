@@ -58,11 +58,11 @@ import path from "node:path";
 import { fileURLToPath } from "node:url";
 import { parseArgs } from "node:util";
 import { Worker } from "node:worker_threads";
-import { prepare, startWorkerd, workerdEnv } from "../../scripts/serve-workerd.mjs";
+import { prepare, startWorkerd, workerdEnv } from "../scripts/serve-workerd.mjs";
 import { outcomeOf, send } from "./http-client.mjs";
 import { fmt, machine, percentile, workerdPids } from "./in-workerd.mjs";
 
-const ROOT = fileURLToPath(new URL("../../", import.meta.url));
+const ROOT = fileURLToPath(new URL("../", import.meta.url));
 const WRANGLER = path.join(ROOT, "node_modules/wrangler/bin/wrangler.js");
 
 const { values: opt } = parseArgs({

@@ -29,7 +29,7 @@
 // the origin); then GET /v1/stats must show exactly what the replies counted, the origin
 // every admitted key, and the groups met must be the K picked.
 //
-// The worker runs as tests/bench/metered-worker.js (src/worker/ with a meter on every
+// The worker runs as benches/metered-worker.js (src/worker/ with a meter on every
 // Durable Object class index.js exports). The groups and the roll-up shards (objects
 // serving many devices, which a fleet keeps busy) are started before each phase and kept
 // from eviction during it without a product call: warm. A device's state in its group's
@@ -63,18 +63,18 @@
 // threw, the origin missing a reading, /v1/stats not exact once quiet, a group met that
 // is not one of the K, no quiet; 2 on a bad option.
 //
-//   node tests/bench/cost.mjs [--fleet 1000000] [--period-s 600] [--groups 4]
+//   node benches/cost.mjs [--fleet 1000000] [--period-s 600] [--groups 4]
 //                             [--window-s 30] [--lead-in-s 12] [--ledger-rows 1008]
 //                             [--ledger-groups 1] [--group-devices 3906] [--seed 21]
 //                             [--retention-s 20] [--flush-ms 10000] [--json FILE]
 import { execFileSync } from "node:child_process";
 import fs from "node:fs";
-import { get, origin, post, putConfig, start, tempDir } from "../worker/harness.mjs";
+import { get, origin, post, putConfig, start, tempDir } from "../tests/support/harness.mjs";
 import { cpuNs, fmt, machine, workerdPids } from "./in-workerd.mjs";
-import { rng32 } from "../../www/sim.js";
-import { GROUPS, groupOf } from "../../src/worker/placement.js";
+import { rng32 } from "../www/sim.js";
+import { GROUPS, groupOf } from "../src/worker/placement.js";
 
-const root = new URL("../../", import.meta.url).pathname;
+const root = new URL("../", import.meta.url).pathname;
 
 /** `--name N`: a number, or `dflt`; a bad one ends the run (exit 2). */
 function option(name, dflt, { min = 1, max = Infinity, integer = true } = {}) {
@@ -125,7 +125,7 @@ const DEVICES_PER_REQUEST = tomlVar("MAX_DEVICES_PER_REQUEST", 100);
 const at = process.argv.indexOf("--json");
 const JSON_OUT = at > 0 ? process.argv[at + 1] : null;
 
-const SCRIPT = "tests/bench/metered-worker.js";
+const SCRIPT = "benches/metered-worker.js";
 /** Uplinks a group gets per second: the fleet's F/P over GROUPS. */
 const RATE = FLEET_BINS / PERIOD_S / GROUPS;
 /** A phase: lead-in and window, seconds. */

@@ -1,12 +1,12 @@
 // The demo's "against the worker" switch in headless Chromium: the page and
 // /v1/readings on one origin, as `npm start` serves them. www/ comes from the static
-// handler, /v1/ goes to the real worker in workerd (tests/worker/harness.mjs).
+// handler, /v1/ goes to the real worker in workerd (tests/support/harness.mjs).
 import { test, before, after } from 'node:test';
 import assert from 'node:assert/strict';
 import http from 'node:http';
-import { launchChromium, watch, listen, closeAll } from './browser.mjs';
+import { launchChromium, watch, listen, closeAll } from '../support/browser.mjs';
 import { wwwHandler } from '../../scripts/serve-www.mjs';
-import { start, TOKEN } from '../worker/harness.mjs';
+import { start, TOKEN } from '../support/harness.mjs';
 
 const WAIT = { timeout: 120_000 };
 let worker;

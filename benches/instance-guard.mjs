@@ -1,4 +1,4 @@
-// `node tests/bench/instance-guard.mjs` (after `npm run build`): what the instance guard
+// `node benches/instance-guard.mjs` (after `npm run build`): what the instance guard
 // (lib/instance-guard.js, appended to pkg/'s glue by scripts/lib-pkg.mjs) costs a call.
 // The same calls through pkg/ and through a copy of pkg/ whose glue is cut before the
 // guard, each in its own Node process, alternating, RUNS times: SeqWindow.observe (the
@@ -11,8 +11,8 @@ import path from 'node:path';
 import { fileURLToPath } from 'node:url';
 
 const RUNS = 7;
-const PKG = fileURLToPath(new URL('../../pkg/', import.meta.url));
-const GUARD = fs.readFileSync(new URL('../../lib/instance-guard.js', import.meta.url), 'utf8');
+const PKG = fileURLToPath(new URL('../pkg/', import.meta.url));
+const GUARD = fs.readFileSync(new URL('../lib/instance-guard.js', import.meta.url), 'utf8');
 // Where lib-pkg.mjs appended the guard: its first line, after a newline.
 const MARK = `\n${GUARD.slice(0, GUARD.indexOf('\n'))}`;
 

@@ -3,7 +3,7 @@
 // built with the cargo feature `bench` (target/bench-pkg/), which adds the floor's
 // `benchHashFloor`; everything else is byte for byte the code of pkg/.
 //
-//   node tests/bench/bench.mjs [--seed N] [--readings N] [--rounds N]
+//   node benches/bench.mjs [--seed N] [--readings N] [--rounds N]
 import fs from 'node:fs';
 import os from 'node:os';
 import { generateWorkload, option } from './workload.mjs';
@@ -15,7 +15,7 @@ const ROUNDS = option('rounds', 9);
 const TTL_MS = 3600_000;
 const MAX_KEYS = 200_000;
 
-const pkgDir = new URL('../../target/bench-pkg/', import.meta.url);
+const pkgDir = new URL('../target/bench-pkg/', import.meta.url);
 const wasmFile = new URL('reconnect_dedupe_bg.wasm', pkgDir);
 if (!fs.existsSync(wasmFile)) throw new Error('target/bench-pkg/ is missing: run `npm run bench`');
 const wasmModule = new WebAssembly.Module(fs.readFileSync(wasmFile));
@@ -300,7 +300,7 @@ for (const [path, call] of [
   const CALLS = 200_000;
   console.log(`\nsensor codecs (decodePayload; median of ${ROUNDS} rounds of ${fmt(CALLS)} uplinks, the codec's decodable vectors cycled):`);
   for (const codec of m.limits().codecs) {
-    const file = JSON.parse(fs.readFileSync(new URL(`../vectors/devices/${files[codec]}.json`, import.meta.url), 'utf8'));
+    const file = JSON.parse(fs.readFileSync(new URL(`../tests/vectors/devices/${files[codec]}.json`, import.meta.url), 'utf8'));
     const frames = file.vectors
       .map((v) => ({ port: v.fPort ?? file.fPort, bytes: Uint8Array.from(Buffer.from(v.hex.replace(/\s+/g, ''), 'hex')) }))
       .filter(({ port, bytes }) => {

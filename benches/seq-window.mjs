@@ -19,10 +19,10 @@
 //      the group holds its bytes); fromBytes + free is also all that keeping the parsed
 //      window between bursts would save (the product already keeps it in memory, as
 //      bytes: no row is read or written per burst), so no cached variant is run;
-// In workerd (Miniflare, tests/worker/harness.mjs, storage on disk in a temporary
+// In workerd (Miniflare, tests/support/harness.mjs, storage on disk in a temporary
 // directory):
 //   2. the same native bursts against the worker and against
-//      tests/bench/no-window-worker.js (no device's window is fed, nothing else
+//      benches/no-window-worker.js (no device's window is fed, nothing else
 //      changed), both running, in many short runs that alternate between them (the
 //      order reversed every other pass): requests/s, p50,
 //      p99, and workerd's CPU time per burst (each variant's own workerd process, its
@@ -36,11 +36,11 @@
 //      against the no-window worker's.
 // Prints figures; asserts nothing about time.
 //
-//   node tests/bench/seq-window.mjs [--bursts N] [--readings N] [--devices N] [--concurrency N] [--passes N] [--rounds N]
+//   node benches/seq-window.mjs [--bursts N] [--readings N] [--devices N] [--concurrency N] [--passes N] [--rounds N]
 import fs from "node:fs";
 import os from "node:os";
 import path from "node:path";
-import { databases, post, start } from "../worker/harness.mjs";
+import { databases, post, start } from "../tests/support/harness.mjs";
 import { coreInNode, cpuNs, fmt, machine, mean, median, microsPerItem, sqliteQueries, timedPosts, totals, workerdPids } from "./in-workerd.mjs";
 import { option } from "./workload.mjs";
 
@@ -145,7 +145,7 @@ for (const [key, h] of Object.entries(histories)) {
 // 2. In workerd: the worker and the worker without the window, the same bursts.
 const variants = {
   window: { name: "worker (window fed)", script: "src/worker/index.js" },
-  none: { name: "no-window worker", script: "tests/bench/no-window-worker.js" },
+  none: { name: "no-window worker", script: "benches/no-window-worker.js" },
 };
 const devicesOf = (h) => Array.from({ length: DEVICES }, (_, d) => `${h.group}${String(d).padStart(14, "0")}`);
 /** Per variant and device, the next seq it sends. */

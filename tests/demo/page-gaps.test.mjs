@@ -5,7 +5,7 @@
 // larger sensor history and for another bin. Needs www/pkg/ (`npm run build`).
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
-import { OUT, servedPage, WAIT } from './browser.mjs';
+import { OUT, servedPage, WAIT } from '../support/browser.mjs';
 
 // A fixed scenario of the page's own simulation. Its most telling bin, bin-003 (index
 // 3, the chart's default), has two slots whose copies all come corrupted in the

@@ -1,4 +1,4 @@
-// The comparison worker of tests/bench/load.mjs: the same route (`POST /v1/readings`),
+// The comparison worker of benches/load.mjs: the same route (`POST /v1/readings`),
 // the same bearer-token check, body limit and placement as src/worker/ (one Durable
 // Object per group of devices, found by placement.js `groupName`, with one SQLite
 // ledger for the group's devices; one call per group a request names), but no
@@ -6,7 +6,7 @@
 // ratio of the two is the dedupe's own cost (Wasm parsing, keys, the seen-set), net
 // of the rows it saves writing.
 import { DurableObject } from "cloudflare:workers";
-import { groupName } from "../../src/worker/placement.js";
+import { groupName } from "../src/worker/placement.js";
 
 const MAX_BODY_BYTES = 1_048_576;
 

@@ -34,7 +34,7 @@
 // Hostile requests answered otherwise than the contract says are listed as contract
 // deviations; they fail the run only if they are a 5xx or lose a reading.
 //
-//   SOAK_SECONDS=60 SOAK_DEVICES=10000 [SOAK_CONCURRENCY=16] [SOAK_SEED=N] node tests/bench/soak.mjs
+//   SOAK_SECONDS=60 SOAK_DEVICES=10000 [SOAK_CONCURRENCY=16] [SOAK_SEED=N] node benches/soak.mjs
 // Also: SOAK_RESENDS (0), SOAK_TTL_MS (10000), SOAK_HOSTILE_SHARE (0.08), SOAK_STORAGE=memory (default:
 // persisted in a temporary directory, as `npm start` does), SOAK_ORIGIN_KEEPALIVE_MS
 // (the origin stub's keep-alive timeout, 0 = none), SOAK_LOG=1 (workerd's output),
@@ -44,8 +44,8 @@ import { createHash } from "node:crypto";
 import fs from "node:fs";
 import http from "node:http";
 import os from "node:os";
-import { rng32 } from "../../www/sim.js";
-import { start, TOKEN, tempDir } from "../worker/harness.mjs";
+import { rng32 } from "../www/sim.js";
+import { start, TOKEN, tempDir } from "../tests/support/harness.mjs";
 import { workerdPids } from "./in-workerd.mjs";
 
 const env = (name, dflt) => (process.env[name] === undefined || process.env[name] === "" ? dflt : Number(process.env[name]));
@@ -314,7 +314,7 @@ const HOSTILE = [
   () => H("wrong method", { status: 405, code: "method_not_allowed" }, "DELETE", "/v1/readings", auth, null),
   () => H("unknown route", { status: 404, code: "not_found" }, "GET", "/v1/nope", auth, null),
   () => H("HEAD /v1/stats", { status: 200 }, "HEAD", "/v1/stats", auth, null),
-  () => H("webhook without a fill level", { status: 200, rejected: ["missing_fill_pct"] }, "POST", "/v1/uplinks/ttn", auth, fs.readFileSync(new URL("../fixtures/webhooks/tts-v3-uplink-docs-example.json", import.meta.url), "utf8")),
+  () => H("webhook without a fill level", { status: 200, rejected: ["missing_fill_pct"] }, "POST", "/v1/uplinks/ttn", auth, fs.readFileSync(new URL("../tests/fixtures/webhooks/tts-v3-uplink-docs-example.json", import.meta.url), "utf8")),
 ];
 const validCount = requests.length;
 const hostileCount = Math.round((validCount * HOSTILE_SHARE) / (1 - HOSTILE_SHARE));

@@ -5,7 +5,7 @@
 // Needs www/pkg/ (`npm run build`); never downloads a browser.
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
-import { OUT, servedPage, WAIT } from './browser.mjs';
+import { OUT, servedPage, WAIT } from '../support/browser.mjs';
 
 const EM500 = 'milesight-iot/em500-udl';
 const DEVICE = '24E124136B502217';

@@ -4,7 +4,7 @@
 // the cold rebuild of a device's seen-set from its stored rows. Prints figures; asserts
 // nothing about time.
 //
-//   node tests/bench/worker-path.mjs [--pkg DIR] [--readings N] [--devices N] [--rounds N]
+//   node benches/worker-path.mjs [--pkg DIR] [--readings N] [--devices N] [--rounds N]
 //
 // --pkg points at another build of the package (default pkg/): the version before the
 // keyed plan (its `parseUplink` returned unkeyed readings, and each device object then
@@ -17,7 +17,7 @@ import path from "node:path";
 import { generateWorkload, option } from "./workload.mjs";
 
 const args = process.argv;
-const pkgDir = path.resolve(args.includes("--pkg") ? args[args.indexOf("--pkg") + 1] : new URL("../../pkg/", import.meta.url).pathname);
+const pkgDir = path.resolve(args.includes("--pkg") ? args[args.indexOf("--pkg") + 1] : new URL("../pkg/", import.meta.url).pathname);
 const READINGS = option("readings", 100_000);
 const DEVICES = option("devices", 300);
 const ROUNDS = option("rounds", 7);

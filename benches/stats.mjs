@@ -10,10 +10,10 @@
 // each, which one local workerd holds open at once (group.js "Why 256 groups"): the
 // requests follow one another without a pause.
 //
-//   node tests/bench/stats.mjs [--sizes 1000,10000] [--calls N]
+//   node benches/stats.mjs [--sizes 1000,10000] [--calls N]
 import fs from "node:fs";
 import os from "node:os";
-import { start, post, get, tempDir } from "../worker/harness.mjs";
+import { start, post, get, tempDir } from "../tests/support/harness.mjs";
 
 const arg = (name, dflt) => {
   const i = process.argv.indexOf(`--${name}`);
