@@ -29,7 +29,7 @@ let OPENAPI = null;
 let ROUTES = [];
 
 /**
- * Checks replies against `doc`, the document a worker served (tests/worker/harness.mjs
+ * Checks replies against `doc`, the document a worker served (tests/support/harness.mjs
  * reads it from the first worker it starts). One per process: a worker of the same
  * build serves the same document, and another is refused.
  */
