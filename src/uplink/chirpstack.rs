@@ -19,10 +19,10 @@
 //!   and `reporting_period_s` (ChirpStack tags are strings: decimal digits) are the
 //!   config hint.
 
-use super::json::Json;
-use super::json::Object;
 use super::raw::{named_codec, tags_config, Encoding, RawParts};
 use super::{atom, dev_eui, frame_counter, path, scalar, Envelope, Frame};
+use crate::dedupe::json::Json;
+use crate::dedupe::json::Object;
 
 /// The server's name in messages.
 pub(super) const LABEL: &str = "ChirpStack";

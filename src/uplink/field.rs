@@ -10,8 +10,8 @@
 //! by `0` or `1` is malformed: [`Error::InvalidConfig`], reported when the worker
 //! starts, never per reading.
 
-use super::json::{Json, Object};
 use crate::dedupe::error::Error;
+use crate::dedupe::json::{Json, Object};
 use std::fmt;
 
 /// A member name, or a JSON Pointer into the decoded payload (module docs).
@@ -163,8 +163,8 @@ impl FieldNames {
 
 #[cfg(test)]
 mod tests {
-    use super::super::json::{self, Reader};
     use super::*;
+    use crate::dedupe::json::{self, Reader};
 
     fn at(path: &str, body: &str) -> Option<String> {
         let root = json::read(body.as_bytes(), Reader::value).unwrap();

@@ -13,10 +13,10 @@
 //! * The raw payload ([`super::Plan::raw`]) is `payload` (base64) on `port`; Helium
 //!   names no device model, so there is no codec hint.
 
-use super::json::{Json, Object};
 use super::raw::{Encoding, RawParts};
 use super::{atom, dev_eui, frame_counter, ms_to_rfc3339, path, Envelope, Frame, Message};
 use crate::dedupe::error::Error;
+use crate::dedupe::json::{Json, Object};
 
 /// The server's name in messages.
 pub(super) const LABEL: &str = "Helium";

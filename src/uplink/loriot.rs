@@ -17,10 +17,10 @@
 //!   payload ([`super::Plan::raw`]; `encdata` gives none, and the rejection says
 //!   why). LORIOT names no device model, so there is no codec hint.
 
-use super::json::{Json, Object};
 use super::raw::{Encoding, Payload, RawParts};
 use super::{atom, dev_eui, frame_counter, ms_to_rfc3339, Envelope, Frame, Message};
 use crate::dedupe::error::Error;
+use crate::dedupe::json::{Json, Object};
 use std::borrow::Cow;
 
 /// The server's name in messages.
@@ -88,8 +88,9 @@ pub(super) fn message<'a>(root: &'a Object<'a>) -> Result<Message<'a>, Error> {
 #[cfg(test)]
 mod tests {
     use super::super::tests::{assert_maps, plan_of, with, LORIOT};
-    use super::super::{json, Envelope};
+    use super::super::Envelope;
     use super::message;
+    use crate::dedupe::json;
     use crate::uplink::Message;
 
     const GW: &str = include_str!("../../tests/fixtures/webhooks/loriot/gw.json");

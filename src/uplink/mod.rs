@@ -47,7 +47,8 @@
 //! as it is, so the core rejects it with its usual code instead of a fallback
 //! quietly replacing it.
 //!
-//! Every body is read by `json.rs`: a member given twice in one object is never
+//! Every body is read by the core's JSON reader (`src/dedupe/json.rs`), a native
+//! burst by its burst reader (`src/dedupe/burst.rs`): a member given twice in one object is never
 //! first- or last-wins (the body's `invalid_json`, or in a native burst's reading
 //! element that reading's `invalid_reading`); a number out of f64 range is ignored
 //! where it is not read and rejects the reading's field where it is; a lone
@@ -56,23 +57,21 @@
 mod chirpstack;
 mod field;
 mod helium;
-mod json;
 mod loriot;
 mod native;
 mod raw;
 mod ttn;
 
 use crate::dedupe::error::{Error, Field, Rejection};
+use crate::dedupe::json::{self, number_scalar, Json, Object, Reader};
 use crate::dedupe::key::{content_digest, digest_of_parts, format_key};
-use crate::dedupe::reading::{
-    canonical_device_id, validate, RawBurst, RawReading, Reading, Scalar,
-};
+use crate::dedupe::reading::{canonical_device_id, validate, RawReading, Reading, Scalar};
 use crate::dedupe::timestamp::{isoformat, IsoBuf, Micros, MAX_MICROS, MIN_MICROS};
-use json::{number_scalar, Json, Object, Reader};
 use serde::{Serialize, Serializer};
 use std::borrow::Cow;
 use std::collections::HashMap;
 
+pub use crate::dedupe::burst::read_burst;
 pub use field::{FieldNames, FieldPath};
 use raw::RawParts;
 pub use raw::{ConfigHint, RawUplink, MAX_PAYLOAD_BYTES};
@@ -272,7 +271,7 @@ pub fn plan(
     max_readings: usize,
 ) -> Result<Plan, Error> {
     if format == Format::Readings {
-        let readings = native::parse(body)?;
+        let readings = read_burst(body)?.0;
         within(readings.len(), max_readings)?;
         let each = readings.into_iter().map(|r| (r, None));
         return Ok(route(format, names, "readings", false, each));
@@ -293,26 +292,6 @@ pub fn plan(
     );
     raw::attach(format, &envelope, &mut planned);
     Ok(planned)
-}
-
-/// Reads a native burst body (`[reading, ...]` or `{"readings": [...]}`) into the
-/// core's raw readings, by the body rules of every route (module docs): what
-/// [`plan`] reads for [`Format::Readings`] and `Deduplicator::process_json` takes.
-///
-/// ```
-/// use reconnect_dedupe::uplink::read_burst;
-/// let r = read_burst(br#"[{"device_id":"a","seq":1,"seq":2}, {"rssi":1e400}]"#).unwrap();
-/// assert_eq!(r.0.len(), 2);
-/// assert_eq!(r.0[0].repeated.as_deref(), Some(r#"member "seq" appears twice"#));
-/// assert_eq!(read_burst(br#"{"readings":[],"readings":[]}"#).unwrap_err().code(), "invalid_json");
-/// ```
-///
-/// # Errors
-/// [`Error::InvalidJson`] when the body is not JSON (a member given twice outside a
-/// reading element, a lone surrogate escape included); [`Error::InvalidBurst`] when
-/// it is neither an array nor an object with a `readings` array.
-pub fn read_burst(body: &[u8]) -> Result<RawBurst<'_>, Error> {
-    native::parse(body).map(RawBurst)
 }
 
 fn within(count: usize, max_readings: usize) -> Result<(), Error> {

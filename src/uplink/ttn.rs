@@ -36,10 +36,10 @@
 //!   TTN device repository, set when it was registered from it) read as
 //!   `brand_id/model_id`.
 
-use super::json::{Json, Object};
 use super::raw::{version_ids_codec, Encoding, RawParts};
 use super::{atom, dev_eui, frame_counter, path, scalar, Envelope, Frame, Message};
 use crate::dedupe::error::Error;
+use crate::dedupe::json::{Json, Object};
 
 /// The server's name in messages.
 pub(super) const LABEL: &str = "The Things Stack";
