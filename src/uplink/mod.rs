@@ -48,11 +48,11 @@
 //! quietly replacing it.
 //!
 //! Every body is read by the core's JSON reader (`src/dedupe/json.rs`), a native
-//! burst by its burst reader (`src/dedupe/burst.rs`): a member given twice in one object is never
-//! first- or last-wins (the body's `invalid_json`, or in a native burst's reading
-//! element that reading's `invalid_reading`); a number out of f64 range is ignored
-//! where it is not read and rejects the reading's field where it is; a lone
-//! surrogate escape is `invalid_json`.
+//! burst by its burst reader (`src/dedupe/burst.rs`): a member given twice in one
+//! object is never first- or last-wins (the body's `invalid_json`, or in a native
+//! burst's reading element that reading's `invalid_reading`); a number out of f64
+//! range is ignored where it is not read and rejects the reading's field where it
+//! is; a lone surrogate escape is `invalid_json`.
 
 mod chirpstack;
 mod field;
