@@ -71,9 +71,9 @@
 use super::{decode, fill_pct, Battery, Codec, NoReading, Sample, Uplink};
 use crate::dedupe::error::{Error, Field, Rejection};
 use crate::dedupe::key::{digest_of_parts, idempotency_key};
+use crate::dedupe::keyed::KeyedReading;
 use crate::dedupe::reading::{canonical_device_id, check_device_id, Reading, MAX_SAFE_SEQ};
 use crate::dedupe::timestamp::{Micros, TsError, MAX_MICROS, MIN_MICROS};
-use crate::uplink::KeyedReading;
 use serde::Serialize;
 use std::borrow::Cow;
 use std::num::NonZeroU32;

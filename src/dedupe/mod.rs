@@ -11,6 +11,7 @@ pub mod dedup;
 pub mod error;
 pub(crate) mod json;
 pub mod key;
+pub mod keyed;
 pub mod reading;
 pub mod seen;
 pub mod timestamp;

@@ -66,12 +66,13 @@ use crate::dedupe::error::{Error, Field, Rejection};
 use crate::dedupe::json::{self, number_scalar, Json, Object, Reader};
 use crate::dedupe::key::{content_digest, digest_of_parts, format_key};
 use crate::dedupe::reading::{canonical_device_id, validate, RawReading, Reading, Scalar};
-use crate::dedupe::timestamp::{isoformat, IsoBuf, Micros, MAX_MICROS, MIN_MICROS};
-use serde::{Serialize, Serializer};
+use crate::dedupe::timestamp::{isoformat, MAX_MICROS, MIN_MICROS};
+use serde::Serialize;
 use std::borrow::Cow;
 use std::collections::HashMap;
 
 pub use crate::dedupe::burst::read_burst;
+pub use crate::dedupe::keyed::KeyedReading;
 pub use field::{FieldNames, FieldPath};
 use raw::RawParts;
 pub use raw::{ConfigHint, RawUplink, MAX_PAYLOAD_BYTES};
@@ -199,33 +200,6 @@ pub struct DeviceReadings {
     pub readings: Vec<KeyedReading>,
 }
 
-/// A valid reading with its idempotency key; its `device_id` is its group's.
-#[derive(Debug, Clone, PartialEq, Serialize)]
-#[cfg_attr(feature = "typescript", derive(tsify::Tsify))]
-pub struct KeyedReading {
-    /// The reading's index in the request.
-    pub index: usize,
-    /// `device_id:seq:<16 hex digits of SHA-256 of the content>`.
-    pub key: String,
-    pub seq: i64,
-    /// The UTC instant, written as the key hashed it (Python's `isoformat()`).
-    #[serde(serialize_with = "isoformat_text")]
-    #[cfg_attr(feature = "typescript", tsify(type = "string"))]
-    pub ts: Micros,
-    /// Percent, 0.0 ..= 100.0, never `-0.0`.
-    pub fill_pct: f64,
-    /// When `ts` is the network server's receive time (the decoded payload gave
-    /// none): the radio frame's identity, 16 hex digits of SHA-256 over the network
-    /// server, session, frame counter, port, raw payload and the reading's place in
-    /// the uplink. A copy of the frame received later has the same `frame` and a
-    /// later `ts`; the worker keys it with the first copy's `ts`
-    /// (docs/network-servers.md "The same frame twice"). `None` when the reading carries its own `ts`. A reading a codec
-    /// decoded from [`RawUplink`] has one of [`RawUplink::frame`] and its sample's
-    /// place instead (`codec::payload_readings`), when its `ts` derives from the
-    /// receive time.
-    pub frame: Option<String>,
-}
-
 /// A reading refused before it reached a deduplicator.
 #[derive(Debug, Clone, PartialEq, Serialize)]
 #[cfg_attr(feature = "typescript", derive(tsify::Tsify))]
@@ -236,10 +210,6 @@ pub struct Refused {
     /// rejection for that device); `None` when the device id itself is missing or
     /// bad, or the element is not a reading at all.
     pub device_id: Option<String>,
-}
-
-fn isoformat_text<S: Serializer>(ts: &Micros, s: S) -> Result<S::Ok, S::Error> {
-    s.serialize_str(IsoBuf::new(*ts).as_str())
 }
 
 impl Plan {

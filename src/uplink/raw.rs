@@ -44,12 +44,12 @@
 //! another name; the other servers give `{}`. Which of a stored configuration and
 //! these hints wins is the worker's rule.
 
-use super::{isoformat_text, Envelope, Format, Plan};
+use super::{Envelope, Format, Plan};
 use crate::codec::{Codec, BIN_DEPTH_MM, OFFSET_MM, REPORTING_PERIOD_S};
 use crate::dedupe::error::{Error, Field};
 use crate::dedupe::json::{Json, Object};
 use crate::dedupe::reading::Scalar;
-use crate::dedupe::timestamp::{parse_rfc3339, Micros};
+use crate::dedupe::timestamp::{isoformat_text, parse_rfc3339, Micros};
 use base64::engine::general_purpose;
 use base64::Engine;
 use serde::Serialize;
