@@ -17,8 +17,8 @@
 compile_error!("the JavaScript API needs the `typescript` feature (a default one): its .d.ts is generated with tsify");
 
 use crate::codec::{
-    decode, payload_readings, Codec, Decoded, DeviceConfig, DeviceState, FrameMeta, BIN_DEPTH_MM,
-    OFFSET_MM, REPORTING_PERIOD_S,
+    decode, Codec, Decoded, DeviceConfig, DeviceState, FrameMeta, BIN_DEPTH_MM, OFFSET_MM,
+    REPORTING_PERIOD_S,
 };
 use crate::dedupe::dedup::{
     check_time, Audit, AuditContext, AuditCounts, AuditEvent, BurstOutcome, Deduplicator,
@@ -35,7 +35,9 @@ use crate::dedupe::seen::{
 use crate::dedupe::timestamp::isoformat;
 use crate::dedupe::timestamp::parse_rfc3339;
 use crate::dedupe::window::{Observation, SeqWindow};
-use crate::uplink::{plan, FieldNames, Format, DEFAULT_MAX_READINGS, MAX_MAX_READINGS};
+use crate::uplink::{
+    payload_readings, plan, FieldNames, Format, DEFAULT_MAX_READINGS, MAX_MAX_READINGS,
+};
 use serde::{Deserialize, Serialize};
 use std::num::NonZeroU32;
 use tsify::Tsify;

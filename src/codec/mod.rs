@@ -37,13 +37,12 @@ mod milesight;
 mod readings;
 mod tekelek;
 #[cfg(test)]
-mod test_kit;
+pub(crate) mod test_kit;
 mod types;
 
 pub use readings::{
-    payload_readings, readings, unwrap_counter, DeviceConfig, DeviceState, FrameMeta,
-    PayloadReadings, Readings, SampleReading, BIN_DEPTH_MM, MIN_DEVICE_TIME_S, OFFSET_MM,
-    REPORTING_PERIOD_S,
+    readings, unwrap_counter, DeviceConfig, DeviceState, FrameMeta, Readings, SampleReading,
+    BIN_DEPTH_MM, MIN_DEVICE_TIME_S, OFFSET_MM, REPORTING_PERIOD_S,
 };
 pub use types::{fill_pct, Battery, Codec, Decoded, DecodedSample, NoReading, Sample, Uplink};
 

@@ -1,7 +1,7 @@
 //! A valid reading with its idempotency key ([`KeyedReading`]): what the worker is
 //! handed to admit, keyed once, for each reading of a network server's webhook or a
 //! native burst (`uplink::plan`) and each sample of a raw payload a codec decoded
-//! (`payload_readings`).
+//! (`uplink::payload_readings`).
 
 use super::timestamp::{isoformat_text, Micros};
 use serde::Serialize;
@@ -28,7 +28,7 @@ pub struct KeyedReading {
     /// later `ts`; the worker keys it with the first copy's `ts`
     /// (docs/network-servers.md "The same frame twice"). `None` when the reading carries its own `ts`. A reading a codec
     /// decoded from [`RawUplink`] has one of [`RawUplink::frame`] and its sample's
-    /// place instead (`codec::payload_readings`), when its `ts` derives from the
+    /// place instead (`uplink::payload_readings`), when its `ts` derives from the
     /// receive time.
     pub frame: Option<String>,
 }

@@ -17,7 +17,9 @@
 //! | the native burst `[reading, ...]` or `{"readings": [...]}` | `readings` | `native.rs` |
 //!
 //! This file holds what they share: the [`Format`] table, [`FieldNames`], how a
-//! decoded payload and an envelope become readings, and the [`Plan`].
+//! decoded payload and an envelope become readings, and the [`Plan`]. A raw payload
+//! the worker decodes with its codec becomes keyed readings in `payload.rs`
+//! ([`payload_readings`]).
 //!
 //! Mapping rules (the defaults; the field names in the decoded payload can be
 //! overridden with [`FieldNames`]):
@@ -59,6 +61,7 @@ mod field;
 mod helium;
 mod loriot;
 mod native;
+mod payload;
 mod raw;
 mod ttn;
 
@@ -74,6 +77,7 @@ use std::collections::HashMap;
 pub use crate::dedupe::burst::read_burst;
 pub use crate::dedupe::keyed::KeyedReading;
 pub use field::{FieldNames, FieldPath};
+pub use payload::{payload_readings, PayloadReadings};
 use raw::RawParts;
 pub use raw::{ConfigHint, RawUplink, MAX_PAYLOAD_BYTES};
 

@@ -1,5 +1,7 @@
 //! The raw payload of an uplink that has no fill level ([`Plan::raw`]), for the
-//! worker to decode with a codec (`codec::payload_readings`).
+//! worker to decode with a codec (`payload.rs`, [`payload_readings`]).
+//!
+//! [`payload_readings`]: super::payload_readings
 //!
 //! # When a plan has `raw`
 //! All of these hold, else `raw` is `null`:

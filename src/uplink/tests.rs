@@ -868,7 +868,8 @@ fn a_tts_uplink_without_a_fill_level_hands_on_its_raw_payload_and_codec() {
 
 #[test]
 fn the_raw_payload_is_what_the_codec_reads() {
-    use crate::codec::{payload_readings, Codec, DeviceConfig, DeviceState, FrameMeta};
+    use crate::codec::{Codec, DeviceConfig, DeviceState, FrameMeta};
+    use crate::uplink::payload_readings;
     use std::num::NonZeroU32;
     let raw = plan_of(Format::Tts, &tts_em500()).raw.unwrap();
     let codec = Codec::from_id(raw.codec_hint.unwrap()).unwrap();
