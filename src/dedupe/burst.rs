@@ -162,6 +162,7 @@ mod tests {
     use super::parse;
     use crate::dedupe::error::Error;
     use crate::dedupe::reading::{RawReading, Scalar};
+    use crate::dedupe::test_kit::{edit, R1};
     use serde::Deserialize;
     use serde_json::Value;
 
@@ -243,5 +244,51 @@ mod tests {
         // Bytes that are not UTF-8: in an ignored member, and in a read one.
         reads_like_a_value(b"[{\"device_id\":\"a\",\"x\":\"\xff\"}]");
         reads_like_a_value(b"[{\"device_id\":\"\xc3\"}]");
+    }
+
+    /// The library's bulk path reads bodies by the same rules (contract items 12 and 15).
+    #[test]
+    fn process_json_reads_bodies_by_the_same_rules() {
+        use crate::Deduplicator;
+        let now = 1_784_192_411_204.0;
+        let out = |body: &str| {
+            let mut d = Deduplicator::default();
+            d.process_json(body.as_bytes(), now, false)
+                .map(|o| {
+                    let rejected: Vec<_> = o.rejected.iter().map(|r| (r.index, r.code)).collect();
+                    (o.unique.len(), rejected)
+                })
+                .map_err(|e| (e.code(), e.to_string()))
+        };
+        let r = |extra: &str| edit(R1, r#""fill_pct":10"#, &format!(r#""fill_pct":10,{extra}"#));
+        assert_eq!(out(&format!("[{}]", r(r#""rssi":1e400"#))), Ok((1, vec![])));
+        let seq = |v: &str| edit(R1, r#""seq":1"#, &format!(r#""seq":{v}"#));
+        for v in [
+            "1e400",
+            "-1e400",
+            "9007199254740992",
+            "-9223372036854775808",
+            "1e19",
+        ] {
+            assert_eq!(
+                out(&format!("[{}]", seq(v))),
+                Ok((0, vec![(0, "invalid_seq")])),
+                "{v}"
+            );
+        }
+        assert_eq!(
+            out(&format!("[{},{R1}]", r(r#""fill_pct":90"#))),
+            Ok((1, vec![(0, "invalid_reading")]))
+        );
+        assert_eq!(
+            out(&format!(r#"{{"readings":[],"readings":[{R1}]}}"#)),
+            Err((
+                "invalid_json",
+                r#"body is not valid JSON: member "readings" appears twice (at /readings)"#.into()
+            ))
+        );
+        let lone = out(&format!("[{}]", r(r#""note":"\ud800""#))).unwrap_err();
+        assert_eq!(lone.0, "invalid_json");
+        assert!(lone.1.contains("lone surrogate"), "{}", lone.1);
     }
 }

@@ -14,5 +14,7 @@ pub mod key;
 pub mod keyed;
 pub mod reading;
 pub mod seen;
+#[cfg(test)]
+pub(crate) mod test_kit;
 pub mod timestamp;
 pub mod window;

@@ -10,7 +10,7 @@ pub(super) const LABEL: &str = "readings";
 
 #[cfg(test)]
 mod tests {
-    use super::super::tests::{assert_maps, plan_of};
+    use super::super::test_kit::{assert_maps, plan_err, plan_of, rejections, R1};
     use super::super::{plan, FieldNames, Format};
     use crate::dedupe::key::idempotency_key;
     use crate::dedupe::reading::parse_reading;
@@ -113,5 +113,70 @@ mod tests {
         assert_eq!(code(r#"{"readings":3}"#), "invalid_burst");
         assert_eq!(code("[1,2,3]"), "too_many_readings");
         assert_eq!(code("[1,2,"), "invalid_json");
+    }
+
+    #[test]
+    fn a_member_twice_in_a_native_reading_rejects_that_reading() {
+        let twice =
+            r#"{"device_id":"a","seq":2,"ts":"2026-07-16T09:00:00Z","fill_pct":10,"fill_pct":90}"#;
+        for body in [
+            format!("[{R1},{twice}]"),
+            format!(r#"{{"readings":[{R1},{twice}]}}"#),
+        ] {
+            let p = plan_of(Format::Readings, &body);
+            assert_eq!(p.devices[0].readings.len(), 1, "{body}");
+            assert_eq!(
+                rejections(&p),
+                vec![(1, "invalid_reading", r#"member "fill_pct" appears twice"#)]
+            );
+            assert_eq!(p.rejected[0].rejection.field, "reading");
+            assert_eq!(p.rejected[0].device_id, None);
+        }
+        // Any member: an ignored one, one spelled with an escape, one inside a nested value.
+        for (reading, message) in [
+            (
+                r#"{"device_id":"a","rssi":1,"rssi":1}"#,
+                r#"member "rssi" appears twice"#,
+            ),
+            (
+                r#"{"device_id":"a","seq":1,"se\u0071":1}"#,
+                r#"member "seq" appears twice"#,
+            ),
+            (
+                r#"{"device_id":"a","meta":[{"x/y":1,"x/y":2}]}"#,
+                r#"member "x/y" appears twice (at /0/meta/0/x~1y)"#,
+            ),
+        ] {
+            let p = plan_of(Format::Readings, &format!("[{reading}]"));
+            assert_eq!(
+                rejections(&p),
+                vec![(0, "invalid_reading", message)],
+                "{reading}"
+            );
+        }
+    }
+
+    #[test]
+    fn a_member_twice_outside_a_native_reading_is_invalid_json_naming_where() {
+        for (body, message) in [
+            (
+                format!(r#"{{"readings":[{R1}],"readings":[]}}"#),
+                r#"body is not valid JSON: member "readings" appears twice (at /readings)"#,
+            ),
+            (
+                format!(r#"{{"readings":[],"readings":[{R1}]}}"#),
+                r#"body is not valid JSON: member "readings" appears twice (at /readings)"#,
+            ),
+            (
+                format!(r#"{{"x":{{"a~b":1,"a~b":2}},"readings":[{R1}]}}"#),
+                r#"body is not valid JSON: member "a~b" appears twice (at /x/a~0b)"#,
+            ),
+        ] {
+            let e = plan_err(Format::Readings, &body);
+            assert_eq!(
+                (e.code(), e.to_string().as_str()),
+                ("invalid_json", message)
+            );
+        }
     }
 }
