@@ -251,6 +251,32 @@ pub const OFFSET_MM: (u32, u32) = (0, 100_000);
 pub const REPORTING_PERIOD_S: (u32, u32) = (1, 7 * 86_400);
 
 impl DeviceConfig {
+    /// A config of plain numbers, as `PUT /v1/devices/{id}/config` and
+    /// `readingsFromPayload` take them. A depth or a period of 0, below every range's
+    /// minimum, is refused here; the rest of each range by [`DeviceConfig::check`].
+    ///
+    /// # Errors
+    /// [`Error::InvalidConfig`] for a `bin_depth_mm` of 0, then for a
+    /// `reporting_period_s` of 0.
+    pub fn new(
+        codec: Option<Codec>,
+        bin_depth_mm: u32,
+        offset_mm: u32,
+        reporting_period_s: Option<u32>,
+    ) -> Result<DeviceConfig, Error> {
+        let nonzero = |name: &str, v: u32| {
+            NonZeroU32::new(v).ok_or_else(|| Error::InvalidConfig(format!("{name} must not be 0")))
+        };
+        Ok(DeviceConfig {
+            codec,
+            bin_depth_mm: nonzero("bin_depth_mm", bin_depth_mm)?,
+            offset_mm,
+            reporting_period_s: reporting_period_s
+                .map(|p| nonzero("reporting_period_s", p))
+                .transpose()?,
+        })
+    }
+
     /// Checks each number against its range ([`BIN_DEPTH_MM`], [`OFFSET_MM`],
     /// [`REPORTING_PERIOD_S`]), as `PUT /v1/devices/{id}/config` does.
     ///
@@ -426,6 +452,45 @@ mod tests {
         Uplink {
             samples,
             battery: None,
+        }
+    }
+
+    #[test]
+    fn a_config_refuses_a_depth_or_period_of_zero_and_numbers_out_of_their_ranges() {
+        assert_eq!(
+            DeviceConfig::new(None, 1500, 200, Some(600)),
+            Ok(config(1500, 200, Some(600)))
+        );
+        let said = |r: Result<(), Error>| r.map_err(|e| (e.code(), e.to_string()));
+        let made = |depth, period| DeviceConfig::new(None, depth, 0, period).map(|_| ());
+        let refused = |why: &str| Err(("invalid_config", format!("invalid configuration: {why}")));
+        assert_eq!(
+            said(made(0, Some(0))),
+            refused("bin_depth_mm must not be 0")
+        );
+        assert_eq!(
+            said(made(1, Some(0))),
+            refused("reporting_period_s must not be 0")
+        );
+        // Each range's ends are in it; one past either is not, the first named.
+        assert_eq!(config(1, 0, Some(1)).check(), Ok(()));
+        assert_eq!(config(100_000, 100_000, Some(604_800)).check(), Ok(()));
+        assert_eq!(config(1, 0, None).check(), Ok(()));
+        for (bad, why) in [
+            (
+                config(100_001, 100_001, None),
+                "bin_depth_mm must be 1 ..= 100000, got 100001",
+            ),
+            (
+                config(1000, 100_001, Some(604_801)),
+                "offset_mm must be 0 ..= 100000, got 100001",
+            ),
+            (
+                config(1000, 0, Some(604_801)),
+                "reporting_period_s must be 1 ..= 604800, got 604801",
+            ),
+        ] {
+            assert_eq!(said(bad.check()), refused(why));
         }
     }
 

@@ -81,7 +81,7 @@ pub use crate::dedupe::keyed::KeyedReading;
 pub use field::{FieldNames, FieldPath};
 pub use payload::{payload_readings, PayloadReadings};
 use raw::RawParts;
-pub use raw::{ConfigHint, RawUplink, MAX_PAYLOAD_BYTES};
+pub use raw::{frame_from_hex, ConfigHint, RawUplink, MAX_PAYLOAD_BYTES};
 
 /// Default cap on readings per request, in line with the worker's documented limit.
 pub const DEFAULT_MAX_READINGS: usize = 10_000;

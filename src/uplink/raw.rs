@@ -303,6 +303,21 @@ fn decode(encoding: Encoding, value: &Json<'_>) -> Result<Vec<u8>, &'static str>
     Ok(bytes)
 }
 
+/// A radio frame's identity as [`RawUplink::frame`] writes it, exactly 16 lower-case
+/// hex digits, as the number `FrameMeta::frame` takes (`readingsFromPayload`'s
+/// `frame.frame`); `None` for any other text.
+///
+/// ```
+/// use reconnect_dedupe::uplink::frame_from_hex;
+/// assert_eq!(frame_from_hex("78f2a1fe989df34e"), Some(0x78f2_a1fe_989d_f34e));
+/// assert_eq!(frame_from_hex("78F2A1FE989DF34E"), None);
+/// ```
+pub fn frame_from_hex(text: &str) -> Option<u64> {
+    let lower_hex =
+        text.len() == 16 && text.bytes().all(|b| matches!(b, b'0'..=b'9' | b'a'..=b'f'));
+    u64::from_str_radix(text, 16).ok().filter(|_| lower_hex)
+}
+
 /// Hex digits in either case, two per byte.
 fn unhex(text: &str) -> Option<Vec<u8>> {
     let digit = |b: u8| char::from(b).to_digit(16);
@@ -334,7 +349,7 @@ mod tests {
         LORIOT_RX, TTS_UPLINK, TTS_WITH_FILL,
     };
     use super::super::Format;
-    use super::{hex, unbase64, unhex};
+    use super::{frame_from_hex, hex, unbase64, unhex};
     use serde_json::{json, Value};
 
     #[test]
@@ -704,5 +719,28 @@ mod tests {
             json!({"time": "yesterday", "object": {"ts": "2026-07-16T09:00:00Z"}}),
         );
         quiet(Format::ChirpStack, &b);
+    }
+
+    #[test]
+    fn a_frame_identity_reads_back_only_as_raw_frame_writes_it() {
+        for frame in [0, 1, 0x78f2_a1fe_989d_f34e, u64::MAX] {
+            assert_eq!(frame_from_hex(&format!("{frame:016x}")), Some(frame));
+        }
+        for text in [
+            "",
+            "0123",
+            "78F2A1FE989DF34E",
+            "78f2a1fe989df34",
+            "78f2a1fe989df34e0",
+            "+8f2a1fe989df34e",
+            " 8f2a1fe989df34e",
+            "78f2a1fe989df34g",
+            "\u{661}8f2a1fe989df34",
+        ] {
+            assert_eq!(frame_from_hex(text), None, "{text:?}");
+        }
+        let raw = plan_of(Format::Tts, &tts_em500()).raw.unwrap();
+        let again = frame_from_hex(&raw.frame).map(|f| format!("{f:016x}"));
+        assert_eq!(again, Some(raw.frame));
     }
 }

@@ -4,9 +4,8 @@
 use crate::codec::{decode, Codec, Decoded, DeviceConfig, DeviceState, FrameMeta};
 use crate::dedupe::error::{Error, Field};
 use crate::dedupe::timestamp::parse_rfc3339;
-use crate::uplink::payload_readings;
+use crate::uplink::{frame_from_hex, payload_readings};
 use serde::Deserialize;
-use std::num::NonZeroU32;
 use tsify::Tsify;
 use wasm_bindgen::prelude::*;
 
@@ -143,20 +142,14 @@ pub fn readings_from_payload_js(
     )?;
     let codec = codec_arg(&config.codec)?;
     let (port, bytes) = frame_args(&f_port, &payload)?;
-    // Zero is below every range's minimum (`payload_readings` checks the rest).
-    let nonzero = |name: &str, v: u32| {
-        NonZeroU32::new(v)
-            .ok_or_else(|| to_js(Error::InvalidConfig(format!("{name} must not be 0"))))
-    };
-    let device = DeviceConfig {
-        codec: Some(codec),
-        bin_depth_mm: nonzero("bin_depth_mm", config.bin_depth_mm)?,
-        offset_mm: config.offset_mm,
-        reporting_period_s: config
-            .reporting_period_s
-            .map(|p| nonzero("reporting_period_s", p))
-            .transpose()?,
-    };
+    // A depth or period of 0 is refused here; `payload_readings` checks the ranges.
+    let device = DeviceConfig::new(
+        Some(codec),
+        config.bin_depth_mm,
+        config.offset_mm,
+        config.reporting_period_s,
+    )
+    .map_err(to_js)?;
     let received_at = parse_rfc3339(&frame.received_at).map_err(|_| {
         to_js(Error::Invalid(
             Field::Ts,
@@ -195,11 +188,7 @@ fn frame_id<'de, D: serde::Deserializer<'de>>(d: D) -> Result<Option<u64>, D::Er
     let Some(text) = Option::<String>::deserialize(d).map_err(|_| rule("no string"))? else {
         return Ok(None);
     };
-    let lower_hex =
-        text.len() == 16 && text.bytes().all(|b| matches!(b, b'0'..=b'9' | b'a'..=b'f'));
-    u64::from_str_radix(&text, 16)
-        .ok()
-        .filter(|_| lower_hex)
+    frame_from_hex(&text)
         .map(Some)
         .ok_or_else(|| rule(&format!("{:?}", shown(&text))))
 }
