@@ -6,7 +6,10 @@
 use super::timestamp::{isoformat_text, Micros};
 use serde::Serialize;
 
+// `frame`'s doc names `RawUplink`, a type of `uplink` (the layer above), as the .d.ts
+// shows it (tsify copies the doc text): rustdoc cannot resolve that link from here.
 /// A valid reading with its idempotency key; its `device_id` is its group's.
+#[allow(rustdoc::broken_intra_doc_links)]
 #[derive(Debug, Clone, PartialEq, Serialize)]
 #[cfg_attr(feature = "typescript", derive(tsify::Tsify))]
 pub struct KeyedReading {

@@ -107,7 +107,7 @@ pub struct KeyAdmission {
     /// One verdict per key, in order: 0 admitted, 1 admitted with a seq reuse (its
     /// device and seq were held with other content), 2 duplicate, 3 pending (held
     /// provisionally by another call's open ticket; library use only).
-    // The core's `Verdict` as a byte; bytes become a Uint8Array (see `serializer`).
+    // The core's `Verdict` as a byte; bytes become a Uint8Array (see `serializer`, mod.rs).
     #[tsify(type = "Uint8Array")]
     verdicts: Verdicts,
     /// The burst's audit counts, `refused` included in `rejected`.
@@ -116,7 +116,7 @@ pub struct KeyAdmission {
     line: String,
 }
 
-/// Verdict bytes, written as bytes (a `Uint8Array`, see [`serializer`]).
+/// Verdict bytes, written as bytes (a `Uint8Array`, see [`serializer`](super::serializer)).
 pub struct Verdicts(Vec<u8>);
 
 impl Serialize for Verdicts {
