@@ -8,7 +8,7 @@
 //!   `jiff`;
 //! * `BurstOutcome::to_json` against `serde_json::to_string` on bursts of 1, 10 and
 //!   100 readings;
-//! * the body reader (`uplink::read_burst`, src/uplink/json.rs) against serde_json
+//! * the body reader (`uplink::read_burst`, src/dedupe/json.rs) against serde_json
 //!   with the core's `RawBurst` visitor (the path it replaced), on native bursts of
 //!   10 and 100 readings.
 //!

@@ -7,11 +7,18 @@
 //! the [`Deduplicator`] accounts for every reading of a burst in one audit record.
 //!
 //! * [`dedupe`]: the pure Rust core (readings, keys, the seen-set, bursts; a device's
-//!   sequence window, [`SeqWindow`], which the worker keeps per device), tested natively.
-//! * [`uplink`]: network-server webhooks → readings, one file per server.
+//!   sequence window, [`SeqWindow`], which the worker keeps per device; the reader of
+//!   every request body), tested natively.
 //! * [`codec`]: sensors' raw payloads → level samples, one file per vendor; fill levels
-//!   from bin geometry.
-//! * `wasm` (wasm32 only): the JavaScript API, the one place with `#[wasm_bindgen]`.
+//!   from bin geometry, and the rules that make samples readings.
+//! * [`uplink`]: network-server webhooks → keyed readings, one file per server; a raw
+//!   payload's samples → keyed readings.
+//! * `wasm` (wasm32 only): the JavaScript API, the one place with `#[wasm_bindgen]`,
+//!   one file per part of the API it binds.
+//!
+//! Each layer uses only those listed before it: `dedupe` nothing else of the crate,
+//! `codec` the core, `uplink` both, `wasm` all three (a test of the sequence window
+//! alone checks a counter as `codec::unwrap_counter` unwraps it).
 
 pub mod codec;
 pub mod dedupe;

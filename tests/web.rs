@@ -523,9 +523,8 @@ fn a_js_exception_while_reading_arguments_is_a_coded_error_that_admits_nothing()
 /// `payload_readings` give, member for member.
 #[wasm_bindgen_test]
 fn every_device_vector_decodes_in_the_browser_as_in_the_core() {
-    use reconnect_dedupe::codec::{
-        decode, payload_readings, Codec, Decoded, DeviceConfig, DeviceState, FrameMeta,
-    };
+    use reconnect_dedupe::codec::{decode, Codec, Decoded, DeviceConfig, DeviceState, FrameMeta};
+    use reconnect_dedupe::uplink::payload_readings;
     use reconnect_dedupe::wasm::{decode_payload_js, readings_from_payload_js};
     use std::num::NonZeroU32;
     let files = [

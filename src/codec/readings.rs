@@ -68,14 +68,10 @@
 //! every `Ok` reading passes the core's own validation (`|seq| ≤ 2^53 − 1`, ts in years
 //! 0001 ..= 9999, fill 0 ..= 100).
 
-use super::{decode, fill_pct, Battery, Codec, NoReading, Sample, Uplink};
-use crate::dedupe::error::{Error, Field, Rejection};
-use crate::dedupe::key::{digest_of_parts, idempotency_key};
-use crate::dedupe::reading::{canonical_device_id, check_device_id, Reading, MAX_SAFE_SEQ};
+use super::{fill_pct, Codec, NoReading, Sample, Uplink};
+use crate::dedupe::error::{Error, Field};
+use crate::dedupe::reading::MAX_SAFE_SEQ;
 use crate::dedupe::timestamp::{Micros, TsError, MAX_MICROS, MIN_MICROS};
-use crate::uplink::KeyedReading;
-use serde::Serialize;
-use std::borrow::Cow;
 use std::num::NonZeroU32;
 
 const MICROS_PER_SEC: i64 = 1_000_000;
@@ -86,7 +82,8 @@ pub const MIN_DEVICE_TIME_S: i64 = 1_420_070_400;
 const COUNTER_SPAN: i64 = 1 << 16;
 
 /// A device's bin and sensor, as `PUT /v1/devices/{id}/config` stores it. The ranges
-/// are the route's to check; [`readings`] reads any value without panicking.
+/// are the route's to check ([`DeviceConfig::check`]); [`readings`] reads any value
+/// without panicking.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct DeviceConfig {
     /// `None`: selected from the uplink (The Things Stack `version_ids`, …).
@@ -109,8 +106,8 @@ pub struct FrameMeta {
     pub f_cnt: i64,
     /// The radio frame's identity (`RawUplink::frame`, as a number), when known: each
     /// reading keyed at the receive time then gets one of its own
-    /// ([`payload_readings`]), so the worker keys a later copy of the frame with the
-    /// first copy's `ts`.
+    /// (`uplink::payload_readings`), so the worker keys a later copy of the frame with
+    /// the first copy's `ts`.
     pub frame: Option<u64>,
 }
 
@@ -253,116 +250,55 @@ pub const BIN_DEPTH_MM: (u32, u32) = (1, 100_000);
 pub const OFFSET_MM: (u32, u32) = (0, 100_000);
 pub const REPORTING_PERIOD_S: (u32, u32) = (1, 7 * 86_400);
 
-/// One uplink's raw payload as keyed readings of `device_id`: what the worker admits.
-/// Serialises as `{codec, battery, readings: [{index, key, seq, ts, fill_pct,
-/// frame}], rejected: [{index, field, code, message}], counter_ref, schedule_phase_s}`; `index` is the
-/// sample's place in the payload.
-#[derive(Debug, Clone, PartialEq, Serialize)]
-#[cfg_attr(feature = "typescript", derive(tsify::Tsify))]
-pub struct PayloadReadings {
-    /// The codec's id.
-    pub codec: &'static str,
-    pub battery: Option<Battery>,
-    pub readings: Vec<KeyedReading>,
-    pub rejected: Vec<Rejection>,
-    /// The application-counter reference to store for the next uplink.
-    pub counter_ref: Option<i64>,
-    /// The schedule phase to store for the next uplink (Tekelek; module docs).
-    pub schedule_phase_s: Option<i64>,
-}
-
-/// Decodes `bytes` with `codec`, makes each sample a reading by the module's rules
-/// and keys it for `device_id` (checked and written as every reading's: a DevEUI in
-/// upper case): decode, [`readings`] and the core's validation and key, in one call.
-///
-/// A reading's `frame` is the sample's identity in the radio frame `meta.frame` (16
-/// hex digits of SHA-256 over the frame's and the sample's index, length-prefixed)
-/// when its `ts` derives from the receive time (rules 2 and 3 of ts: Tekelek's slot,
-/// the receive time itself), as a network server's reading keyed at its receive time
-/// has one: a copy of the frame received later gives the same. `None` for a reading
-/// dated by the device's clock, whose `ts` no copy changes, and for every reading
-/// when `meta.frame` is `None`.
-///
-/// # Errors
-/// `invalid_device_id`; `invalid_config` for a number outside its range (the route
-/// checks them first); [`decode`]'s `invalid_payload` and `unsupported_port`;
-/// [`Error::MissingReportingPeriod`]. A sample's own problem is in
-/// [`PayloadReadings::rejected`].
-pub fn payload_readings(
-    device_id: &str,
-    codec: Codec,
-    config: &DeviceConfig,
-    f_port: u32,
-    bytes: &[u8],
-    meta: &FrameMeta,
-    state: DeviceState,
-) -> Result<PayloadReadings, Error> {
-    check_device_id(device_id)?;
-    let within = |name: &str, v: u32, (min, max): (u32, u32)| {
-        if (min..=max).contains(&v) {
-            Ok(())
-        } else {
-            Err(Error::InvalidConfig(format!(
-                "{name} must be {min} ..= {max}, got {v}"
-            )))
-        }
-    };
-    within("bin_depth_mm", config.bin_depth_mm.get(), BIN_DEPTH_MM)?;
-    within("offset_mm", config.offset_mm, OFFSET_MM)?;
-    if let Some(period) = config.reporting_period_s {
-        within("reporting_period_s", period.get(), REPORTING_PERIOD_S)?;
+impl DeviceConfig {
+    /// A config of plain numbers, as `PUT /v1/devices/{id}/config` and
+    /// `readingsFromPayload` take them. A depth or a period of 0, below every range's
+    /// minimum, is refused here; the rest of each range by [`DeviceConfig::check`].
+    ///
+    /// # Errors
+    /// [`Error::InvalidConfig`] for a `bin_depth_mm` of 0, then for a
+    /// `reporting_period_s` of 0.
+    pub fn new(
+        codec: Option<Codec>,
+        bin_depth_mm: u32,
+        offset_mm: u32,
+        reporting_period_s: Option<u32>,
+    ) -> Result<DeviceConfig, Error> {
+        let nonzero = |name: &str, v: u32| {
+            NonZeroU32::new(v).ok_or_else(|| Error::InvalidConfig(format!("{name} must not be 0")))
+        };
+        Ok(DeviceConfig {
+            codec,
+            bin_depth_mm: nonzero("bin_depth_mm", bin_depth_mm)?,
+            offset_mm,
+            reporting_period_s: reporting_period_s
+                .map(|p| nonzero("reporting_period_s", p))
+                .transpose()?,
+        })
     }
-    let uplink = decode(codec, f_port, bytes)?;
-    let got = readings(
-        config,
-        &uplink,
-        meta,
-        DeviceState {
-            counter_ref: state.counter_ref,
-            schedule_phase_s: state.schedule_phase_s,
-        },
-    )?;
-    let device_id = canonical_device_id(Cow::Borrowed(device_id));
-    let mut out = PayloadReadings {
-        codec: codec.id(),
-        battery: uplink.battery,
-        readings: Vec::new(),
-        rejected: Vec::new(),
-        counter_ref: got.counter_ref,
-        schedule_phase_s: got.schedule_phase_s,
-    };
-    for (index, (each, sample)) in got.each.into_iter().zip(&uplink.samples).enumerate() {
-        match each {
-            Ok(r) => {
-                let reading = Reading {
-                    device_id: device_id.clone(),
-                    seq: r.seq,
-                    ts: r.ts,
-                    fill_pct: r.fill_pct,
-                };
-                out.readings.push(KeyedReading {
-                    index,
-                    key: idempotency_key(&reading),
-                    seq: r.seq,
-                    ts: r.ts,
-                    fill_pct: r.fill_pct,
-                    frame: meta
-                        .frame
-                        .filter(|_| sample.device_time_s.is_none())
-                        .map(|frame| sample_frame(frame, index)),
-                });
+
+    /// Checks each number against its range ([`BIN_DEPTH_MM`], [`OFFSET_MM`],
+    /// [`REPORTING_PERIOD_S`]), as `PUT /v1/devices/{id}/config` does.
+    ///
+    /// # Errors
+    /// [`Error::InvalidConfig`] naming the first number outside its range.
+    pub fn check(&self) -> Result<(), Error> {
+        let within = |name: &str, v: u32, (min, max): (u32, u32)| {
+            if (min..=max).contains(&v) {
+                Ok(())
+            } else {
+                Err(Error::InvalidConfig(format!(
+                    "{name} must be {min} ..= {max}, got {v}"
+                )))
             }
-            Err(e) => out.rejected.push(Rejection::new(index, &e)),
+        };
+        within("bin_depth_mm", self.bin_depth_mm.get(), BIN_DEPTH_MM)?;
+        within("offset_mm", self.offset_mm, OFFSET_MM)?;
+        if let Some(period) = self.reporting_period_s {
+            within("reporting_period_s", period.get(), REPORTING_PERIOD_S)?;
         }
+        Ok(())
     }
-    Ok(out)
-}
-
-/// The identity of sample `index` of the radio frame `frame`, in 16 lower-case hex
-/// digits.
-fn sample_frame(frame: u64, index: usize) -> String {
-    let (frame, index) = (format!("{frame:016x}"), index.to_string());
-    format!("{:016x}", digest_of_parts([frame.as_str(), index.as_str()]))
 }
 
 /// The value ≡ `counter` (mod 65 536) nearest to `reference` (ties: the later one), or
@@ -496,7 +432,7 @@ fn slot(received_at: Micros, period_s: NonZeroU32, periods_ago: u8) -> Option<Mi
 #[cfg(test)]
 mod tests {
     use super::super::decode;
-    use super::super::test_kit::{decoded, hex, live, vectors};
+    use super::super::test_kit::{config, decoded, hex, live, meta, vectors};
     use super::*;
     use crate::dedupe::reading::{validate, RawReading, Scalar};
     use crate::dedupe::timestamp::{isoformat, parse_rfc3339};
@@ -508,31 +444,53 @@ mod tests {
 
     const HOUR_S: u32 = 3600;
 
-    fn config(depth: u32, offset: u32, period_s: Option<u32>) -> DeviceConfig {
-        DeviceConfig {
-            codec: None,
-            bin_depth_mm: NonZeroU32::new(depth).unwrap(),
-            offset_mm: offset,
-            reporting_period_s: period_s.map(|p| NonZeroU32::new(p).unwrap()),
-        }
-    }
-
     fn at(rfc3339: &str) -> Micros {
         parse_rfc3339(rfc3339).unwrap()
-    }
-
-    fn meta(received_at: &str, f_cnt: i64) -> FrameMeta {
-        FrameMeta {
-            received_at: at(received_at),
-            f_cnt,
-            frame: None,
-        }
     }
 
     fn of(samples: Vec<Sample>) -> Uplink {
         Uplink {
             samples,
             battery: None,
+        }
+    }
+
+    #[test]
+    fn a_config_refuses_a_depth_or_period_of_zero_and_numbers_out_of_their_ranges() {
+        assert_eq!(
+            DeviceConfig::new(None, 1500, 200, Some(600)),
+            Ok(config(1500, 200, Some(600)))
+        );
+        let said = |r: Result<(), Error>| r.map_err(|e| (e.code(), e.to_string()));
+        let made = |depth, period| DeviceConfig::new(None, depth, 0, period).map(|_| ());
+        let refused = |why: &str| Err(("invalid_config", format!("invalid configuration: {why}")));
+        assert_eq!(
+            said(made(0, Some(0))),
+            refused("bin_depth_mm must not be 0")
+        );
+        assert_eq!(
+            said(made(1, Some(0))),
+            refused("reporting_period_s must not be 0")
+        );
+        // Each range's ends are in it; one past either is not, the first named.
+        assert_eq!(config(1, 0, Some(1)).check(), Ok(()));
+        assert_eq!(config(100_000, 100_000, Some(604_800)).check(), Ok(()));
+        assert_eq!(config(1, 0, None).check(), Ok(()));
+        for (bad, why) in [
+            (
+                config(100_001, 100_001, None),
+                "bin_depth_mm must be 1 ..= 100000, got 100001",
+            ),
+            (
+                config(1000, 100_001, Some(604_801)),
+                "offset_mm must be 0 ..= 100000, got 100001",
+            ),
+            (
+                config(1000, 0, Some(604_801)),
+                "reporting_period_s must be 1 ..= 604800, got 604801",
+            ),
+        ] {
+            assert_eq!(said(bad.check()), refused(why));
         }
     }
 
@@ -1280,158 +1238,5 @@ mod tests {
             ok > 4_000 && rejected > 4_000,
             "{ok} readings, {rejected} rejected"
         );
-    }
-
-    #[test]
-    fn a_payload_becomes_keyed_readings_of_its_device_whatever_the_frame_counter() {
-        let history = hex("20CE9E744663D20420CE3A824663D004");
-        let cfg = config(1500, 0, None);
-        let meta = |f_cnt| FrameMeta {
-            received_at: 1_700_000_000_000_000,
-            f_cnt,
-            frame: None,
-        };
-        let run = |id: &str, f_cnt| {
-            payload_readings(
-                id,
-                Codec::MilesightEm500Udl,
-                &cfg,
-                85,
-                &history,
-                &meta(f_cnt),
-                DeviceState::default(),
-            )
-        };
-        let got = run("24e124136b502217", 7).unwrap();
-        assert_eq!(got.codec, "milesight-iot/em500-udl");
-        assert_eq!(got.readings.len(), 2);
-        assert!(got.rejected.is_empty());
-        for (i, r) in got.readings.iter().enumerate() {
-            let reading = Reading {
-                device_id: Cow::Borrowed("24E124136B502217"),
-                seq: r.seq,
-                ts: r.ts,
-                fill_pct: r.fill_pct,
-            };
-            assert_eq!(
-                (r.index, r.key.clone(), r.frame.clone()),
-                (i, idempotency_key(&reading), None)
-            );
-        }
-        // After a rejoin (a new frame counter) the same records key the same.
-        assert_eq!(run("24E124136B502217", 1).unwrap().readings, got.readings);
-        assert_eq!(run("", 7).unwrap_err().code(), "invalid_device_id");
-    }
-
-    /// The frames of a payload's readings, keyed with frame identity `frame`, received
-    /// at `received_at`.
-    fn frames_of(
-        codec: Codec,
-        f_port: u32,
-        bytes: &[u8],
-        received_at: &str,
-        frame: Option<u64>,
-    ) -> Vec<Option<String>> {
-        let meta = FrameMeta {
-            frame,
-            ..meta(received_at, 7)
-        };
-        let got = payload_readings(
-            "bin-1",
-            codec,
-            &config(3000, 200, Some(6 * HOUR_S)),
-            f_port,
-            bytes,
-            &meta,
-            DeviceState::default(),
-        )
-        .unwrap();
-        assert!(got.rejected.is_empty());
-        got.readings.into_iter().map(|r| r.frame).collect()
-    }
-
-    #[test]
-    fn a_reading_dated_by_the_receive_time_gets_its_sample_identity_in_the_frame() {
-        const FRAME: u64 = 0x0123_4567_89ab_cdef;
-        // SHA-256 of "16:0123456789abcdef1:0" and "16:0123456789abcdef1:1" (Python's
-        // hashlib), the first 8 bytes.
-        assert_eq!(sample_frame(FRAME, 0), "f38390fddd9cd03d");
-        assert_eq!(sample_frame(FRAME, 1), "3efdd590fb5bd2c3");
-        // A live sample: its receive time is its ts. A copy of the frame, received
-        // later, gives the same identity; another frame another.
-        let live = hex("0175640382D204");
-        let at = "2026-07-16T09:00:05Z";
-        let em310 =
-            |received_at, frame| frames_of(Codec::MilesightEm310Udl, 85, &live, received_at, frame);
-        assert_eq!(em310(at, Some(FRAME)), vec![Some(sample_frame(FRAME, 0))]);
-        assert_eq!(
-            em310("2026-07-16T09:03:00Z", Some(FRAME)),
-            em310(at, Some(FRAME))
-        );
-        assert_ne!(em310(at, Some(FRAME + 1)), em310(at, Some(FRAME)));
-        assert_eq!(em310(at, None), vec![None], "no frame given: none");
-        // Tekelek's four readings are dated by slots of the receive time: each its own.
-        let tek = hex("1000000001121B7701131BAA01121BA90114F274");
-        let frames = frames_of(Codec::TekelekTek766, 16, &tek, at, Some(FRAME));
-        let want: Vec<_> = (0..4).map(|i| Some(sample_frame(FRAME, i))).collect();
-        assert_eq!(frames, want);
-        // History records are dated by the device's clock, which no copy changes.
-        let history = hex("20CE9E744663D20420CE3A824663D004");
-        let frames = frames_of(Codec::MilesightEm500Udl, 85, &history, at, Some(FRAME));
-        assert_eq!(frames, vec![None, None]);
-    }
-
-    #[test]
-    fn a_payload_with_a_sentinel_lists_it_and_bad_numbers_are_refused() {
-        // A live distance of 0xFFFD ("no target") next to a battery reading.
-        let bytes = hex("01756403 82FDFF");
-        let meta = FrameMeta {
-            received_at: 1_700_000_000_000_000,
-            f_cnt: 3,
-            frame: None,
-        };
-        let got = payload_readings(
-            "bin-1",
-            Codec::MilesightEm310Udl,
-            &config(1000, 0, None),
-            85,
-            &bytes,
-            &meta,
-            DeviceState::default(),
-        )
-        .unwrap();
-        assert!(got.readings.is_empty());
-        assert_eq!(
-            (got.rejected[0].index, got.rejected[0].code),
-            (0, "no_reading")
-        );
-        for bad in [
-            config(100_001, 0, None),
-            config(1000, 100_001, None),
-            config(1000, 0, Some(7 * 86_400 + 1)),
-        ] {
-            let e = payload_readings(
-                "bin-1",
-                Codec::MilesightEm310Udl,
-                &bad,
-                85,
-                &bytes,
-                &meta,
-                DeviceState::default(),
-            )
-            .unwrap_err();
-            assert_eq!(e.code(), "invalid_config");
-        }
-        let e = payload_readings(
-            "bin-1",
-            Codec::MilesightEm310Udl,
-            &config(1000, 0, None),
-            86,
-            &bytes,
-            &meta,
-            DeviceState::default(),
-        )
-        .unwrap_err();
-        assert_eq!(e.code(), "unsupported_port");
     }
 }

@@ -1,10 +1,13 @@
 //! What every vendor's tests share: the vector files (`tests/vectors/devices/`), hex,
 //! a checked decode, and the hostile-bytes sweep (every truncation, every port, seeded
-//! random frames).
+//! random frames); and what the tests of readings share (theirs, and those of
+//! `uplink::payload_readings`): a device's config and a frame's metadata.
 
-use super::{decode, Codec, NoReading, Sample, Uplink};
+use super::{decode, Codec, DeviceConfig, FrameMeta, NoReading, Sample, Uplink};
 use crate::dedupe::error::Error;
+use crate::dedupe::timestamp::parse_rfc3339;
 use serde_json::Value;
+use std::num::NonZeroU32;
 
 /// A sample with only a distance: a live reading.
 pub(super) fn live(distance: Result<u32, NoReading>) -> Sample {
@@ -56,7 +59,7 @@ pub(super) fn decoded(codec: Codec, json: &str, count: usize) -> Vec<(Vector, Up
 }
 
 /// Bytes of a hex string (white space allowed); panics on bad hex (test input only).
-pub(super) fn hex(text: &str) -> Vec<u8> {
+pub(crate) fn hex(text: &str) -> Vec<u8> {
     let digits: Vec<u8> = text.bytes().filter(|b| !b.is_ascii_whitespace()).collect();
     assert!(digits.len() % 2 == 0, "odd hex: {text}");
     digits
@@ -128,4 +131,25 @@ pub(super) fn hostile_vectors(codec: Codec, vectors: &[Vector], ports: &[u32]) {
         .map(|v| (v.f_port, v.bytes.clone()))
         .collect();
     hostile(codec, &frames, ports, 0x5eed_c0de);
+}
+
+/// A device's config: a bin `depth` mm deep, its sensor `offset` mm above the rim,
+/// reporting every `period_s` seconds (if given); no codec.
+pub(crate) fn config(depth: u32, offset: u32, period_s: Option<u32>) -> DeviceConfig {
+    DeviceConfig {
+        codec: None,
+        bin_depth_mm: NonZeroU32::new(depth).unwrap(),
+        offset_mm: offset,
+        reporting_period_s: period_s.map(|p| NonZeroU32::new(p).unwrap()),
+    }
+}
+
+/// A frame received at `received_at` (RFC 3339) with frame counter `f_cnt`, no
+/// frame identity.
+pub(crate) fn meta(received_at: &str, f_cnt: i64) -> FrameMeta {
+    FrameMeta {
+        received_at: parse_rfc3339(received_at).unwrap(),
+        f_cnt,
+        frame: None,
+    }
 }

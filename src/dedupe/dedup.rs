@@ -14,6 +14,7 @@
 //! only), so outside that use it is the seed's `received = unique +
 //! duplicates_suppressed` plus the readings rejected at the boundary.
 
+use super::burst::read_burst;
 use super::error::{Error, Rejection};
 use super::key::{content_digest, format_key, parse_key};
 use super::reading::{validate, RawBurst, RawReading, Reading};
@@ -344,9 +345,9 @@ impl Deduplicator {
         now_ms: f64,
         provisional: bool,
     ) -> Result<BurstOutcome<'a>, Error> {
-        // The body rules of every route (src/uplink/json.rs): a member given twice,
+        // The body rules of every route (src/dedupe/json.rs): a member given twice,
         // numbers out of range, lone surrogates.
-        let burst: RawBurst<'a> = crate::uplink::read_burst(json)?;
+        let burst: RawBurst<'a> = read_burst(json)?;
         self.process_burst(burst.0, now_ms, provisional)
     }
 

@@ -156,6 +156,12 @@ pub fn isoformat(t: Micros) -> String {
     IsoBuf::new(t).as_str().to_owned()
 }
 
+/// `isoformat()` of a UTC instant as a serde string: the `serialize_with` of the
+/// shapes that write an instant so (`KeyedReading::ts`, `RawUplink::received_at`).
+pub(crate) fn isoformat_text<S: serde::Serializer>(t: &Micros, s: S) -> Result<S::Ok, S::Error> {
+    s.serialize_str(IsoBuf::new(*t).as_str())
+}
+
 /// `isoformat()` of a UTC instant, formatted on the stack (the hot path: no `fmt`
 /// machinery, no allocation). Same text as [`write_isoformat`].
 ///

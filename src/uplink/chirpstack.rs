@@ -19,10 +19,10 @@
 //!   and `reporting_period_s` (ChirpStack tags are strings: decimal digits) are the
 //!   config hint.
 
-use super::json::Json;
-use super::json::Object;
 use super::raw::{named_codec, tags_config, Encoding, RawParts};
 use super::{atom, dev_eui, frame_counter, path, scalar, Envelope, Frame};
+use crate::dedupe::json::Json;
+use crate::dedupe::json::Object;
 
 /// The server's name in messages.
 pub(super) const LABEL: &str = "ChirpStack";
@@ -63,7 +63,9 @@ pub(super) fn envelope<'a>(root: &'a Object<'a>) -> Envelope<'a> {
 
 #[cfg(test)]
 mod tests {
-    use super::super::tests::{assert_maps, plan_of, with, CHIRPSTACK, CHIRPSTACK_WITH_FILL};
+    use super::super::test_kit::{
+        assert_maps, plan_of, raw_of, with, CHIRPSTACK, CHIRPSTACK_UP, CHIRPSTACK_WITH_FILL,
+    };
     use super::super::{plan, FieldNames, Format};
     use crate::dedupe::reading::canonical_device_id;
     use serde_json::{json, Value};
@@ -156,5 +158,73 @@ mod tests {
             expected.replace_range(..id.len(), &canonical_device_id(id.into()));
             assert_eq!(p.devices[0].readings[0].key, expected, "{}", v["name"]);
         }
+    }
+
+    #[test]
+    fn chirpstack_names_its_codec_and_bin_in_tags_or_the_profile_name() {
+        let raw = raw_of(Format::ChirpStack, CHIRPSTACK_UP);
+        assert_eq!(
+            raw,
+            json!({"device_id": "0101010101010101", "f_port": 1, "payload": "aa",
+                   "received_at": "2022-07-18T09:34:15.775023+00:00", "f_cnt": 0,
+                   "frame": "886722ea6b2e38d9", "codec_hint": null, "config_hint": {}})
+        );
+        let tagged = |tags: Value, profile: &str| {
+            let b = with(
+                CHIRPSTACK_UP,
+                &["deviceInfo"],
+                json!({"tags": tags, "deviceProfileName": profile}),
+            );
+            raw_of(Format::ChirpStack, &b)
+        };
+        let raw = tagged(
+            json!({"codec": "dingtek/df703", "bin_depth_mm": "1200", "offset_mm": "0",
+                   "reporting_period_s": "3600", "key": "value"}),
+            "dragino/ldds75",
+        );
+        assert_eq!(raw["codec_hint"], json!("dingtek/df703"), "the tag first");
+        assert_eq!(
+            raw["config_hint"],
+            json!({"bin_depth_mm": 1200, "offset_mm": 0, "reporting_period_s": 3600})
+        );
+        // An unknown tag value falls back to the profile name; neither known: none.
+        assert_eq!(
+            tagged(json!({"codec": "DF703"}), "dragino/ldds75")["codec_hint"],
+            json!("dragino/ldds75")
+        );
+        assert_eq!(
+            tagged(json!({"codec": 703}), "Dragino/LDDS75")["codec_hint"],
+            Value::Null
+        );
+        // Only decimal digits within the config route's ranges; the rest is left out.
+        for (name, bad) in [
+            ("bin_depth_mm", json!("0")),
+            ("bin_depth_mm", json!("100001")),
+            ("bin_depth_mm", json!(1200)),
+            ("bin_depth_mm", json!("1200.0")),
+            ("bin_depth_mm", json!("+1200")),
+            ("bin_depth_mm", json!(" 1200")),
+            ("bin_depth_mm", json!("1e3")),
+            ("bin_depth_mm", json!("")),
+            ("bin_depth_mm", json!("99999999999999999999")),
+            ("offset_mm", json!("-1")),
+            ("offset_mm", json!("100001")),
+            ("reporting_period_s", json!("0")),
+            ("reporting_period_s", json!("604801")),
+            ("reporting_period_s", json!("٣٦٠٠")),
+        ] {
+            let raw = tagged(json!({ name: bad }), "");
+            assert_eq!(raw["config_hint"], json!({}), "{name}: {bad}");
+        }
+        let edges = tagged(
+            json!({"bin_depth_mm": "100000", "offset_mm": "0100000", "reporting_period_s": "604800"}),
+            "",
+        );
+        assert_eq!(
+            edges["config_hint"],
+            json!({"bin_depth_mm": 100000, "offset_mm": 100000, "reporting_period_s": 604800})
+        );
+        // Tags that are not an object are no tags.
+        assert_eq!(tagged(json!(["codec"]), "")["config_hint"], json!({}));
     }
 }

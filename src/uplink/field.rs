@@ -10,8 +10,8 @@
 //! by `0` or `1` is malformed: [`Error::InvalidConfig`], reported when the worker
 //! starts, never per reading.
 
-use super::json::{Json, Object};
 use crate::dedupe::error::Error;
+use crate::dedupe::json::{Json, Object};
 use std::fmt;
 
 /// A member name, or a JSON Pointer into the decoded payload (module docs).
@@ -163,8 +163,11 @@ impl FieldNames {
 
 #[cfg(test)]
 mod tests {
-    use super::super::json::{self, Reader};
+    use super::super::test_kit::{with, CHIRPSTACK};
+    use super::super::{plan, Format};
     use super::*;
+    use crate::dedupe::json::{self, Reader};
+    use serde_json::json;
 
     fn at(path: &str, body: &str) -> Option<String> {
         let root = json::read(body.as_bytes(), Reader::value).unwrap();
@@ -214,5 +217,33 @@ mod tests {
         let n = FieldNames::new(Some("/c/0"), None, None).unwrap();
         assert_eq!(n.seq.as_str(), "/c/0");
         assert_eq!(n.ts, FieldNames::default().ts);
+    }
+
+    #[test]
+    fn json_pointers_read_nested_decoder_output() {
+        let names = FieldNames::new(
+            Some("/counter/value"),
+            Some("/time"),
+            Some("/level/fill_pct"),
+        )
+        .unwrap();
+        let body = with(
+            CHIRPSTACK,
+            &["object"],
+            json!({"level": {"fill_pct": 62}, "counter": {"value": 7}, "time": "2026-07-16T09:00:00Z"}),
+        );
+        let p = plan(Format::ChirpStack, body.as_bytes(), &names, 10).unwrap();
+        let r = &p.devices[0].readings[0];
+        assert_eq!((r.seq, r.fill_pct, r.frame.clone()), (7, 62.0, None));
+        // The hint names the configured path.
+        let p = plan(Format::ChirpStack, CHIRPSTACK.as_bytes(), &names, 10).unwrap();
+        assert!(
+            p.rejected[0]
+                .rejection
+                .message
+                .contains("no \"/level/fill_pct\""),
+            "{}",
+            p.rejected[0].rejection.message
+        );
     }
 }

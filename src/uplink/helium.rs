@@ -13,10 +13,10 @@
 //! * The raw payload ([`super::Plan::raw`]) is `payload` (base64) on `port`; Helium
 //!   names no device model, so there is no codec hint.
 
-use super::json::{Json, Object};
 use super::raw::{Encoding, RawParts};
 use super::{atom, dev_eui, frame_counter, ms_to_rfc3339, path, Envelope, Frame, Message};
 use crate::dedupe::error::Error;
+use crate::dedupe::json::{Json, Object};
 
 /// The server's name in messages.
 pub(super) const LABEL: &str = "Helium";
@@ -63,7 +63,7 @@ pub(super) fn message<'a>(root: &'a Object<'a>) -> Result<Message<'a>, Error> {
 
 #[cfg(test)]
 mod tests {
-    use super::super::tests::{assert_maps, plan_of, with, HELIUM};
+    use super::super::test_kit::{assert_maps, plan_of, raw_of, with, HELIUM, HELIUM_UPLINK};
     use super::super::Format;
     use serde_json::json;
 
@@ -88,5 +88,17 @@ mod tests {
         let h = with(HELIUM, &["decoded"], json!({"fill_pct": 33.5}));
         let p = plan_of(Format::Helium, &h);
         assert_eq!(p.rejected[0].rejection.code, "missing_fill_pct");
+    }
+
+    #[test]
+    fn helium_hands_on_its_payload_without_a_hint() {
+        let raw = raw_of(Format::Helium, HELIUM_UPLINK);
+        assert_eq!(
+            raw,
+            json!({"device_id": "1C29FBD1D2084E21", "f_port": 1,
+                   "payload": "48656c6c6f2c20776f726c6421",
+                   "received_at": "2472-11-09T08:11:01.234000+00:00", "f_cnt": 19,
+                   "frame": "8139aa6e7e7ce6f1", "codec_hint": null, "config_hint": {}})
+        );
     }
 }

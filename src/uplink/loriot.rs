@@ -17,10 +17,10 @@
 //!   payload ([`super::Plan::raw`]; `encdata` gives none, and the rejection says
 //!   why). LORIOT names no device model, so there is no codec hint.
 
-use super::json::{Json, Object};
 use super::raw::{Encoding, Payload, RawParts};
 use super::{atom, dev_eui, frame_counter, ms_to_rfc3339, Envelope, Frame, Message};
 use crate::dedupe::error::Error;
+use crate::dedupe::json::{Json, Object};
 use std::borrow::Cow;
 
 /// The server's name in messages.
@@ -87,15 +87,18 @@ pub(super) fn message<'a>(root: &'a Object<'a>) -> Result<Message<'a>, Error> {
 
 #[cfg(test)]
 mod tests {
-    use super::super::tests::{assert_maps, plan_of, with, LORIOT};
-    use super::super::{json, Envelope};
+    use super::super::test_kit::{
+        assert_maps, plan_of, raw_of, with, LORIOT, LORIOT_GW, LORIOT_RX,
+    };
+    use super::super::Envelope;
     use super::message;
+    use crate::dedupe::json;
     use crate::uplink::Message;
 
     const GW: &str = include_str!("../../tests/fixtures/webhooks/loriot/gw.json");
     use super::super::{plan, FieldNames, Format};
     use crate::dedupe::error::Error;
-    use serde_json::json;
+    use serde_json::{json, Value};
 
     #[test]
     fn the_docs_sample_maps_to_its_metadata() {
@@ -203,5 +206,34 @@ mod tests {
                 "{ts}"
             );
         }
+    }
+
+    #[test]
+    fn loriot_rx_and_gw_hand_on_the_same_hex_and_encdata_says_why_not() {
+        let rx = raw_of(Format::Loriot, LORIOT_RX);
+        assert_eq!(
+            rx,
+            json!({"device_id": "0102030405060708", "f_port": 1, "payload": "0102aabb",
+                   "received_at": "2016-08-10T17:37:55.433000+00:00", "f_cnt": 1,
+                   "frame": "870238eb4e5c164e", "codec_hint": null, "config_hint": {}})
+        );
+        assert_eq!(raw_of(Format::Loriot, LORIOT_GW), rx);
+        assert_eq!(raw_of(Format::Loriot, LORIOT), rx);
+        let lower = with(LORIOT_GW, &[], json!({"data": "0102aabb"}));
+        assert_eq!(raw_of(Format::Loriot, &lower), rx);
+        // encdata: LORIOT could not decrypt it.
+        let mut v: Value = serde_json::from_str(LORIOT_RX).unwrap();
+        v.as_object_mut().unwrap().remove("data");
+        v["encdata"] = json!("0102AABB");
+        let p = plan_of(Format::Loriot, &v.to_string());
+        assert_eq!(p.raw, None);
+        let r = &p.rejected[0].rejection;
+        assert_eq!(r.code, "missing_fill_pct");
+        assert!(
+            r.message
+                .contains("\"encdata\", which LORIOT could not decrypt"),
+            "{}",
+            r.message
+        );
     }
 }

@@ -1,5 +1,7 @@
 //! The raw payload of an uplink that has no fill level ([`Plan::raw`]), for the
-//! worker to decode with a codec (`codec::payload_readings`).
+//! worker to decode with a codec (`payload.rs`, [`payload_readings`]).
+//!
+//! [`payload_readings`]: super::payload_readings
 //!
 //! # When a plan has `raw`
 //! All of these hold, else `raw` is `null`:
@@ -44,12 +46,12 @@
 //! another name; the other servers give `{}`. Which of a stored configuration and
 //! these hints wins is the worker's rule.
 
-use super::json::{Json, Object};
-use super::{isoformat_text, Envelope, Format, Plan};
+use super::{Envelope, Format, Plan};
 use crate::codec::{Codec, BIN_DEPTH_MM, OFFSET_MM, REPORTING_PERIOD_S};
 use crate::dedupe::error::{Error, Field};
+use crate::dedupe::json::{Json, Object};
 use crate::dedupe::reading::Scalar;
-use crate::dedupe::timestamp::{parse_rfc3339, Micros};
+use crate::dedupe::timestamp::{isoformat_text, parse_rfc3339, Micros};
 use base64::engine::general_purpose;
 use base64::Engine;
 use serde::Serialize;
@@ -301,6 +303,21 @@ fn decode(encoding: Encoding, value: &Json<'_>) -> Result<Vec<u8>, &'static str>
     Ok(bytes)
 }
 
+/// A radio frame's identity as [`RawUplink::frame`] writes it, exactly 16 lower-case
+/// hex digits, as the number `FrameMeta::frame` takes (`readingsFromPayload`'s
+/// `frame.frame`); `None` for any other text.
+///
+/// ```
+/// use reconnect_dedupe::uplink::frame_from_hex;
+/// assert_eq!(frame_from_hex("78f2a1fe989df34e"), Some(0x78f2_a1fe_989d_f34e));
+/// assert_eq!(frame_from_hex("78F2A1FE989DF34E"), None);
+/// ```
+pub fn frame_from_hex(text: &str) -> Option<u64> {
+    let lower_hex =
+        text.len() == 16 && text.bytes().all(|b| matches!(b, b'0'..=b'9' | b'a'..=b'f'));
+    u64::from_str_radix(text, 16).ok().filter(|_| lower_hex)
+}
+
 /// Hex digits in either case, two per byte.
 fn unhex(text: &str) -> Option<Vec<u8>> {
     let digit = |b: u8| char::from(b).to_digit(16);
@@ -326,7 +343,14 @@ fn hex(bytes: &[u8]) -> String {
 
 #[cfg(test)]
 mod tests {
-    use super::{hex, unbase64, unhex};
+    use super::super::test_kit::{
+        edit, frame_cases, plan_of, raw_of, rejections, tts_em500, with, CHIRPSTACK_UP,
+        CHIRPSTACK_WITH_FILL, EM500_HISTORY_B64, EM500_HISTORY_HEX, HELIUM_UPLINK, LORIOT_GW,
+        LORIOT_RX, TTS_UPLINK, TTS_WITH_FILL,
+    };
+    use super::super::Format;
+    use super::{frame_from_hex, hex, unbase64, unhex};
+    use serde_json::{json, Value};
 
     #[test]
     fn hex_round_trips_in_lower_case_and_refuses_what_is_not_hex() {
@@ -356,5 +380,367 @@ mod tests {
         ] {
             assert_eq!(unbase64(bad), None, "{bad}");
         }
+    }
+
+    #[test]
+    fn the_history_vector_in_base64_is_its_hex() {
+        use base64::Engine;
+        let bytes = base64::engine::general_purpose::STANDARD
+            .decode(EM500_HISTORY_B64)
+            .unwrap();
+        let vectors: Value = serde_json::from_str(include_str!(
+            "../../tests/vectors/devices/milesight-em500-udl.json"
+        ))
+        .unwrap();
+        let listed = vectors["vectors"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .any(|v| v["hex"].as_str().unwrap().to_lowercase() == EM500_HISTORY_HEX);
+        assert!(listed, "the EM500 history vector");
+        let hex: String = bytes.iter().map(|b| format!("{b:02x}")).collect();
+        assert_eq!(hex, EM500_HISTORY_HEX);
+    }
+
+    #[test]
+    fn a_tts_uplink_without_a_fill_level_hands_on_its_raw_payload_and_codec() {
+        let body = tts_em500();
+        let p = plan_of(Format::Tts, &body);
+        assert_eq!(
+            serde_json::to_value(&p.raw).unwrap(),
+            json!({"device_id": "0004A30B001C0530", "f_port": 85, "payload": EM500_HISTORY_HEX,
+                   "received_at": "2020-02-12T15:15:45.789585+00:00", "f_cnt": 1,
+                   "frame": "78f2a1fe989df34e", "codec_hint": "milesight-iot/em500-udl",
+                   "config_hint": {}})
+        );
+        // The rejected row stays as it is, and nothing is planned.
+        assert!(p.devices.is_empty());
+        assert_eq!(
+            rejections(&plan_of(Format::Tts, &body)),
+            rejections(&plan_of(Format::Tts, TTS_UPLINK))
+        );
+        assert_eq!(p.rejected[0].rejection.code, "missing_fill_pct");
+        // The JSON text: the plan's last member.
+        assert!(p.to_json().ends_with(
+            r#""raw":{"device_id":"0004A30B001C0530","f_port":85,"payload":"20ce9e744663d20420ce3a824663d004","received_at":"2020-02-12T15:15:45.789585+00:00","f_cnt":1,"frame":"78f2a1fe989df34e","codec_hint":"milesight-iot/em500-udl","config_hint":{}}}"#
+        ), "{}", p.to_json());
+    }
+
+    #[test]
+    fn the_raw_payload_is_what_the_codec_reads() {
+        use crate::codec::{Codec, DeviceConfig, DeviceState, FrameMeta};
+        use crate::uplink::payload_readings;
+        use std::num::NonZeroU32;
+        let raw = plan_of(Format::Tts, &tts_em500()).raw.unwrap();
+        let codec = Codec::from_id(raw.codec_hint.unwrap()).unwrap();
+        let bytes: Vec<u8> = (0..raw.payload.len())
+            .step_by(2)
+            .map(|i| u8::from_str_radix(&raw.payload[i..i + 2], 16).unwrap())
+            .collect();
+        let config = DeviceConfig {
+            codec: None,
+            bin_depth_mm: NonZeroU32::new(1500).unwrap(),
+            offset_mm: 0,
+            reporting_period_s: None,
+        };
+        let meta = FrameMeta {
+            received_at: raw.received_at,
+            f_cnt: raw.f_cnt,
+            frame: Some(u64::from_str_radix(&raw.frame, 16).unwrap()),
+        };
+        let got = payload_readings(
+            &raw.device_id,
+            codec,
+            &config,
+            raw.f_port,
+            &bytes,
+            &meta,
+            DeviceState::default(),
+        )
+        .unwrap();
+        let seqs: Vec<i64> = got.readings.iter().map(|r| r.seq).collect();
+        assert_eq!(
+            seqs,
+            [1_665_561_758, 1_665_565_242],
+            "one per history record"
+        );
+        assert!(got.rejected.is_empty());
+        // Dated by the device's clock: no frame identity.
+        assert!(got.readings.iter().all(|r| r.frame.is_none()));
+    }
+
+    #[test]
+    fn an_uplink_with_a_fill_level_has_no_raw() {
+        for (format, body) in [
+            (Format::Tts, TTS_WITH_FILL.to_owned()),
+            (Format::ChirpStack, CHIRPSTACK_WITH_FILL.to_owned()),
+            (
+                Format::Tts,
+                with(
+                    &tts_em500(),
+                    &["uplink_message", "decoded_payload"],
+                    json!({"fill_pct": 5}),
+                ),
+            ),
+            (
+                Format::Helium,
+                with(
+                    HELIUM_UPLINK,
+                    &["decoded"],
+                    json!({"payload": {"fill_pct": 5}}),
+                ),
+            ),
+        ] {
+            let p = plan_of(format, &body);
+            assert!(!p.devices.is_empty());
+            assert_eq!(p.raw, None, "{body}");
+        }
+        // One reading of a burst with a fill level is enough; another rejection for
+        // another reason too.
+        for readings in [
+            json!([{"fill_pct": 5}, {"seq": 9}]),
+            json!([{"fill_pct": 101}, {"seq": 9}]),
+            json!([{"seq": "x"}]),
+            json!([]),
+        ] {
+            let b = with(CHIRPSTACK_UP, &["object"], json!({ "readings": readings }));
+            assert_eq!(raw_of(Format::ChirpStack, &b), Value::Null, "{readings}");
+        }
+        let b = with(
+            CHIRPSTACK_UP,
+            &["object"],
+            json!({"readings": [{"seq": 8}, {"seq": 9}]}),
+        );
+        assert_eq!(raw_of(Format::ChirpStack, &b)["payload"], json!("aa"));
+        // No device, no raw.
+        let b = with(CHIRPSTACK_UP, &["deviceInfo"], json!({"devEui": ""}));
+        assert_eq!(raw_of(Format::ChirpStack, &b), Value::Null);
+        // A native burst never has one; nor does an acknowledged event.
+        assert_eq!(
+            raw_of(Format::Readings, r#"[{"device_id":"a","seq":1}]"#),
+            Value::Null
+        );
+        let join: &str = include_str!("../../tests/fixtures/webhooks/tts/join_accept.json");
+        assert_eq!(raw_of(Format::Tts, join), Value::Null);
+    }
+
+    /// `raw.frame` of a body that has one.
+    fn raw_frame(format: Format, body: &str) -> String {
+        plan_of(format, body).raw.unwrap().frame
+    }
+
+    #[test]
+    fn every_copy_of_a_radio_frame_hands_on_the_same_raw_frame() {
+        // LORIOT's `rx` and the `gw` it sends after all gateways reported, later.
+        let rx = plan_of(Format::Loriot, LORIOT_RX).raw.unwrap();
+        let gw_later = with(LORIOT_GW, &[], json!({"ts": 1_470_850_680_000_i64}));
+        let gw = plan_of(Format::Loriot, &gw_later).raw.unwrap();
+        assert!(gw.received_at > rx.received_at);
+        assert_eq!(
+            (rx.frame.as_str(), gw.frame.as_str()),
+            ("870238eb4e5c164e", "870238eb4e5c164e")
+        );
+        assert_eq!(raw_frame(Format::Loriot, LORIOT_GW), rx.frame);
+        for change in [
+            json!({"fcnt": 2}),
+            json!({"port": 2}),
+            json!({"data": "0102AABC"}),
+        ] {
+            let other = raw_frame(Format::Loriot, &with(LORIOT_GW, &[], change.clone()));
+            assert_ne!(other, rx.frame, "{change}");
+        }
+        // A redelivery (a later receive time) of the other servers' uplinks; another
+        // counter, payload, port or session is another frame.
+        let bodies = [
+            (Format::Tts, tts_em500(), "78f2a1fe989df34e"),
+            (
+                Format::ChirpStack,
+                CHIRPSTACK_UP.to_owned(),
+                "886722ea6b2e38d9",
+            ),
+            (Format::Helium, HELIUM_UPLINK.to_owned(), "8139aa6e7e7ce6f1"),
+        ];
+        for ((format, body, frame), (case, _, (at, later), others)) in
+            bodies.into_iter().zip(frame_cases())
+        {
+            assert_eq!(format, case);
+            let first = plan_of(format, &body).raw.unwrap();
+            assert_eq!(first.frame, frame, "{format:?}");
+            let again = plan_of(format, &with(&body, &at, later)).raw.unwrap();
+            assert!(again.received_at > first.received_at, "{format:?}");
+            assert_eq!(again.frame, first.frame, "{format:?}");
+            for (at, change) in others {
+                let other = raw_frame(format, &with(&body, &at, change.clone()));
+                assert_ne!(other, first.frame, "{format:?} {change}");
+            }
+        }
+    }
+
+    #[test]
+    fn a_raw_frame_is_never_the_frame_of_one_of_its_readings() {
+        // One uplink, the same frame: its readings with a fill level, then without.
+        let uplink = |readings: Value| {
+            let body = with(CHIRPSTACK_UP, &["object"], json!({ "readings": readings }));
+            plan_of(Format::ChirpStack, &body)
+        };
+        let keyed = uplink(json!([{"seq": 1, "fill_pct": 5}, {"seq": 2, "fill_pct": 6}]));
+        let raw = uplink(json!([{"seq": 1}, {"seq": 2}])).raw.unwrap();
+        let frames: Vec<_> = keyed.devices[0]
+            .readings
+            .iter()
+            .map(|r| r.frame.clone())
+            .collect();
+        assert_eq!(frames.len(), 2);
+        for frame in frames {
+            assert!(frame.as_ref().is_some_and(|f| *f != raw.frame), "{frame:?}");
+        }
+    }
+
+    #[test]
+    fn a_payload_that_does_not_decode_gives_no_raw_and_says_so() {
+        let cases = [
+            (
+                Format::Tts,
+                with(
+                    &tts_em500(),
+                    &["uplink_message"],
+                    json!({"frm_payload": "IM6e dEZj"}),
+                ),
+                "(\"frm_payload\") is not valid base64",
+            ),
+            (
+                Format::ChirpStack,
+                with(CHIRPSTACK_UP, &[], json!({"data": "qg="})),
+                "(\"data\") is not valid base64",
+            ),
+            (
+                Format::Helium,
+                with(HELIUM_UPLINK, &[], json!({"payload": "SGVsbG8_"})),
+                "(\"payload\") is not valid base64",
+            ),
+            (
+                Format::Loriot,
+                with(LORIOT_RX, &[], json!({"data": "0102AAB"})),
+                "(\"data\") is not valid hex",
+            ),
+            (
+                Format::Loriot,
+                with(LORIOT_RX, &[], json!({"data": "0x0102"})),
+                "(\"data\") is not valid hex",
+            ),
+            (
+                Format::Loriot,
+                with(LORIOT_RX, &[], json!({"data": 102})),
+                "(\"data\") is not a string",
+            ),
+            (
+                Format::Loriot,
+                with(LORIOT_RX, &[], json!({"data": "00".repeat(256)})),
+                "(\"data\") is longer than a LoRaWAN frame's 255 bytes",
+            ),
+        ];
+        for (format, body, said) in cases {
+            let p = plan_of(format, &body);
+            assert_eq!(p.raw, None, "{body}");
+            let r = &p.rejected[0].rejection;
+            assert_eq!((r.code, r.field), ("missing_fill_pct", "fill_pct"));
+            assert!(
+                r.message.starts_with("fill_pct is missing: "),
+                "{}",
+                r.message
+            );
+            assert!(
+                r.message.ends_with(&format!(
+                    "; its raw payload {said}, so it cannot be decoded either"
+                )),
+                "{}",
+                r.message
+            );
+        }
+        // 255 bytes is a frame.
+        let longest = with(LORIOT_RX, &[], json!({"data": "ff".repeat(255)}));
+        assert_eq!(
+            raw_of(Format::Loriot, &longest)["payload"],
+            json!("ff".repeat(255))
+        );
+    }
+
+    #[test]
+    fn no_payload_port_counter_or_time_gives_no_raw_quietly() {
+        let quiet = |format: Format, body: &str| {
+            let p = plan_of(format, body);
+            assert_eq!(p.raw, None, "{body}");
+            let message = &p.rejected[0].rejection.message;
+            assert!(
+                !message.contains("decoded either") && !message.contains("encdata"),
+                "{message}"
+            );
+        };
+        let mut no_port: Value = serde_json::from_str(CHIRPSTACK_UP).unwrap();
+        no_port.as_object_mut().unwrap().remove("fPort");
+        quiet(Format::ChirpStack, &no_port.to_string());
+        let mut no_data: Value = serde_json::from_str(LORIOT_RX).unwrap();
+        no_data.as_object_mut().unwrap().remove("data");
+        quiet(Format::Loriot, &no_data.to_string());
+        // An integer 1 ..= 255, written as one (as `seq` is read).
+        for port in ["0", "256", "-1", "\"1\"", "1.5", "1.0", "1e0", "null"] {
+            let body = edit(HELIUM_UPLINK, "\"port\": 1,", &format!("\"port\": {port},"));
+            quiet(Format::Helium, &body);
+        }
+        for ok in [json!(1), json!(255)] {
+            let b = with(HELIUM_UPLINK, &[], json!({ "port": ok }));
+            assert_ne!(raw_of(Format::Helium, &b), Value::Null, "{ok}");
+        }
+        // An empty frame carries no payload.
+        quiet(
+            Format::ChirpStack,
+            &with(CHIRPSTACK_UP, &[], json!({"data": ""})),
+        );
+        // A frame counter beyond 32 bits, or a seq given while the counter is bad.
+        let b = with(CHIRPSTACK_UP, &[], json!({"fCnt": 4294967296_i64}));
+        quiet(Format::ChirpStack, &b);
+        let b = with(
+            CHIRPSTACK_UP,
+            &[],
+            json!({"fCnt": "7", "object": {"seq": 7}}),
+        );
+        quiet(Format::ChirpStack, &b);
+        assert_eq!(
+            raw_of(
+                Format::ChirpStack,
+                &with(CHIRPSTACK_UP, &[], json!({"fCnt": 4294967295_u32}))
+            )["f_cnt"],
+            json!(4294967295_u32)
+        );
+        // A receive time that does not parse, while the decoded payload dates the reading.
+        let b = with(
+            CHIRPSTACK_UP,
+            &[],
+            json!({"time": "yesterday", "object": {"ts": "2026-07-16T09:00:00Z"}}),
+        );
+        quiet(Format::ChirpStack, &b);
+    }
+
+    #[test]
+    fn a_frame_identity_reads_back_only_as_raw_frame_writes_it() {
+        for frame in [0, 1, 0x78f2_a1fe_989d_f34e, u64::MAX] {
+            assert_eq!(frame_from_hex(&format!("{frame:016x}")), Some(frame));
+        }
+        for text in [
+            "",
+            "0123",
+            "78F2A1FE989DF34E",
+            "78f2a1fe989df34",
+            "78f2a1fe989df34e0",
+            "+8f2a1fe989df34e",
+            " 8f2a1fe989df34e",
+            "78f2a1fe989df34g",
+            "\u{661}8f2a1fe989df34",
+        ] {
+            assert_eq!(frame_from_hex(text), None, "{text:?}");
+        }
+        let raw = plan_of(Format::Tts, &tts_em500()).raw.unwrap();
+        let again = frame_from_hex(&raw.frame).map(|f| format!("{f:016x}"));
+        assert_eq!(again, Some(raw.frame));
     }
 }

@@ -36,10 +36,10 @@
 //!   TTN device repository, set when it was registered from it) read as
 //!   `brand_id/model_id`.
 
-use super::json::{Json, Object};
 use super::raw::{version_ids_codec, Encoding, RawParts};
 use super::{atom, dev_eui, frame_counter, path, scalar, Envelope, Frame, Message};
 use crate::dedupe::error::Error;
+use crate::dedupe::json::{Json, Object};
 
 /// The server's name in messages.
 pub(super) const LABEL: &str = "The Things Stack";
@@ -149,7 +149,9 @@ pub(super) fn message<'a>(root: &'a Object<'a>) -> Result<Message<'a>, Error> {
 
 #[cfg(test)]
 mod tests {
-    use super::super::tests::{assert_maps, plan_err, plan_of, with, TTS, TTS_WITH_FILL};
+    use super::super::test_kit::{
+        assert_maps, plan_err, plan_of, raw_of, tts_em500, with, TTS, TTS_UPLINK, TTS_WITH_FILL,
+    };
     use super::super::Format;
     use crate::dedupe::timestamp::isoformat;
     use serde_json::{json, Value};
@@ -313,5 +315,48 @@ mod tests {
             &with(TTS_WITH_FILL, &[], json!({"simulated": "true"})),
         );
         assert!(!not.simulated);
+    }
+
+    #[test]
+    fn tts_hints_only_an_exact_known_codec_id() {
+        let port = |b: &str| with(b, &["uplink_message"], json!({"f_port": 1}));
+        // The fixture as the docs have it: no f_port, so no raw.
+        assert_eq!(raw_of(Format::Tts, TTS_UPLINK), Value::Null);
+        // With a port: its `gkHe`, and `the-things-products/the-things-uno` is no codec.
+        let raw = raw_of(Format::Tts, &port(TTS_UPLINK));
+        assert_eq!(
+            (&raw["payload"], &raw["f_port"], &raw["codec_hint"]),
+            (&json!("8241de"), &json!(1), &Value::Null)
+        );
+        for (brand, model) in [
+            (json!("milesight-iot"), json!("EM500-UDL")),
+            (json!("Milesight-IoT"), json!("em500-udl")),
+            (json!("milesight-iot/em500-udl"), json!("")),
+            (json!("milesight-iot"), json!(null)),
+            (json!(7), json!("em500-udl")),
+        ] {
+            let b = with(
+                &tts_em500(),
+                &["uplink_message", "version_ids"],
+                json!({"brand_id": brand, "model_id": model}),
+            );
+            assert_eq!(raw_of(Format::Tts, &b)["codec_hint"], Value::Null, "{b}");
+        }
+        for id in crate::codec::Codec::IDS {
+            let (brand, model) = id.split_once('/').unwrap();
+            let b = with(
+                &tts_em500(),
+                &["uplink_message", "version_ids"],
+                json!({"brand_id": brand, "model_id": model}),
+            );
+            assert_eq!(raw_of(Format::Tts, &b)["codec_hint"], json!(id));
+        }
+        // A simulated uplink (no f_cnt) has one too, at frame 0.
+        let sim: &str = include_str!("../../tests/fixtures/webhooks/tts/simulated_uplink.json");
+        let raw = raw_of(Format::Tts, sim);
+        assert_eq!(
+            (&raw["f_cnt"], &raw["payload"]),
+            (&json!(0), &json!("202c"))
+        );
     }
 }

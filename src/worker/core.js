@@ -55,7 +55,7 @@ export function logNothingStored(context, readings, refused, error) {
 }
 
 /**
- * The verdict bytes of `admitKeys` (src/wasm.rs, `KeyAdmission`): 0 admitted, 1
+ * The verdict bytes of `admitKeys` (src/wasm/deduplicator.rs, `KeyAdmission`): 0 admitted, 1
  * admitted with a seq reuse, 2 duplicate, 3 pending (a provisional key of another
  * call; the worker makes none).
  */

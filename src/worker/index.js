@@ -881,7 +881,7 @@ function jsonObjectOf(bytes, members, code) {
 }
 
 /**
- * What JSON.parse reads but the core's reader (src/uplink/json.rs, every other body)
+ * What JSON.parse reads but the core's reader (src/dedupe/json.rs, every other body)
  * refuses, in a parsed value: a lone surrogate (an escape such as "\ud800") in a string
  * or member name, or nesting over 128 levels. Null when there is none.
  */

@@ -164,7 +164,7 @@ test('readingsFromPayload returns a PayloadReadings, with and without a frame id
   const live = Uint8Array.of(0x01, 0x75, 0x64, 0x03, 0x82, 0xd2, 0x04);
   const frame = { received_at: '2026-07-16T09:00:00Z', f_cnt: 3, frame: '0123456789abcdef' };
   const framed = pkg.readingsFromPayload('24E124136B502217', config, 85, live, frame);
-  // SHA-256 of "16:0123456789abcdef1:0", as src/codec/readings.rs pins it.
+  // SHA-256 of "16:0123456789abcdef1:0", as src/uplink/payload.rs pins it.
   assert.equal(framed.readings[0].frame, 'f38390fddd9cd03d');
   conforms(framed, type, 'readingsFromPayload, framed');
   const { frame: _, ...unframed } = frame;

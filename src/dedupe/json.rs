@@ -6,9 +6,9 @@
 //! * **A member given twice** in one object is found wherever it is, ignored
 //!   members and nested values included, and is never first- or last-wins: the
 //!   reader stops with a [`Fault`] whose JSON Pointer names the member
-//!   (`member "readings" appears twice (at /readings)`). The native burst turns a
+//!   (`member "readings" appears twice (at /readings)`). The burst reader turns a
 //!   fault inside one of its reading elements into that reading's rejection
-//!   (`native.rs`); anywhere else it is the body's `invalid_json`.
+//!   (`burst.rs`); anywhere else it is the body's `invalid_json`.
 //! * **Numbers keep their text** ([`Json::Number`]): only JSON's grammar is checked
 //!   here, so `1e400` in a member nobody reads costs nothing, and a member that is
 //!   read is converted by [`number_scalar`] — out of f64 range it is ±infinity,
@@ -28,8 +28,8 @@
 //! values without looking at member names or escapes. docs/benchmarks.md has this
 //! reader's figures against the serde_json paths it replaced.
 
-use crate::dedupe::error::Error;
-use crate::dedupe::reading::Scalar;
+use super::error::Error;
+use super::reading::Scalar;
 use std::borrow::Cow;
 use std::collections::BTreeSet;
 

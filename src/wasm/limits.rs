@@ -1,0 +1,89 @@
+//! `limits()`: the ranges, defaults and names the core defines, for every layer above
+//! it (the worker's config checks, the demo page).
+
+use crate::codec::{Codec, BIN_DEPTH_MM, OFFSET_MM, REPORTING_PERIOD_S};
+use crate::dedupe::seen::{DEFAULT_MAX_KEYS, DEFAULT_TTL_MS, MAX_MAX_KEYS, MAX_TTL_MS};
+use crate::uplink::{Format, DEFAULT_MAX_READINGS, MAX_MAX_READINGS};
+use serde::Serialize;
+use tsify::Tsify;
+use wasm_bindgen::prelude::*;
+
+use super::to_value;
+
+/// A configurable number: its smallest and largest allowed values and its default.
+#[derive(Serialize, Tsify)]
+pub struct Range {
+    min: u64,
+    max: u64,
+    default: u64,
+}
+
+/// What `limits()` returns.
+#[derive(Serialize, Tsify)]
+#[serde(rename_all = "camelCase")]
+pub struct Limits {
+    /// `DeduplicatorOptions.ttlMs`, in ms.
+    ttl_ms: Range,
+    /// `DeduplicatorOptions.maxKeys`.
+    max_keys: Range,
+    /// `UplinkOptions.maxReadings`: readings in one request.
+    max_readings: Range,
+    /// The `format` names `parseUplink` takes.
+    formats: &'static [&'static str],
+    /// The `codec` ids `decodePayload` takes.
+    codecs: &'static [&'static str],
+    /// The ranges of a device configuration's numbers (`PayloadConfig`, and the
+    /// worker's `PUT /v1/devices/{id}/config`).
+    device_config: DeviceConfigLimits,
+}
+
+/// A whole number's smallest and largest allowed values.
+#[derive(Serialize, Tsify)]
+pub struct Bounds {
+    min: u32,
+    max: u32,
+}
+
+impl From<(u32, u32)> for Bounds {
+    fn from((min, max): (u32, u32)) -> Bounds {
+        Bounds { min, max }
+    }
+}
+
+/// `limits().deviceConfig`: each number of a device configuration, by its member name.
+#[derive(Serialize, Tsify)]
+pub struct DeviceConfigLimits {
+    bin_depth_mm: Bounds,
+    offset_mm: Bounds,
+    reporting_period_s: Bounds,
+}
+
+/// The limits and names every layer reads from here: TTL and cap ranges, the
+/// readings-per-request cap, the webhook format names.
+#[wasm_bindgen(unchecked_return_type = "Limits")]
+pub fn limits() -> Result<JsValue, JsValue> {
+    to_value(&Limits {
+        ttl_ms: Range {
+            min: 1,
+            max: MAX_TTL_MS,
+            default: DEFAULT_TTL_MS,
+        },
+        max_keys: Range {
+            min: 1,
+            max: MAX_MAX_KEYS as u64,
+            default: DEFAULT_MAX_KEYS as u64,
+        },
+        max_readings: Range {
+            min: 1,
+            max: MAX_MAX_READINGS as u64,
+            default: DEFAULT_MAX_READINGS as u64,
+        },
+        formats: Format::NAMES,
+        codecs: &Codec::IDS,
+        device_config: DeviceConfigLimits {
+            bin_depth_mm: BIN_DEPTH_MM.into(),
+            offset_mm: OFFSET_MM.into(),
+            reporting_period_s: REPORTING_PERIOD_S.into(),
+        },
+    })
+}
