@@ -1,12 +1,14 @@
 // The page: controls, playback, rendering and the worker switch. The simulation
 // (sim.js), the scoring (strategies.js) and the chart bin's gaps and backfill
 // (gaps.js) are pure and live elsewhere.
-import init, { Deduplicator, SeqWindow } from './pkg/reconnect_dedupe.js';
+import init, * as core from './pkg/reconnect_dedupe.js';
 import { PARAMS, START_MS, TICK_MS, simulate, telltaleBin, normalizeParams } from './sim.js';
 import { STRATEGIES, createRun, compareWithWorker } from './strategies.js';
 import { GAP_PARAMS, PERIOD_S, createBinHealth } from './gaps.js';
 import { chartSvg } from './chart.js';
 import { el } from './dom.js';
+
+const { Deduplicator } = core;
 
 const $ = (id) => document.getElementById(id);
 const fmt = (n) => Number(n).toLocaleString('en-US');
@@ -100,8 +102,7 @@ function newHealth() {
   health = createBinHealth({
     stream: run.stream,
     dev: Number($('bin').value) || 0,
-    SeqWindow,
-    Deduplicator,
+    core,
     dedupOptions,
     ...formParams(GAP_PARAMS),
   });

@@ -1,22 +1,19 @@
 // The chosen bin's sequence health, as the worker keeps it for a sensor dated by its
 // own clock (an EM500-UDL's history records): each reading's slot of the reporting
 // period fed into the core's SeqWindow (Wasm), the gaps that opens and closes, and a
-// simulated backfill — a Milesight history-retrieval downlink for a gap left open too
-// long, answered by the simulated sensor with the records it still holds, which go
-// through the core's Deduplicator like any other reading. Pure: the Wasm classes are
-// passed in, nothing touches the DOM, time is the simulation's.
+// simulated backfill — a Milesight history-retrieval downlink (the core's
+// `historyRequest`) for a gap left open too long, answered by the simulated sensor
+// with the records it still holds, which go through the core's Deduplicator like any
+// other reading. Pure: the Wasm package is passed in, nothing touches the DOM, time is
+// the simulation's.
 
 /** The simulation's reporting period: one reading a minute, so one slot a minute. */
 export const PERIOD_S = 60;
-/** The EM500-UDL's fPort for the history-retrieval command (and the records it sends back). */
-export const DOWNLINK_PORT = 85;
 /** The panel's settings, with defaults and ranges (normalizeParams in sim.js reads them). */
 export const GAP_PARAMS = {
   backfillMin: { def: 30, min: 1, max: 1440 }, // a gap open this long gets a history-retrieval downlink
   historyRecords: { def: 120, min: 0, max: 100_000 }, // the records the sensor keeps, newest
 };
-
-const U32_MAX = 0xffff_ffff;
 
 /** A reading's device time in whole unix seconds (its `ts`). */
 export const deviceSeconds = (reading) => Math.floor(Date.parse(reading.ts) / 1000);
@@ -28,22 +25,13 @@ export function slotSeconds(from, to, periodS = PERIOD_S) {
   return { startS: from * periodS, endS: (to + 1) * periodS - 1 };
 }
 
-/**
- * Milesight's "retrieve history by time range" (EM500 series, fPort 85): `fd 6c`, then
- * the start and the end in unix seconds, each a u32 little-endian. Returns the 10 bytes
- * as lower-case hex. Throws a RangeError for a bound that is not a u32, or a start after the end.
- */
-export function historyDownlink(startS, endS) {
-  for (const s of [startS, endS]) {
-    if (!Number.isInteger(s) || s < 0 || s > U32_MAX) throw new RangeError(`${s} is not a u32 of unix seconds`);
-  }
-  if (startS > endS) throw new RangeError(`start ${startS} is after end ${endS}`);
-  const bytes = new Uint8Array(10);
-  bytes.set([0xfd, 0x6c]);
-  const view = new DataView(bytes.buffer);
-  view.setUint32(2, startS, true);
-  view.setUint32(6, endS, true);
-  return Array.from(bytes, (b) => b.toString(16).padStart(2, '0')).join('');
+/** The simulated sensor's codec: the one whose history request the backfill sends. */
+export const CODEC = 'milesight-iot/em500-udl';
+
+/** The history-retrieval downlink for `startS ..= endS` as the core writes it: `{port, hex}`. */
+export function historyDownlink(core, startS, endS) {
+  const bytes = core.historyRequest(CODEC, startS, endS);
+  return { port: core.limits().codecInfo[CODEC].historyFPort, hex: Array.from(bytes, (b) => b.toString(16).padStart(2, '0')).join('') };
 }
 
 /** How many seqs of `from ..= to` the gaps list as missing. */
@@ -55,8 +43,8 @@ function missingIn(gaps, from, to) {
 
 /**
  * One bin's sequence health over a simulated stream (sim.js), stepped minute by minute
- * like the run (strategies.js). `SeqWindow` and `Deduplicator` are the Wasm package's
- * classes; the deduplicator is this bin's own, as a device object of the worker keeps
+ * like the run (strategies.js). `core` is the Wasm package (its `SeqWindow`,
+ * `Deduplicator`, `historyRequest` and `limits`); the deduplicator is this bin's own, as a device object of the worker keeps
  * one per device (`dedupOptions` as the run's).
  *
  * Each minute: the bin's copies go through `processBurst`; each admitted or duplicate
@@ -69,7 +57,8 @@ function missingIn(gaps, from, to) {
  * With no request open, the lowest gap open at least `backfillMin` minutes that no
  * earlier request covered gets one: at most one open request per device.
  */
-export function createBinHealth({ stream, dev, SeqWindow, Deduplicator, dedupOptions, backfillMin, historyRecords }) {
+export function createBinHealth({ stream, dev, core, dedupOptions, backfillMin, historyRecords }) {
+  const { SeqWindow, Deduplicator } = core;
   const seqWindow = new SeqWindow();
   const dedup = new Deduplicator(dedupOptions);
   const made = stream.readings.filter((r) => r.dev === dev); // what the sensor measured, in order
@@ -159,8 +148,7 @@ export function createBinHealth({ stream, dev, SeqWindow, Deduplicator, dedupOpt
       noticedMs: due.first_noticed_ms,
       startS,
       endS,
-      port: DOWNLINK_PORT,
-      hex: historyDownlink(startS, endS),
+      ...historyDownlink(core, startS, endS),
       status: 'waiting',
       answer: null,
     });

@@ -153,6 +153,11 @@ const $ = (id) => document.getElementById(id);
 let device = null;
 const totals = { uplinks: 0, line_errors: 0, readings: 0, admitted: 0, duplicate: 0, rejected: 0 };
 
+/** Whether the codec's configuration needs a reporting period (the core's `limits().codecInfo`). */
+function needsPeriod(codec) {
+  return limits().codecInfo[codec]?.needsPeriod === true;
+}
+
 function readConfig() {
   const codec = $('sensor-codec').value;
   const num = (id) => ($(id).value.trim() === '' ? null : Number($(id).value));
@@ -160,7 +165,7 @@ function readConfig() {
     codec,
     bin_depth_mm: num('sensor-depth'),
     offset_mm: num('sensor-offset') ?? 0,
-    reporting_period_s: codec === 'tekelek/tek766' ? num('sensor-period') : null,
+    reporting_period_s: needsPeriod(codec) ? num('sensor-period') : null,
   };
 }
 
@@ -169,7 +174,7 @@ function resetDevice() {
   device?.dedup.free();
   device = createDevice(readConfig());
   for (const k of Object.keys(totals)) totals[k] = 0;
-  $('sensor-period-field').hidden = device.config.codec !== 'tekelek/tek766';
+  $('sensor-period-field').hidden = !needsPeriod(device.config.codec);
   $('sensor-replay').disabled = true;
   $('sensor-status').textContent = '';
   $('sensor-results').replaceChildren();

@@ -268,6 +268,21 @@ fn invalid(why: String) -> Error {
     Error::InvalidPayload(why)
 }
 
+/// The EM500-UDL's port for a history request, the one its records come back on.
+pub(super) const HISTORY_PORT: u32 = PORT;
+
+/// The downlink that asks an EM500-UDL for its history records of the device times
+/// `start_s ..= end_s` (unix seconds): "enquire data in time range", `FD 6C`, then the
+/// start and the end, each a u32 little-endian (Milesight-IoT/SensorDecoders, the
+/// EM500-UDL encoder's `fetch_history`; the UC100 user guide's "Historical Data
+/// Enquiry"). The records come back as `20 CE` channels on port 85.
+pub(super) fn history_request(start_s: u32, end_s: u32) -> Vec<u8> {
+    let mut bytes = vec![0xFD, 0x6C];
+    bytes.extend_from_slice(&start_s.to_le_bytes());
+    bytes.extend_from_slice(&end_s.to_le_bytes());
+    bytes
+}
+
 #[cfg(test)]
 mod tests {
     use super::super::test_kit::{at, hex, hostile};

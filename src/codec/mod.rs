@@ -46,6 +46,51 @@ pub use readings::{
 };
 pub use types::{fill_pct, Battery, Codec, Decoded, DecodedSample, NoReading, Sample, Uplink};
 
+/// A downlink to a sensor: the port and the bytes of its application payload.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Downlink {
+    pub f_port: u32,
+    pub bytes: Vec<u8>,
+}
+
+/// The downlink that asks a sensor of `codec` for its buffered records of the device
+/// times `start_s ..= end_s` (unix seconds), or `None` when the sensor answers no such
+/// request (every codec but the EM500-UDL).
+///
+/// ```
+/// use reconnect_dedupe::codec::{history_request, Codec};
+/// let d = history_request(Codec::MilesightEm500Udl, 1784183340, 1784183399).unwrap().unwrap();
+/// assert_eq!(d.f_port, 85);
+/// assert_eq!(d.bytes, [0xFD, 0x6C, 0x2C, 0x7A, 0x58, 0x6A, 0x67, 0x7A, 0x58, 0x6A]);
+/// assert_eq!(history_request(Codec::DingtekDf703, 0, 1), Ok(None));
+/// ```
+///
+/// # Errors
+/// [`Error::BadArgument`] when `start_s` is after `end_s`.
+pub fn history_request(codec: Codec, start_s: u32, end_s: u32) -> Result<Option<Downlink>, Error> {
+    if start_s > end_s {
+        return Err(Error::BadArgument(format!(
+            "a history request's start ({start_s}) is after its end ({end_s})"
+        )));
+    }
+    Ok(match codec {
+        Codec::MilesightEm500Udl => Some(Downlink {
+            f_port: milesight::HISTORY_PORT,
+            bytes: milesight::history_request(start_s, end_s),
+        }),
+        _ => None,
+    })
+}
+
+/// The port of `codec`'s history request ([`history_request`]), or `None` when its
+/// sensor answers none.
+pub fn history_port(codec: Codec) -> Option<u32> {
+    history_request(codec, 0, 0)
+        .ok()
+        .flatten()
+        .map(|d| d.f_port)
+}
+
 /// The samples of one uplink's bytes, read by `codec`.
 ///
 /// # Errors
@@ -60,5 +105,101 @@ pub fn decode(codec: Codec, f_port: u32, bytes: &[u8]) -> Result<Uplink, Error> 
         Codec::DecentlabDlMbx => decentlab::decode(codec, f_port, bytes),
         Codec::TekelekTek766 => tekelek::decode(codec, f_port, bytes),
         Codec::DraginoLdds75 | Codec::DraginoDds75Lb => dragino::decode(codec, f_port, bytes),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::test_kit::vectors;
+    use super::*;
+
+    /// Every codec with its vector file (tests/vectors/devices/).
+    const FILES: [(Codec, &str); 7] = [
+        (
+            Codec::MilesightEm310Udl,
+            include_str!("../../tests/vectors/devices/milesight-em310-udl.json"),
+        ),
+        (
+            Codec::MilesightEm500Udl,
+            include_str!("../../tests/vectors/devices/milesight-em500-udl.json"),
+        ),
+        (
+            Codec::DingtekDf703,
+            include_str!("../../tests/vectors/devices/dingtek-df703.json"),
+        ),
+        (
+            Codec::DecentlabDlMbx,
+            include_str!("../../tests/vectors/devices/decentlab-dl-mbx.json"),
+        ),
+        (
+            Codec::TekelekTek766,
+            include_str!("../../tests/vectors/devices/tekelek-tek766.json"),
+        ),
+        (
+            Codec::DraginoLdds75,
+            include_str!("../../tests/vectors/devices/dragino-ldds75.json"),
+        ),
+        (
+            Codec::DraginoDds75Lb,
+            include_str!("../../tests/vectors/devices/dragino-dds75-lb.json"),
+        ),
+    ];
+
+    #[test]
+    fn a_codec_says_what_its_bytes_do_a_period_when_they_date_by_schedule_a_counter_when_they_count(
+    ) {
+        assert_eq!(FILES.map(|(c, _)| c), Codec::ALL);
+        for (codec, file) in FILES {
+            let samples: Vec<Sample> = vectors(file)
+                .iter()
+                .filter_map(|v| decode(codec, v.f_port, &v.bytes).ok())
+                .flat_map(|u| u.samples)
+                .collect();
+            // (The DDS75-LB's two vectors are another device's frames: no sample.)
+            let scheduled = samples.iter().any(|s| s.periods_ago.is_some());
+            let counted = samples.iter().any(|s| s.app_counter.is_some());
+            assert_eq!(codec.needs_period(), scheduled, "{}", codec.id());
+            assert_eq!(codec.seq_is_counter(), counted, "{}", codec.id());
+            // A counter's codec counts every sample it reads.
+            if counted {
+                assert!(
+                    samples.iter().all(|s| s.app_counter.is_some()),
+                    "{}",
+                    codec.id()
+                );
+            }
+        }
+    }
+
+    #[test]
+    fn the_em500_alone_answers_a_history_request_on_its_uplink_port_and_its_records_decode_there() {
+        for codec in Codec::ALL {
+            let request = history_request(codec, 1_784_183_340, 1_784_183_399).unwrap();
+            assert_eq!(
+                request.is_some(),
+                codec == Codec::MilesightEm500Udl,
+                "{}",
+                codec.id()
+            );
+            assert_eq!(history_port(codec), request.map(|d| d.f_port));
+        }
+        let d = history_request(Codec::MilesightEm500Udl, 0, u32::MAX)
+            .unwrap()
+            .unwrap();
+        assert_eq!(d.bytes, [0xFD, 0x6C, 0, 0, 0, 0, 0xFF, 0xFF, 0xFF, 0xFF]);
+        // The records it asks for come back on that port: a `20 CE` record decodes there.
+        let record = [0x20, 0xCE, 0x2C, 0x7A, 0x58, 0x6A, 0xE8, 0x03];
+        let up = decode(Codec::MilesightEm500Udl, d.f_port, &record).unwrap();
+        assert_eq!(up.samples[0].device_time_s, Some(1_784_183_340));
+        // One second is a range; a start after the end is refused.
+        assert!(history_request(Codec::MilesightEm500Udl, 7, 7)
+            .unwrap()
+            .is_some());
+        assert_eq!(
+            history_request(Codec::MilesightEm500Udl, 8, 7)
+                .unwrap_err()
+                .code(),
+            "invalid_burst"
+        );
     }
 }

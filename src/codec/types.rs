@@ -76,6 +76,21 @@ impl Codec {
             .map(|&(c, _)| c)
             .ok_or_else(|| Error::UnknownCodec(id.to_owned()))
     }
+
+    /// Whether its samples are dated by the reporting schedule (Tekelek's current and
+    /// previous readings, `periods_ago`), so that a device's configuration needs
+    /// `reporting_period_s` (else [`Error::MissingReportingPeriod`]).
+    pub fn needs_period(self) -> bool {
+        matches!(self, Codec::TekelekTek766)
+    }
+
+    /// Whether a reading's seq is the sensor's own application counter (Dingtek's frame
+    /// counter, `app_counter`), one per uplink, so that a gap in it is an uplink lost:
+    /// such a seq feeds the worker's sequence window. (The LoRaWAN frame counter, the
+    /// others' seq for a live reading, restarts on every rejoin.)
+    pub fn seq_is_counter(self) -> bool {
+        matches!(self, Codec::DingtekDf703)
+    }
 }
 
 /// What one uplink's bytes say: its level samples (none for a frame without a level,

@@ -1,7 +1,7 @@
 //! Sensors' raw payloads (the core's `codec`, and `uplink::payload_readings`):
 //! `decodePayload` and `readingsFromPayload`.
 
-use crate::codec::{decode, Codec, Decoded, DeviceConfig, DeviceState, FrameMeta};
+use crate::codec::{decode, history_request, Codec, Decoded, DeviceConfig, DeviceState, FrameMeta};
 use crate::dedupe::error::{Error, Field};
 use crate::dedupe::timestamp::parse_rfc3339;
 use crate::uplink::{frame_from_hex, payload_readings};
@@ -27,17 +27,49 @@ pub fn decode_payload_js(
     #[wasm_bindgen(unchecked_param_type = "number")] f_port: JsValue,
     #[wasm_bindgen(unchecked_param_type = "Uint8Array")] payload: JsValue,
 ) -> Result<JsValue, JsValue> {
+    let codec = codec_value(&codec)?;
+    let (port, bytes) = frame_args(&f_port, &payload)?;
+    let uplink = decode(codec, port, &bytes).map_err(to_js)?;
+    to_value(&Decoded::new(codec, &uplink))
+}
+
+/// The downlink payload that asks a sensor of `codec` (one of `limits().codecs`) for
+/// its buffered records of the device times `startS ..= endS` (unix seconds), sent on
+/// `limits().codecInfo[codec].historyFPort`; `undefined` when the sensor answers no
+/// history request. Throws `unknown_codec`, or `invalid_burst` for a bound that is not
+/// a whole number 0 ..= 2^32 − 1 or a start after the end.
+#[wasm_bindgen(js_name = historyRequest)]
+pub fn history_request_js(
+    #[wasm_bindgen(unchecked_param_type = "string")] codec: JsValue,
+    #[wasm_bindgen(unchecked_param_type = "number")] start_s: JsValue,
+    #[wasm_bindgen(unchecked_param_type = "number")] end_s: JsValue,
+) -> Result<Option<Vec<u8>>, JsValue> {
+    let codec = codec_value(&codec)?;
+    let second = |v: &JsValue, name: &str| {
+        v.as_f64()
+            .filter(|s| s.fract() == 0.0 && (0.0..=f64::from(u32::MAX)).contains(s))
+            .map(|s| s as u32)
+            .ok_or_else(|| {
+                to_js(Error::BadArgument(format!(
+                    "{name} must be a whole number of unix seconds 0 ..= 4294967295"
+                )))
+            })
+    };
+    let (start, end) = (second(&start_s, "startS")?, second(&end_s, "endS")?);
+    let request = history_request(codec, start, end).map_err(to_js)?;
+    Ok(request.map(|d| d.bytes))
+}
+
+/// The codec a JS value names: a string (else `invalid_burst`) that is a codec id.
+fn codec_value(codec: &JsValue) -> Result<Codec, JsValue> {
     // `as_string` and `type_name` run no caller code (a Proxy's traps, a toString).
     let id = codec.as_string().ok_or_else(|| {
         to_js(Error::BadArgument(format!(
             "the codec must be a string, one of limits().codecs; got {}",
-            type_name(&codec)
+            type_name(codec)
         )))
     })?;
-    let codec = codec_arg(&id)?;
-    let (port, bytes) = frame_args(&f_port, &payload)?;
-    let uplink = decode(codec, port, &bytes).map_err(to_js)?;
-    to_value(&Decoded::new(codec, &uplink))
+    codec_arg(&id)
 }
 
 /// A codec by its id (`unknown_codec`, the id shown at most 64 characters long).

@@ -1,10 +1,11 @@
 //! `limits()`: the ranges, defaults and names the core defines, for every layer above
 //! it (the worker's config checks, the demo page).
 
-use crate::codec::{Codec, BIN_DEPTH_MM, OFFSET_MM, REPORTING_PERIOD_S};
+use crate::codec::{history_port, Codec, BIN_DEPTH_MM, OFFSET_MM, REPORTING_PERIOD_S};
 use crate::dedupe::seen::{DEFAULT_MAX_KEYS, DEFAULT_TTL_MS, MAX_MAX_KEYS, MAX_TTL_MS};
 use crate::uplink::{Format, DEFAULT_MAX_READINGS, MAX_MAX_READINGS};
 use serde::Serialize;
+use std::collections::BTreeMap;
 use tsify::Tsify;
 use wasm_bindgen::prelude::*;
 
@@ -32,9 +33,27 @@ pub struct Limits {
     formats: &'static [&'static str],
     /// The `codec` ids `decodePayload` takes.
     codecs: &'static [&'static str],
+    /// What each codec's sensor does besides its bytes, by codec id.
+    #[tsify(type = "Record<string, CodecInfo>")]
+    codec_info: BTreeMap<&'static str, CodecInfo>,
     /// The ranges of a device configuration's numbers (`PayloadConfig`, and the
     /// worker's `PUT /v1/devices/{id}/config`).
     device_config: DeviceConfigLimits,
+}
+
+/// `limits().codecInfo[codec]`: what the layers above need to know of a codec.
+#[derive(Serialize, Tsify)]
+#[serde(rename_all = "camelCase")]
+pub struct CodecInfo {
+    /// Its readings are dated by the reporting schedule: a device's configuration
+    /// needs `reporting_period_s` (else `missing_reporting_period`).
+    needs_period: bool,
+    /// A reading's seq is the sensor's own counter of uplinks, so a gap in it is an
+    /// uplink lost (the worker's sequence window follows it).
+    seq_is_counter: bool,
+    /// The port of its history request (`historyRequest`), or null when the sensor
+    /// answers none.
+    history_f_port: Option<u32>,
 }
 
 /// A whole number's smallest and largest allowed values.
@@ -80,6 +99,17 @@ pub fn limits() -> Result<JsValue, JsValue> {
         },
         formats: Format::NAMES,
         codecs: &Codec::IDS,
+        codec_info: Codec::ALL
+            .iter()
+            .map(|&c| {
+                let info = CodecInfo {
+                    needs_period: c.needs_period(),
+                    seq_is_counter: c.seq_is_counter(),
+                    history_f_port: history_port(c),
+                };
+                (c.id(), info)
+            })
+            .collect(),
         device_config: DeviceConfigLimits {
             bin_depth_mm: BIN_DEPTH_MM.into(),
             offset_mm: OFFSET_MM.into(),

@@ -50,11 +50,13 @@ use tsify::Tsify;
 use wasm_bindgen::prelude::*;
 
 pub use audit::{audit_line, iso_time};
-pub use codec::{decode_payload_js, readings_from_payload_js, PayloadConfig, PayloadFrame};
+pub use codec::{
+    decode_payload_js, history_request_js, readings_from_payload_js, PayloadConfig, PayloadFrame,
+};
 pub use deduplicator::{
     DeduplicatorOptions, DeduplicatorStats, JsDeduplicator, KeyAdmission, Verdicts,
 };
-pub use limits::{limits, Bounds, DeviceConfigLimits, Limits, Range};
+pub use limits::{limits, Bounds, CodecInfo, DeviceConfigLimits, Limits, Range};
 #[cfg(feature = "bench")]
 pub use reading::bench_hash_floor;
 pub use reading::{check_device_id_js, idempotency_key_js, Burst, Reading};

@@ -22,13 +22,9 @@
 // BACKFILL_INTERVAL_MS. A network server's error text is kept and logged without the
 // credential it was sent.
 
+import { CODEC_INFO, guarded, hex, historyRequest } from "./core.js";
 import { countBackfill } from "./figures.js";
 import { fetchWithin } from "./http.js";
-
-/** The sensors that answer a history request, by codec: the port and the command. */
-const HISTORY = {
-  "milesight-iot/em500-udl": { f_port: 85, command: milesightRange },
-};
 
 /** Requests kept per device (open and closed, newest); older closed ones are deleted. */
 const KEPT = 100;
@@ -122,8 +118,9 @@ export function backfillStep(storage, cfg, now, { device, health, target, contex
   const { device_id } = context;
   let open = openRequest(sql, device_id);
   if (open) open = settle(sql, cfg, now, open, health, context);
-  const history = HISTORY[device.codec];
-  const enabled = cfg.BACKFILL && device.enabled !== false && history && device.period && target;
+  // The sensors that answer a history request: their codec names its port (the core's `limits().codecInfo`).
+  const f_port = CODEC_INFO[device.codec]?.historyFPort ?? null;
+  const enabled = cfg.BACKFILL && device.enabled !== false && f_port !== null && device.period && target;
   if (!enabled) return null;
   if (open) {
     if (open.state !== "queued" || open.next_attempt_at > now) return null;
@@ -142,12 +139,13 @@ export function backfillStep(storage, cfg, now, { device, health, target, contex
   const start_s = range.from * device.period;
   const end_s = (range.to + 1) * device.period - 1;
   if (end_s > 0xffff_ffff) return null; // not a time the sensor can hold
-  const payload = history.command(start_s, end_s);
+  // The downlink's bytes as the codec writes them (the core's `historyRequest`), kept as hex.
+  const payload = hex(guarded(() => historyRequest(device.codec, start_s, end_s)));
   const row = sql
     .exec(
       `INSERT INTO backfill (device_id, from_seq, to_seq, start_s, end_s, via, payload, f_port, state, created_at, next_attempt_at)
        VALUES (?, ?, ?, ?, ?, ?, ?, ?, 'queued', ?, ?) RETURNING *`,
-      device_id, range.from, range.to, start_s, end_s, target.via, payload, history.f_port, now, now,
+      device_id, range.from, range.to, start_s, end_s, target.via, payload, f_port, now, now,
     )
     .one();
   countBackfill(sql, device_id, "requested");
@@ -324,16 +322,6 @@ function anySpelling(c, runs) {
   if (c === " ") ways.push("\\+");
   if (c === '"' || c === "/") ways.push(`\\\\{1,8}\\${c}`);
   return `(?:${ways.join("|")})`;
-}
-
-/**
- * The Milesight command "enquire data in time range": `fd 6c`, then the start and the
- * end, Unix seconds, u32 little-endian (Milesight-IoT/SensorDecoders, the EM500-UDL
- * encoder's `fetch_history`; the UC100 user guide's "Historical Data Enquiry"). Hex.
- */
-export function milesightRange(start_s, end_s) {
-  const le = (v) => [0, 8, 16, 24].map((s) => ((v >>> s) & 0xff).toString(16).padStart(2, "0")).join("");
-  return `fd6c${le(start_s)}${le(end_s)}`;
 }
 
 /**

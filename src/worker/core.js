@@ -42,7 +42,15 @@ export class HttpError extends Error {
   }
 }
 
-export const { auditLine, checkDeviceId, checkUplinkOptions, Deduplicator, idempotencyKey, isoTime, limits, parseUplink, readingsFromPayload, SeqWindow } = core;
+export const { auditLine, checkDeviceId, checkUplinkOptions, Deduplicator, historyRequest, idempotencyKey, isoTime, limits, parseUplink, readingsFromPayload, SeqWindow } = core;
+
+/** What each codec's sensor does besides its bytes, by codec id (the core's `limits().codecInfo`). */
+export const CODEC_INFO = limits().codecInfo;
+
+/** Bytes (a Uint8Array or an ArrayBuffer) as lower-case hex. */
+export function hex(bytes) {
+  return Array.from(new Uint8Array(bytes), (b) => b.toString(16).padStart(2, "0")).join("");
+}
 
 /**
  * Logs the audit line of one device's burst of which nothing was stored or counted

@@ -30,7 +30,7 @@
 // no range: it is sent as it was, under its key, until the origin takes it; its
 // readings are pending rows of the group too, and go out again in the group's batches
 // (at least once, under the same keys).
-import { isoTime } from "./core.js";
+import { hex, isoTime } from "./core.js";
 import { fetchWithin } from "./http.js";
 
 /**
@@ -371,10 +371,6 @@ function retryAfter(value, now) {
 
 async function digest(text) {
   return hex(await crypto.subtle.digest("SHA-256", new TextEncoder().encode(text)));
-}
-
-function hex(buffer) {
-  return [...new Uint8Array(buffer)].map((b) => b.toString(16).padStart(2, "0")).join("");
 }
 
 function log(level, event, batch, error) {

@@ -5,7 +5,7 @@
 import { authenticate, requireConfiguredToken } from "./auth.js";
 import { downlinkTarget } from "./backfill.js";
 import { config } from "./config.js";
-import { ADMITTED, auditLine, checkDeviceId, CONFLICT, DUPLICATE, guarded, HttpError, isoTime, limits, logNothingStored, parseUplink, SeqWindow } from "./core.js";
+import { ADMITTED, auditLine, checkDeviceId, CODEC_INFO, CONFLICT, DUPLICATE, guarded, HttpError, isoTime, limits, logNothingStored, parseUplink, SeqWindow } from "./core.js";
 import { mapAtMost, yieldToIo } from "./fanout.js";
 import { decodedView, decodeRaw, previewNotDecoded } from "./decode.js";
 import { byCode, countMessage, countUnroutable, deviceHealth, fleetFigures, fleetHealth, fleetStats, HEALTH_COLUMNS, IGNORED, knows } from "./fleet.js";
@@ -784,8 +784,6 @@ function decimal(params, name, dflt) {
 // The codecs the core decodes, by the TTN device repository's `brand_id/model_id`, and
 // the ranges of a configuration's numbers, defined once in the core (src/codec/readings.rs).
 const { codecs: CODECS, deviceConfig: RANGES } = limits();
-// Codecs that time their readings by the reporting period (Tekelek: four per uplink).
-const NEEDS_PERIOD = new Set(["tekelek/tek766"]);
 // The numeric members of a device's configuration: code, range and unit, and the value
 // when absent or null (undefined: required).
 const CONFIG_NUMBERS = {
@@ -842,7 +840,7 @@ function deviceConfigOf(bytes) {
   if (out.backfill !== null && typeof out.backfill !== "boolean") {
     throw new HttpError(400, "invalid_backfill", `backfill must be true, false or null (BACKFILL decides); got ${shown(given.get("backfill"))}`);
   }
-  if (NEEDS_PERIOD.has(codec) && out.reporting_period_s === null) {
+  if (codec !== null && CODEC_INFO[codec].needsPeriod && out.reporting_period_s === null) {
     throw new HttpError(400, "missing_reporting_period", `codec ${codec} needs reporting_period_s: it times the readings of each uplink by the period`);
   }
   return out;

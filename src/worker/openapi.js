@@ -17,8 +17,8 @@
 // out what every operation repeats; the document they build (`openApi`) is served as its
 // JSON text (`openApiJson`).
 //
-// Facts owned elsewhere are read from their owner, never restated: the codecs and the
-// configuration's ranges (the core's `limits()`), the health columns (fleet.js), the
+// Facts owned elsewhere are read from their owner, never restated: the codecs, those
+// that need a reporting period and the configuration's ranges (the core's `limits()`), the health columns (fleet.js), the
 // webhook routes, ChirpStack's events and the page sizes (routes.js). The document is
 // built on its first request (`openApiJson`).
 // What cannot be read is checked against its owner by tests/worker/openapi.test.mjs:
@@ -164,9 +164,9 @@ const within = ({ min, max }, more = {}) => ({ type: "integer", minimum: min, ma
 
 /** The document. */
 function openApi() {
-  const { codecs, deviceConfig } = limits();
-  // The codecs whose configuration needs `reporting_period_s` (index.js `NEEDS_PERIOD`).
-  const NEEDS_PERIOD = ["tekelek/tek766"];
+  const { codecs, codecInfo, deviceConfig } = limits();
+  // The codecs whose configuration needs `reporting_period_s`.
+  const NEEDS_PERIOD = codecs.filter((c) => codecInfo[c].needsPeriod);
   const routes = UPLINK_ROUTES.join("|");
   return {
     openapi: "3.1.0",

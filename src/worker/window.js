@@ -5,7 +5,7 @@
 // (`restartWindow`, `windowRestarted`). Its bytes are held in the group's figures
 // (figures.js) and written down by the group's checkpoint, at once when a restart's
 // replay would not restore a change (`checkpointNow`).
-import { ADMITTED, DUPLICATE, guarded, isoTime, SeqWindow } from "./core.js";
+import { ADMITTED, CODEC_INFO, DUPLICATE, guarded, isoTime, SeqWindow } from "./core.js";
 import { backfillView } from "./backfill.js";
 
 /**
@@ -114,8 +114,9 @@ export function windowRestarted(device, backfillCancelled, context) {
 
 /**
  * Which decoded readings feed the device's sequence window, and with what: per reading,
- * its window seq or null. A seq that is a real counter feeds it: the DF703's
- * application counter (its `seq`, unwrapped by the core), and a reading dated by the
+ * its window seq or null. A seq that is a real counter feeds it: a sensor's own counter
+ * of uplinks (the core's `codecInfo[codec].seqIsCounter`: the DF703's application
+ * counter, its `seq`, unwrapped by the core), and a reading dated by the
  * device's clock (a history or datalog record: the reading without a `frame`, its
  * `seq` the device time in seconds) as its slot `floor(seq / reporting_period_s)`,
  * only when the device has a reporting period (else one slot per second would list
@@ -124,7 +125,7 @@ export function windowRestarted(device, backfillCancelled, context) {
  */
 export function decodedWindowSeqs(decoded, period) {
   return decoded.readings.map((r) => {
-    if (decoded.codec === "dingtek/df703") return r.seq;
+    if (CODEC_INFO[decoded.codec]?.seqIsCounter) return r.seq;
     if (r.frame === null && period) return Math.floor(r.seq / period);
     return null;
   });

@@ -8,20 +8,18 @@ import fs from 'node:fs';
 
 const pkg = await import('../../www/pkg/reconnect_dedupe.js');
 pkg.initSync({ module: fs.readFileSync(new URL('../../www/pkg/reconnect_dedupe_bg.wasm', import.meta.url)) });
-const { SeqWindow, Deduplicator } = pkg;
-const { historyDownlink, slotSeconds, slotOf, createBinHealth, PERIOD_S, DOWNLINK_PORT } = await import('../../www/gaps.js');
+const { historyDownlink, slotSeconds, slotOf, createBinHealth, PERIOD_S } = await import('../../www/gaps.js');
 
-test('the downlink: fd 6c, then start and end unix seconds as u32 little-endian', () => {
+test("the downlink is the core's: fd 6c, then start and end unix seconds as u32 little-endian, on port 85", () => {
   // 2026-07-16T06:29:00Z … 06:29:59Z: 1784183340 = 0x6A587A2C, 1784183399 = 0x6A587A67.
   assert.deepEqual(slotSeconds(29736389, 29736389), { startS: 1784183340, endS: 1784183399 });
-  assert.equal(historyDownlink(1784183340, 1784183399), 'fd6c2c7a586a677a586a');
+  assert.deepEqual(historyDownlink(pkg, 1784183340, 1784183399), { port: 85, hex: 'fd6c2c7a586a677a586a' });
   assert.deepEqual(slotSeconds(11, 13, 600), { startS: 6600, endS: 8399 });
-  assert.equal(historyDownlink(0, 0xffffffff), 'fd6c00000000ffffffff');
+  assert.deepEqual(historyDownlink(pkg, 0, 0xffffffff), { port: 85, hex: 'fd6c00000000ffffffff' });
   for (const [a, b] of [[-1, 5], [0, 2 ** 32], [1.5, 2], [9, 8], ['1', 2]]) {
-    assert.throws(() => historyDownlink(a, b), RangeError, `${a}, ${b}`);
+    assert.throws(() => historyDownlink(pkg, a, b), (e) => e.code === 'invalid_burst', `${a}, ${b}`);
   }
   assert.equal(PERIOD_S, 60);
-  assert.equal(DOWNLINK_PORT, 85);
 });
 
 const START = Date.UTC(2026, 6, 16, 6);
@@ -57,8 +55,7 @@ test('gaps open and close; the backfill goes out after an uplink, answers with w
   const health = createBinHealth({
     stream: handmade(),
     dev: 0,
-    SeqWindow,
-    Deduplicator,
+    core: pkg,
     dedupOptions: { ttlMs: 3600_000, maxKeys: 1000 },
     backfillMin: 2,
     historyRecords: 5,

@@ -68,6 +68,9 @@ function mismatches(value, type, path = '$') {
   if (type.symbol?.name === 'Uint8Array') return value instanceof Uint8Array ? [] : bad();
   if (value === null || typeof value !== 'object' || Array.isArray(value)) return bad();
   const members = checker.getPropertiesOfType(type);
+  // A record (`Record<string, T>`): every own member is a T.
+  const each = checker.getIndexInfoOfType(type, ts.IndexKind.String)?.type;
+  if (each && members.length === 0) return Object.entries(value).flatMap(([k, v]) => mismatches(v, each, `${path}.${k}`));
   const out = [];
   for (const m of members) {
     const optional = (m.flags & ts.SymbolFlags.Optional) !== 0;
@@ -99,6 +102,11 @@ test('the checker finds an undeclared, a missing and a mistyped member', () => {
   const { seq: _, ...noSeq } = reading(1, 10);
   assert.deepEqual(mismatches(noSeq, r), ['$.seq: missing']);
   assert.deepEqual(mismatches(reading(1, '10'), r), ['$.fill_pct: "10" is not number']);
+  // A record's every member is checked against its value type.
+  const info = checker.getTypeOfSymbol(checker.getPropertyOfType(declared('Limits'), 'codecInfo'));
+  const good = { needsPeriod: false, seqIsCounter: false, historyFPort: null };
+  assert.deepEqual(mismatches({ 'a/b': good }, info), []);
+  assert.deepEqual(mismatches({ 'a/b': { ...good, historyFPort: '85' } }, info), ['$.a/b.historyFPort: "85" is not number | null']);
 });
 
 test('processBurst and processBurstJson return a BurstOutcome, as declared', () => {

@@ -16,6 +16,7 @@ import init, {
   checkDeviceId,
   checkUplinkOptions,
   decodePayload,
+  historyRequest,
   idempotencyKey,
   readingsFromPayload,
   isoTime,
@@ -27,6 +28,7 @@ import type {
   Admitted,
   Battery,
   Bounds,
+  CodecInfo,
   DecodedPayload,
   DeviceConfigLimits,
   PayloadConfig,
@@ -89,7 +91,8 @@ export const shapes = {
     memory_bytes: true, ttl_ms: true, max_keys: true,
   } satisfies Members<DeduplicatorStats>,
   range: { min: true, max: true, default: true } satisfies Members<Range>,
-  limits: { ttlMs: true, maxKeys: true, maxReadings: true, formats: true, codecs: true, deviceConfig: true } satisfies Members<Limits>,
+  limits: { ttlMs: true, maxKeys: true, maxReadings: true, formats: true, codecs: true, codecInfo: true, deviceConfig: true } satisfies Members<Limits>,
+  codecInfo: { needsPeriod: true, seqIsCounter: true, historyFPort: true } satisfies Members<CodecInfo>,
   deviceConfig: { bin_depth_mm: true, offset_mm: true, reporting_period_s: true } satisfies Members<DeviceConfigLimits>,
   bounds: { min: true, max: true } satisfies Members<Bounds>,
   payloadConfig: { codec: true, bin_depth_mm: true, offset_mm: true, reporting_period_s: true } satisfies Members<PayloadConfig>,
@@ -294,6 +297,17 @@ export function codecs(bytes: Uint8Array): number[] {
   decodePayload(ids[0], "85", bytes);
   void [battery, why];
   return mm;
+}
+
+/** A sensor that answers a history request: its port and the downlink's bytes. */
+export function history(codec: string, startS: number, endS: number): { port: number; bytes: Uint8Array } | null {
+  const info: CodecInfo | undefined = limits().codecInfo[codec];
+  const bytes: Uint8Array | undefined = historyRequest(codec, startS, endS);
+  const period: boolean = info?.needsPeriod ?? false;
+  // @ts-expect-error the bounds are numbers
+  historyRequest(codec, "0", endS);
+  void period;
+  return info?.historyFPort != null && bytes !== undefined ? { port: info.historyFPort, bytes } : null;
 }
 
 /** A raw payload as keyed readings of a device, ready to admit. */
