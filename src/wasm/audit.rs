@@ -36,13 +36,15 @@ pub(super) fn audit_context(context: JsValue) -> Result<AuditContext, JsValue> {
 
 /// The audit line of a burst that has no `admitKeys` outcome (readings no device
 /// got, a burst that could not be stored): `event` is `burst_deduplicated` or
-/// `burst_not_stored`, the counts must reconcile. Throws `invalid_burst`,
-/// `invalid_time`.
+/// `burst_not_stored`; `counts` gives the counts the burst has, each one not given
+/// is 0 (the core's `AuditCounts` is the one list of them), and they must reconcile.
+/// Throws `invalid_burst` (an unknown count, one that is not a whole number, counts
+/// that do not reconcile), `invalid_time`.
 #[wasm_bindgen(js_name = auditLine)]
 pub fn audit_line(
     // A string, read below into `AuditEvent` (a bad one is `invalid_burst`).
     #[wasm_bindgen(unchecked_param_type = "AuditEvent")] event: JsValue,
-    #[wasm_bindgen(unchecked_param_type = "AuditCounts")] counts: JsValue,
+    #[wasm_bindgen(unchecked_param_type = "Partial<AuditCounts>")] counts: JsValue,
     #[wasm_bindgen(unchecked_param_type = "number")] now_ms: JsValue,
     #[wasm_bindgen(unchecked_optional_param_type = "AuditContext")] context: JsValue,
 ) -> Result<String, JsValue> {
@@ -58,8 +60,7 @@ pub fn audit_line(
     let event: AuditEvent = serde_json::from_value(serde_json::Value::from(name.as_str()))
         .map_err(|_| unknown(format!("{:?}", shown(&name))))?;
     let counts = flat_copy(&counts).map_err(|e| to_js(threw_arg("the audit counts", &e)))?;
-    let counts: AuditCounts = serde_wasm_bindgen::from_value(counts)
-        .map_err(|e| to_js(Error::BadArgument(format!("audit counts: {e}"))))?;
+    let counts = given_counts(counts).map_err(to_js)?;
     // The core's text already names the counts ("audit counts do not reconcile").
     let audit = Audit::new(event, counts, now_ms)
         .map_err(|e| match e {
@@ -68,6 +69,25 @@ pub fn audit_line(
         })
         .map_err(to_js)?;
     Ok(audit.line(&audit_context(context)?))
+}
+
+/// The counts a caller gives (a plain copy, `flat_copy`) over zero ones: a count not
+/// given is 0, a member that is no count of `AuditCounts` (a misspelt one) is refused,
+/// as is a count that is not a whole number. Read through JSON values, whose reader
+/// keeps `AuditCounts`' `deny_unknown_fields` (serde-wasm-bindgen's reads only the
+/// members it knows).
+fn given_counts(copy: JsValue) -> Result<AuditCounts, Error> {
+    let bad = |e: &dyn std::fmt::Display| Error::BadArgument(format!("audit counts: {e}"));
+    let given: serde_json::Value = serde_wasm_bindgen::from_value(copy).map_err(|e| bad(&e))?;
+    let serde_json::Value::Object(given) = given else {
+        return Err(bad(&format!("must be an object of counts, got {given}")));
+    };
+    let mut all = match serde_json::to_value(AuditCounts::default()) {
+        Ok(serde_json::Value::Object(zero)) => zero,
+        _ => serde_json::Map::new(),
+    };
+    all.extend(given);
+    serde_json::from_value(serde_json::Value::Object(all)).map_err(|e| bad(&e))
 }
 
 /// A time in ms since the epoch as every record of this project writes times:

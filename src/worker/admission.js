@@ -144,7 +144,7 @@ export async function admit(device, context, planned, rejected, { attempt = 0, c
       }
       // Nothing of the burst is stored or counted, replays included: as the reply says.
       const notStored = counts.unique + counts.duplicates_suppressed;
-      const lost = { ...counts, unique: 0, duplicates_suppressed: 0, cross_path_duplicates: 0, not_stored: notStored, seq_reuses: 0, evicted_before_ttl: 0 };
+      const lost = { received: counts.received, rejected: counts.rejected, not_stored: notStored };
       console.log(guarded(() => auditLine("burst_not_stored", lost, now, { ...context, error: "storage_unavailable" })));
       return { ok: false, status: 503, code: "storage_unavailable", message: `could not store the burst (${write} attempts): ${e.message}` };
     }

@@ -58,7 +58,8 @@ export function hex(bytes) {
  * not stored, `refused` rejected while routing.
  */
 export function logNothingStored(context, readings, refused, error) {
-  const counts = { received: readings + refused, unique: 0, duplicates_suppressed: 0, rejected: refused, not_stored: readings, seq_reuses: 0, evicted_before_ttl: 0 };
+  // The counts it has; the core's AuditCounts gives every other one as 0.
+  const counts = { received: readings + refused, rejected: refused, not_stored: readings };
   console.log(guarded(() => auditLine("burst_not_stored", counts, Date.now(), { ...context, error })));
 }
 

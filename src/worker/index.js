@@ -335,7 +335,7 @@ async function ingest(request, env, cfg, format, routeName) {
   });
   if (unroutable.length) {
     const n = unroutable.length;
-    const counts = { received: n, unique: 0, duplicates_suppressed: 0, rejected: n, seq_reuses: 0, evicted_before_ttl: 0 };
+    const counts = { received: n, rejected: n };
     console.log(auditLine("burst_deduplicated", counts, Date.now(), context));
     await countUnroutable(env, burst_id, byCode(unroutable));
   }

@@ -98,7 +98,8 @@ export async function park(device, raw, rows, context, why, attempt = 0) {
   let counts;
   let answer;
   for (let write = 1; ; write++) {
-    counts = { received: rows, unique: 0, duplicates_suppressed: 0, rejected: 0, parked: 0, seq_reuses: 0, evicted_before_ttl: 0 };
+    // Each outcome below sets its one count; the core's AuditCounts gives the others as 0.
+    counts = { received: rows };
     try {
       device.ctx.storage.transactionSync(() => {
         const kept = device.sql.exec("SELECT burst_id FROM parked WHERE device_id = ? AND frame = ?", device_id, raw.frame).toArray()[0];

@@ -124,6 +124,12 @@ test('the core writes every time and audit line: isoTime, auditLine, limits', ()
   assert.deepEqual(line, { logged_at: '2026-07-16T09:00:11.204000+00:00', level: 'ERROR', event: 'burst_not_stored', payload: counts, device_id: 'd', error: 'device_unavailable' });
   assert.throws(() => auditLine('burst_not_stored', { ...counts, not_stored: 1 }, NOW), { code: 'invalid_burst' });
   assert.throws(() => auditLine('burst_lost', counts, NOW), { code: 'invalid_burst' });
+  // A count not given is 0: the line is the same as with every count written out; an
+  // unknown count, or one that is not a whole number, is refused.
+  assert.equal(auditLine('burst_not_stored', { received: 2, not_stored: 2 }, NOW), auditLine('burst_not_stored', counts, NOW));
+  assert.throws(() => auditLine('burst_not_stored', { received: 2, not_stored: 2, lost: 0 }, NOW), { code: 'invalid_burst', message: /lost/ });
+  assert.throws(() => auditLine('burst_not_stored', { received: 2, not_stored: '2' }, NOW), { code: 'invalid_burst' });
+  assert.throws(() => auditLine('burst_not_stored', { received: 2 }, NOW), { code: 'invalid_burst', message: /reconcile/ });
   // An uplink parked until its device is configured: counted, and only when not zero.
   const parked = { received: 2, unique: 0, duplicates_suppressed: 0, rejected: 1, parked: 1, seq_reuses: 0, evicted_before_ttl: 0 };
   const parkedLine = auditLine('burst_deduplicated', parked, NOW);
