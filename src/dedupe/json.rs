@@ -302,6 +302,67 @@ pub(crate) fn read<'a, T>(
         .map_err(|f: Fault| f.into_error(body))
 }
 
+/// One member of an object body ([`read_object`]): its name, its value, and the
+/// value's text as written (for a message that shows what was sent).
+#[derive(Debug, Clone, PartialEq)]
+pub(crate) struct Member<'a> {
+    pub name: Cow<'a, str>,
+    pub value: Json<'a>,
+    pub text: &'a str,
+}
+
+/// Reads a body that must be a JSON object of no other members than `members`, none
+/// given twice: `Ok(Ok(members))` in body order, `Ok(Err(why))` when it is JSON of
+/// another shape (not an object, an unknown member, a member given twice in it),
+/// which the caller answers with its own code.
+///
+/// # Errors
+/// [`Error::InvalidJson`] when the body is not JSON this service reads (the rules of
+/// [`read`], a member given twice deeper in it included).
+pub(crate) fn read_object<'a>(
+    body: &'a [u8],
+    members: &[&str],
+) -> Result<Result<Vec<Member<'a>>, String>, Error> {
+    let list = members.join(", ");
+    read(body, |r| {
+        if r.peek() != Some(b'{') {
+            r.skip()?;
+            return Ok(Err(format!(
+                "the body must be a JSON object with the members {list}"
+            )));
+        }
+        let start = r.mark();
+        let mut got = Vec::new();
+        let mut unknown = None;
+        let read = r.object(|r, name| {
+            r.peek();
+            let from = r.pos;
+            let value = r.value()?;
+            if unknown.is_none() && !members.contains(&name.as_ref()) {
+                unknown = Some(format!(
+                    "unknown member {}; the members are {list}",
+                    quoted(&name)
+                ));
+            }
+            got.push(Member {
+                name,
+                value,
+                text: r.text[from..r.pos].trim_end(),
+            });
+            Ok(())
+        });
+        match read {
+            Ok(()) => Ok(unknown.map_or(Ok(got), Err)),
+            // Given twice in this object: the rest of the body must still be JSON.
+            Err(f) if f.is_in_this_object() => {
+                r.again(start, Reader::skip)?;
+                Ok(Err(f.what().to_owned()))
+            }
+            Err(f) => Err(f),
+        }
+    })
+}
+
 /// Where a reader stands, to read one value again (see [`Reader::again`]).
 pub(crate) struct Mark {
     pos: usize,
@@ -742,6 +803,62 @@ mod tests {
 
     fn message(text: &str) -> String {
         parse(text).unwrap_err().to_string()
+    }
+
+    /// `read_object` over `text` with the members `a` and `b`: the members' names and
+    /// texts, or the refusal's text.
+    fn object_of(text: &str) -> Result<Result<Vec<(String, String)>, String>, Error> {
+        read_object(text.as_bytes(), &["a", "b"]).map(|r| {
+            r.map(|ms| {
+                ms.into_iter()
+                    .map(|m| (m.name.into_owned(), m.text.to_owned()))
+                    .collect()
+            })
+        })
+    }
+
+    #[test]
+    fn an_object_body_is_its_members_with_their_texts_or_why_its_shape_is_refused() {
+        let pairs = |v: &[(&str, &str)]| {
+            Ok(Ok(v
+                .iter()
+                .map(|(n, t)| (n.to_string(), t.to_string()))
+                .collect()))
+        };
+        assert_eq!(
+            object_of(r#"{"a": 1.50 , "b":{"x": [1]}}"#),
+            pairs(&[("a", "1.50"), ("b", r#"{"x": [1]}"#)])
+        );
+        assert_eq!(object_of(" {} "), pairs(&[]));
+        assert_eq!(
+            object_of(r#"{"b\u0061": 1}"#),
+            Ok(Err(r#"unknown member "ba"; the members are a, b"#.into()))
+        );
+        assert_eq!(
+            object_of("[1]"),
+            Ok(Err(
+                "the body must be a JSON object with the members a, b".into()
+            ))
+        );
+        // Given twice in the object: its shape; deeper: the body is not JSON.
+        assert_eq!(
+            object_of(r#"{"a": 1, "\u0061": 2}"#),
+            Ok(Err(r#"member "a" appears twice"#.into()))
+        );
+        assert_eq!(
+            object_of(r#"{"a": {"x": 1, "x": 2}}"#).unwrap_err().code(),
+            "invalid_json"
+        );
+        // A body that is not JSON is that, whatever else is wrong with it.
+        for bad in [
+            r#"{"a": 1, "a": 2} x"#,
+            "[1] x",
+            r#"{"c": 1"#,
+            "\u{feff}{}",
+            r#"{"a": "\udc00"}"#,
+        ] {
+            assert_eq!(object_of(bad).unwrap_err().code(), "invalid_json", "{bad}");
+        }
     }
 
     /// Every value serde_json reads, this reader reads alike (and borrows strings

@@ -36,6 +36,7 @@
 compile_error!("the JavaScript API needs the `typescript` feature (a default one): its .d.ts is generated with tsify");
 
 mod audit;
+mod body;
 mod codec;
 mod deduplicator;
 mod js_value;
@@ -50,6 +51,7 @@ use tsify::Tsify;
 use wasm_bindgen::prelude::*;
 
 pub use audit::{audit_line, iso_time};
+pub use body::{read_object_js, BodyMember, BodyScalar, ObjectBody};
 pub use codec::{
     decode_payload_js, history_request_js, readings_from_payload_js, PayloadConfig, PayloadFrame,
 };

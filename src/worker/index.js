@@ -5,7 +5,7 @@
 import { authenticate, requireConfiguredToken } from "./auth.js";
 import { downlinkTarget } from "./backfill.js";
 import { config } from "./config.js";
-import { ADMITTED, auditLine, checkDeviceId, CODEC_INFO, CONFLICT, DUPLICATE, guarded, HttpError, isoTime, limits, logNothingStored, parseUplink, SeqWindow } from "./core.js";
+import { ADMITTED, auditLine, checkDeviceId, CODEC_INFO, CONFLICT, DUPLICATE, guarded, HttpError, isoTime, limits, logNothingStored, parseUplink, readObject, SeqWindow } from "./core.js";
 import { mapAtMost, yieldToIo } from "./fanout.js";
 import { decodedView, decodeRaw, previewNotDecoded } from "./decode.js";
 import { byCode, countMessage, countUnroutable, deviceHealth, fleetFigures, fleetHealth, fleetStats, HEALTH_COLUMNS, IGNORED, knows } from "./fleet.js";
@@ -622,14 +622,14 @@ async function redrive(request, env, path, params) {
  * `unknown_key` for a key without a ledger row.
  */
 async function forget(request, env, cfg, path) {
-  const { body } = jsonObjectOf(await readJson(request, cfg), ["key"], "invalid_forget_body");
+  const { key } = jsonObjectOf(await readJson(request, cfg), ["key"], "invalid_forget_body");
   // Characters are code points, as the document's maxLength counts them (JSON Schema),
   // not UTF-16 units (`length`: an emoji is 2).
-  if (typeof body.key !== "string" || body.key === "" || [...body.key].length > 1024) {
+  if (key?.kind !== "string" || key.value === "" || [...key.value].length > 1024) {
     throw new HttpError(400, "invalid_forget_body", "key must be a ledger row's key: a non-empty string of at most 1024 characters");
   }
   const { device_id, device } = await existingDevice(env, path);
-  return operatorReply(device_id, () => device.forget({ device_id, key: body.key }));
+  return operatorReply(device_id, () => device.forget({ device_id, key: key.value }));
 }
 
 /**
@@ -828,18 +828,20 @@ async function fromDevice(call) {
  * 400 naming the member and the rule it breaks (the first in that order).
  */
 function deviceConfigOf(bytes) {
-  const { body, given } = jsonObjectOf(bytes, CONFIG_MEMBERS, "invalid_config_body");
-  const codec = body.codec ?? null;
-  if (codec !== null && !CODECS.includes(codec)) {
-    throw new HttpError(400, "unknown_codec", `codec must be null (chosen from the uplink) or one of ${CODECS.join(", ")}; got ${shown(given.get("codec"))}`);
+  const members = jsonObjectOf(bytes, CONFIG_MEMBERS, "invalid_config_body");
+  const given = (name) => (members[name]?.kind === "null" ? undefined : members[name]);
+  const codec = given("codec")?.value ?? null;
+  if (given("codec") && (given("codec").kind !== "string" || !CODECS.includes(codec))) {
+    throw new HttpError(400, "unknown_codec", `codec must be null (chosen from the uplink) or one of ${CODECS.join(", ")}; got ${shown(given("codec").text)}`);
   }
   const out = { codec };
-  for (const [name, rule] of Object.entries(CONFIG_NUMBERS)) out[name] = wholeMember(name, rule, body[name] ?? null, given.get(name));
+  for (const [name, rule] of Object.entries(CONFIG_NUMBERS)) out[name] = wholeMember(name, rule, given(name));
   // The device's own history-request switch (docs/sequence-health.md "Asking the sensor for what is missing"); null: BACKFILL decides.
-  out.backfill = body.backfill ?? null;
-  if (out.backfill !== null && typeof out.backfill !== "boolean") {
-    throw new HttpError(400, "invalid_backfill", `backfill must be true, false or null (BACKFILL decides); got ${shown(given.get("backfill"))}`);
+  const backfill = given("backfill");
+  if (backfill && backfill.kind !== "boolean") {
+    throw new HttpError(400, "invalid_backfill", `backfill must be true, false or null (BACKFILL decides); got ${shown(backfill.text)}`);
   }
+  out.backfill = backfill ? backfill.value : null;
   if (codec !== null && CODEC_INFO[codec].needsPeriod && out.reporting_period_s === null) {
     throw new HttpError(400, "missing_reporting_period", `codec ${codec} needs reporting_period_s: it times the readings of each uplink by the period`);
   }
@@ -847,107 +849,35 @@ function deviceConfigOf(bytes) {
 }
 
 /**
- * A body that must be a JSON object with only `members`, none twice: `{body, given}`
- * (`given`: member → its value's text, as written). Not JSON is 400 `invalid_json`, by
- * the rules of every other body (docs/http-api.md "Readings and rejections"); another shape, an
- * unknown member or one given twice is 400 `code`.
+ * The members (by name: `{kind, value, whole, text}`) of a body that must be a JSON
+ * object with only `members`, none twice, read by the core's JSON reader (`readObject`)
+ * by the rules of every other body (docs/http-api.md "Readings and rejections"): not
+ * JSON is 400 `invalid_json`; another shape, an unknown member or one given twice is 400
+ * `code`.
  */
 function jsonObjectOf(bytes, members, code) {
-  let text;
-  let body;
+  let out;
   try {
-    // ignoreBOM: a byte order mark is kept, to be refused, not silently dropped.
-    text = new TextDecoder("utf-8", { fatal: true, ignoreBOM: true }).decode(bytes);
-    if (text.startsWith("\uFEFF")) throw new Error("the body starts with a UTF-8 byte order mark (EF BB BF); send JSON without it");
-    body = JSON.parse(text);
-    const fault = notReadable(body);
-    if (fault) throw new Error(fault);
+    out = guarded(() => readObject(new Uint8Array(bytes), members));
   } catch (e) {
-    throw new HttpError(400, "invalid_json", `the body is not JSON: ${e.message}`);
+    if (e?.code === "invalid_json") throw new HttpError(400, "invalid_json", `the body is not JSON: ${e.message.replace(/^body is not valid JSON: /, "")}`);
+    throw e;
   }
-  const shape = (message) => new HttpError(400, code, message);
-  if (body === null || typeof body !== "object" || Array.isArray(body)) {
-    throw shape(`the body must be a JSON object with the members ${members.join(", ")}`);
-  }
-  const given = new Map();
-  for (const [name, value] of membersOf(text)) {
-    if (!members.includes(name)) throw shape(`unknown member ${JSON.stringify(name).slice(0, 64)}; the members are ${members.join(", ")}`);
-    if (given.has(name)) throw shape(`member ${JSON.stringify(name)} appears twice`);
-    given.set(name, value);
-  }
-  return { body, given };
+  if (out.refused !== undefined) throw new HttpError(400, code, out.refused);
+  return out.members;
 }
 
-/**
- * What JSON.parse reads but the core's reader (src/dedupe/json.rs, every other body)
- * refuses, in a parsed value: a lone surrogate (an escape such as "\ud800") in a string
- * or member name, or nesting over 128 levels. Null when there is none.
- */
-function notReadable(value, depth = 1) {
-  if (typeof value === "string") return value.isWellFormed() ? null : "a string holds a lone surrogate";
-  if (value === null || typeof value !== "object") return null;
-  if (depth > 128) return "arrays and objects are nested deeper than 128 levels";
-  for (const [name, member] of Object.entries(value)) {
-    const fault = name.isWellFormed() ? notReadable(member, depth + 1) : "a member name holds a lone surrogate";
-    if (fault) return fault;
-  }
-  return null;
-}
-
-/** A numeric member: a whole number within its range, or its default when absent or null. */
-function wholeMember(name, { code, min, max, unit, absent }, value, text) {
+/** A numeric member (absent: undefined): a whole number within its range, or its default when absent or null. */
+function wholeMember(name, { code, min, max, unit, absent }, member) {
   const rule = `${name} must be a whole number of ${unit}, ${min} … ${max}`;
-  if (value === null) {
+  if (member === undefined) {
     if (absent === undefined) throw new HttpError(400, code, `${rule}; it is required`);
     return absent;
   }
-  if (typeof value !== "number" || !wholeText(text) || !(value >= min && value <= max)) {
-    throw new HttpError(400, code, `${rule}; got ${shown(text)}`);
+  if (member.kind !== "number" || !member.whole || !(member.value >= min && member.value <= max)) {
+    throw new HttpError(400, code, `${rule}; got ${shown(member.text)}`);
   }
-  return value + 0; // -0 is 0
-}
-
-/**
- * Whether a JSON number's text is whole, decided by its digits rather than its
- * rounded double, as the core decides for `seq` (`1.0`, `1e3` and `-0` are;
- * `1.5`, `1e-400` and `100.000000000000001` are not).
- */
-function wholeText(text) {
-  const m = /^-?([0-9]+)(?:\.([0-9]+))?(?:[eE]([+-]?[0-9]+))?$/.exec(text);
-  if (!m) return false;
-  const digits = m[1] + (m[2] ?? "");
-  return /^0*$/.test(digits.slice(Math.max(0, m[1].length + Number(m[3] ?? 0))));
-}
-
-/**
- * The members of the JSON object `text` (valid JSON, parsed already) as written:
- * `[name, value's text]` in order, a member given twice twice (JSON.parse keeps
- * only its last value).
- */
-function membersOf(text) {
-  const members = [];
-  let depth = 0;
-  let wantName = false;
-  let name;
-  let from;
-  for (let i = 0; i < text.length; i++) {
-    const c = text[i];
-    if (c === '"') {
-      const start = i;
-      for (i++; text[i] !== '"'; i++) if (text[i] === "\\") i++;
-      if (depth === 1 && wantName) [name, wantName] = [JSON.parse(text.slice(start, i + 1)), false];
-    } else if (c === ":" && depth === 1) {
-      from = i + 1;
-    } else if (c === "{" || c === "[") {
-      depth += 1;
-      wantName ||= depth === 1;
-    } else if (c === "," || c === "}" || c === "]") {
-      if (depth === 1 && name !== undefined) members.push([name, text.slice(from, i).trim()]);
-      if (depth === 1) [name, wantName] = [undefined, c === ","];
-      if (c !== ",") depth -= 1;
-    }
-  }
-  return members;
+  return member.value + 0; // -0 is 0
 }
 
 /** A member's text in a message, at most 64 characters. */

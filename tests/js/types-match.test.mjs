@@ -16,7 +16,7 @@ const wasmPath = new URL('reconnect_dedupe_bg.wasm', pkgDir);
 assert.ok(fs.existsSync(wasmPath), 'pkg/ is missing: run `npm run build` first');
 const pkg = await import(new URL('reconnect_dedupe.js', pkgDir));
 pkg.initSync({ module: fs.readFileSync(wasmPath) });
-const { Deduplicator, limits, parseUplink, SeqWindow } = pkg;
+const { Deduplicator, limits, parseUplink, readObject, SeqWindow } = pkg;
 
 const dts = fileURLToPath(new URL('reconnect_dedupe.d.ts', pkgDir));
 const program = ts.createProgram([dts], {
@@ -136,6 +136,18 @@ test('stats, limits and admitKeys return their declared types', () => {
   const out = dedup.admitKeys(keys, NOW, 1, { device_id: 'bin-A17', route: 'readings' });
   assert.deepEqual([...out.verdicts], [0, 2]);
   conforms(out, returns('Deduplicator', 'admitKeys'), 'admitKeys');
+});
+
+test('readObject returns an ObjectBody: every kind of member, and a refusal', () => {
+  const body = new TextEncoder().encode('{"n": 1.0, "big": 1e400, "s": "x", "t": true, "z": null, "a": [1], "o": {}}');
+  const out = readObject(body, ['n', 'big', 's', 't', 'z', 'a', 'o']);
+  conforms(out, returns('readObject'), 'readObject');
+  assert.deepEqual(Object.values(out.members).map((m) => [m.kind, m.value, m.whole, m.text]), [
+    ['array', undefined, false, '[1]'], ['number', Infinity, false, '1e400'], ['number', 1, true, '1.0'], ['object', undefined, false, '{}'],
+    ['string', 'x', false, '"x"'], ['boolean', true, false, 'true'], ['null', undefined, false, 'null'],
+  ]);
+  conforms(readObject(body, ['n']), returns('readObject'), 'readObject, refused');
+  assert.match(readObject(body, ['n']).refused, /^unknown member "big"; the members are n$/);
 });
 
 test('parseUplink returns the JSON text of an UplinkPlan', () => {
