@@ -26,7 +26,9 @@
 //! What the vendor files share, a sensor model ([`Codec`]) and what its bytes say
 //! ([`Uplink`], [`Sample`], [`Battery`], [`NoReading`]; flat for JavaScript,
 //! [`Decoded`]) and [`fill_pct`], is in `types.rs`; a sample becomes a reading by
-//! the rules of `readings.rs`. This file dispatches to the vendor files ([`decode`]).
+//! the rules of `readings.rs`. This file dispatches to the vendor files: their bytes
+//! ([`decode`]) and the downlink a sensor answers with its records
+//! ([`history_request`]).
 
 use crate::dedupe::error::Error;
 

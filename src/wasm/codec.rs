@@ -1,5 +1,6 @@
 //! Sensors' raw payloads (the core's `codec`, and `uplink::payload_readings`):
-//! `decodePayload` and `readingsFromPayload`.
+//! `decodePayload` and `readingsFromPayload`; the downlink asking a sensor for its
+//! records, `historyRequest`.
 
 use crate::codec::{decode, history_request, Codec, Decoded, DeviceConfig, DeviceState, FrameMeta};
 use crate::dedupe::error::{Error, Field};

@@ -78,7 +78,8 @@ pub struct DeviceConfigLimits {
 }
 
 /// The limits and names every layer reads from here: TTL and cap ranges, the
-/// readings-per-request cap, the webhook format names.
+/// readings-per-request cap, the webhook format names, the codecs and what each
+/// one's sensor does (`codecInfo`), the ranges of a device configuration.
 #[wasm_bindgen(unchecked_return_type = "Limits")]
 pub fn limits() -> Result<JsValue, JsValue> {
     to_value(&Limits {

@@ -25,8 +25,9 @@
 //! | `window.rs` | the class `SeqWindow` |
 //! | `audit.rs` | `auditLine`, `isoTime`, and the audit context every line takes |
 //! | `uplink.rs` | `parseUplink`, `checkUplinkOptions` |
-//! | `codec.rs` | `decodePayload`, `readingsFromPayload` |
-//! | `limits.rs` | `limits()` |
+//! | `codec.rs` | `decodePayload`, `readingsFromPayload`, `historyRequest` |
+//! | `limits.rs` | `limits()`, with each codec's `codecInfo` |
+//! | `body.rs` | `readObject`: the request bodies the worker checks itself |
 //!
 //! The rules a value must follow are the core's (`dedupe`, `codec`, `uplink`); these
 //! files check what only a JS value can get wrong (its type, a lone surrogate, a

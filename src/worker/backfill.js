@@ -26,6 +26,9 @@ import { CODEC_INFO, guarded, hex, historyRequest } from "./core.js";
 import { countBackfill } from "./figures.js";
 import { fetchWithin } from "./http.js";
 
+/** Closed requests GET /v1/devices/{id}/gaps shows, newest first. */
+export const RECENT_SHOWN = 10;
+
 /** Requests kept per device (open and closed, newest); older closed ones are deleted. */
 const KEPT = 100;
 
@@ -138,7 +141,7 @@ export function backfillStep(storage, cfg, now, { device, health, target, contex
   if (range.to < range.from) return null;
   const start_s = range.from * device.period;
   const end_s = (range.to + 1) * device.period - 1;
-  if (end_s > 0xffff_ffff) return null; // not a time the sensor can hold
+  if (start_s < 0 || end_s > 0xffff_ffff) return null; // not a time the sensor can hold
   // The downlink's bytes as the codec writes them (the core's `historyRequest`), kept as hex.
   const payload = hex(guarded(() => historyRequest(device.codec, start_s, end_s)));
   const row = sql
@@ -326,10 +329,10 @@ function anySpelling(c, runs) {
 
 /**
  * The device's requests for GET /v1/devices/{id}/gaps: the open one and the last
- * ten closed, newest first, times as ISO strings. Reads only.
+ * RECENT_SHOWN closed, newest first, times as ISO strings. Reads only.
  */
 export function backfillView(sql, device_id, iso) {
-  const rows = sql.exec("SELECT * FROM backfill WHERE device_id = ? ORDER BY id DESC LIMIT 11", device_id).toArray();
+  const rows = sql.exec("SELECT * FROM backfill WHERE device_id = ? ORDER BY id DESC LIMIT ?", device_id, RECENT_SHOWN + 1).toArray();
   const view = (r) => ({
     id: r.id,
     state: r.state,
@@ -348,7 +351,7 @@ export function backfillView(sql, device_id, iso) {
     last_error: r.last_error,
   });
   const open = rows.find((r) => r.state === "queued" || r.state === "sent");
-  return { open: open ? view(open) : null, recent: rows.filter((r) => r !== open).slice(0, 10).map(view) };
+  return { open: open ? view(open) : null, recent: rows.filter((r) => r !== open).slice(0, RECENT_SHOWN).map(view) };
 }
 
 /**

@@ -52,7 +52,7 @@ export const COUNTERS = ["received", "unique", "duplicates_suppressed", "cross_p
  * Backlog gauges of a device's ledger, parked uplinks and open missing seqs (its
  * sequence window's); summed over the fleet like the counters.
  */
-const BACKLOG = ["pending_deliveries", "delivered", "failed_attempts", "ledger_rows", "refused_by_origin", "parked_uplinks", "missing_seqs"];
+export const BACKLOG = ["pending_deliveries", "delivered", "failed_attempts", "ledger_rows", "refused_by_origin", "parked_uplinks", "missing_seqs"];
 /**
  * What became of the device's history requests (backfill.js): made (`requested`),
  * accepted by the network server (`sent`), then closed as `answered`, `expired`,
@@ -314,7 +314,9 @@ export async function fleetStats(env, cfg) {
  * `missing_seqs` the open gaps now, three ratios (`healthOf`) and when the figures were
  * flushed.
  */
-export const HEALTH_COLUMNS = ["device_id", "received", "unique", "duplicates_suppressed", "seq_reuses", "rejected", "parked", "missing_seqs", "recovered_seqs", "seq_resets", "duplicate_ratio", "seq_reuse_ratio", "gap_ratio", "flushed_at"];
+export const HEALTH_COUNTS = ["received", "unique", "duplicates_suppressed", "seq_reuses", "rejected", "parked", "missing_seqs", "recovered_seqs", "seq_resets"];
+export const HEALTH_RATIOS = ["duplicate_ratio", "seq_reuse_ratio", "gap_ratio"];
+export const HEALTH_COLUMNS = ["device_id", ...HEALTH_COUNTS, ...HEALTH_RATIOS, "flushed_at"];
 
 /**
  * One device's health from its figures (figures.js `of`; a shard's row of an earlier

@@ -13,7 +13,7 @@ import { group } from "./group.js";
 import { groupOf } from "./placement.js";
 import { exposition, METRICS_CONTENT_TYPE } from "./metrics.js";
 import { openApiJson } from "./openapi.js";
-import { CHIRPSTACK_EVENTS, PAGE_ROWS, REDRIVE_KEYS, UPLINK_ROUTES } from "./routes.js";
+import { CHIRPSTACK_EVENTS, FORGET_KEY_CHARS, PAGE_ROWS, REDRIVE_KEYS, UPLINK_ROUTES } from "./routes.js";
 
 export { FleetObject } from "./fleet.js";
 export { GroupObject } from "./group.js";
@@ -599,7 +599,7 @@ async function gaps(env, path) {
 
 /**
  * Puts the device's readings the origin refused (delivery state `refused`) back in
- * the outbox: all of them, or those named by `key` parameters (at most 1000).
+ * the outbox: all of them, or those named by `key` parameters (at most REDRIVE_KEYS).
  */
 async function redrive(request, env, path, params) {
   refuseNonJson(request);
@@ -625,8 +625,8 @@ async function forget(request, env, cfg, path) {
   const { key } = jsonObjectOf(await readJson(request, cfg), ["key"], "invalid_forget_body");
   // Characters are code points, as the document's maxLength counts them (JSON Schema),
   // not UTF-16 units (`length`: an emoji is 2).
-  if (key?.kind !== "string" || key.value === "" || [...key.value].length > 1024) {
-    throw new HttpError(400, "invalid_forget_body", "key must be a ledger row's key: a non-empty string of at most 1024 characters");
+  if (key?.kind !== "string" || key.value === "" || [...key.value].length > FORGET_KEY_CHARS) {
+    throw new HttpError(400, "invalid_forget_body", `key must be a ledger row's key: a non-empty string of at most ${FORGET_KEY_CHARS} characters`);
   }
   const { device_id, device } = await existingDevice(env, path);
   return operatorReply(device_id, () => device.forget({ device_id, key: key.value }));

@@ -18,16 +18,22 @@
 // JSON text (`openApiJson`).
 //
 // Facts owned elsewhere are read from their owner, never restated: the codecs, those
-// that need a reporting period and the configuration's ranges (the core's `limits()`), the health columns (fleet.js), the
-// webhook routes, ChirpStack's events and the page sizes (routes.js). The document is
-// built on its first request (`openApiJson`).
+// that need a reporting period and the configuration's ranges (the core's `limits()`),
+// the health columns and /v1/stats' counters (fleet.js), the webhook routes, ChirpStack's
+// events and the sizes of the API (routes.js, backfill.js, raw-uplinks.js), the metrics'
+// media type (metrics.js). The document is built on its first request (`openApiJson`).
+// The enumerations the core owns (rejection codes and fields, the window's totals) are
+// still written here: the core does not export them yet.
 // What cannot be read is checked against its owner by tests/worker/openapi.test.mjs:
 // the version (package.json), the paths (index.js's router), the codes the worker's
 // source names. The tests read the document the worker serves.
 
 import { limits } from "./core.js";
-import { HEALTH_COLUMNS } from "./fleet.js";
-import { CHIRPSTACK_EVENTS, PAGE_ROWS, REDRIVE_KEYS, UPLINK_ROUTES } from "./routes.js";
+import { RECENT_SHOWN } from "./backfill.js";
+import { BACKFILL_OUTCOMES, BACKLOG, COUNTERS, HEALTH_COLUMNS, HEALTH_COUNTS, HEALTH_RATIOS } from "./fleet.js";
+import { METRICS_CONTENT_TYPE } from "./metrics.js";
+import { UNPARK_PER_CALL } from "./raw-uplinks.js";
+import { CHIRPSTACK_EVENTS, FORGET_KEY_CHARS, PAGE_ROWS, REDRIVE_KEYS, UPLINK_ROUTES } from "./routes.js";
 
 const schema = (name) => ({ $ref: `#/components/schemas/${name}` });
 const nullable = (s) => ({ oneOf: [s, { type: "null" }] });
@@ -168,6 +174,8 @@ function openApi() {
   // The codecs whose configuration needs `reporting_period_s`.
   const NEEDS_PERIOD = codecs.filter((c) => codecInfo[c].needsPeriod);
   const routes = UPLINK_ROUTES.join("|");
+  // The whole numbers of /v1/stats: the devices, the counters and gauges (fleet.js), simulated uplinks.
+  const statsIntegers = ["devices", ...COUNTERS, ...BACKLOG, "simulated_uplinks"];
   return {
     openapi: "3.1.0",
     info: {
@@ -281,7 +289,7 @@ function openApi() {
           id: "getMetrics",
           tag: "fleet",
           summary: "Fleet figures for Prometheus (its text exposition format, version 0.0.4)",
-          ok: { "text/plain; version=0.0.4; charset=utf-8": schema("PrometheusText") },
+          ok: { [METRICS_CONTENT_TYPE]: schema("PrometheusText") },
           codes: { 503: ["stats_unavailable"] },
         },
       }),
@@ -711,7 +719,7 @@ function openApi() {
               type: "object",
               required: ["open", "recent"],
               additionalProperties: false,
-              properties: { open: nullable(schema("BackfillRequest")), recent: { type: "array", maxItems: 10, items: schema("BackfillRequest") } },
+              properties: { open: nullable(schema("BackfillRequest")), recent: { type: "array", maxItems: RECENT_SHOWN, items: schema("BackfillRequest") } },
             },
           },
         },
@@ -744,7 +752,7 @@ function openApi() {
           },
         },
         Redriven: { type: "object", required: ["device_id", "redriven"], additionalProperties: false, properties: { device_id: { type: "string" }, redriven: integer() } },
-        ForgetRequest: { type: "object", required: ["key"], additionalProperties: false, properties: { key: { type: "string", minLength: 1, maxLength: 1024, description: "A key of the device's ledger." } } },
+        ForgetRequest: { type: "object", required: ["key"], additionalProperties: false, properties: { key: { type: "string", minLength: 1, maxLength: FORGET_KEY_CHARS, description: "A key of the device's ledger." } } },
         ForgottenMembers: {
           type: "object",
           required: ["key", "seq", "admitted_at", "held", "forgotten_at"],
@@ -833,7 +841,7 @@ function openApi() {
           properties: {
             unparked: {
               type: "object",
-              description: "The parked uplinks this call decoded (at most 1 000; a PUT of the same values continues).",
+              description: `The parked uplinks this call decoded (at most ${UNPARK_PER_CALL}; a PUT of the same values continues).`,
               required: ["uplinks", "received", "unique", "duplicates_suppressed", "rejected", "still_parked"],
               additionalProperties: false,
               properties: Object.fromEntries(["uplinks", "received", "unique", "duplicates_suppressed", "rejected", "still_parked"].map((n) => [n, integer()])),
@@ -843,16 +851,10 @@ function openApi() {
         },
         Stats: {
           type: "object",
-          required: [
-            "devices", "received", "unique", "duplicates_suppressed", "cross_path_duplicates", "rejected", "parked", "seq_reuses", "recovered_seqs", "seq_resets",
-            "pending_deliveries", "oldest_undelivered_age_ms", "delivered", "failed_attempts", "ledger_rows", "refused_by_origin", "parked_uplinks", "missing_seqs",
-            "ignored_events", "simulated_uplinks", "rejected_by_code", "backfill_requests", "last_flush_at", "as_of", "stats_flush_ms",
-          ],
+          required: [...statsIntegers, "oldest_undelivered_age_ms", "ignored_events", "rejected_by_code", "backfill_requests", "last_flush_at", "as_of", "stats_flush_ms"],
           additionalProperties: false,
           properties: {
-            ...Object.fromEntries(
-              ["devices", "received", "unique", "duplicates_suppressed", "cross_path_duplicates", "rejected", "parked", "seq_reuses", "recovered_seqs", "seq_resets", "pending_deliveries", "delivered", "failed_attempts", "ledger_rows", "refused_by_origin", "parked_uplinks", "missing_seqs", "simulated_uplinks"].map((n) => [n, integer()]),
-            ),
+            ...Object.fromEntries(statsIntegers.map((n) => [n, integer()])),
             oldest_undelivered_age_ms: nullable(integer()),
             ignored_events: { type: "object", description: "Acknowledged messages by `<route>/<event>`.", propertyNames: { pattern: `^(${routes})/.+$` }, additionalProperties: integer(1) },
             rejected_by_code: {
@@ -864,9 +866,9 @@ function openApi() {
             backfill_requests: {
               type: "object",
               description: "History requests (docs/sequence-health.md \"Asking the sensor for what is missing\") by step: made, accepted by the network server, then closed as answered, expired, failed or cancelled.",
-              required: ["requested", "sent", "answered", "expired", "failed", "cancelled"],
+              required: BACKFILL_OUTCOMES,
               additionalProperties: false,
-              properties: Object.fromEntries(["requested", "sent", "answered", "expired", "failed", "cancelled"].map((n) => [n, integer()])),
+              properties: Object.fromEntries(BACKFILL_OUTCOMES.map((n) => [n, integer()])),
             },
             last_flush_at: { ...nullable(schema("Time")), description: "When the newest device flush reached the roll-up; null before the first." },
             as_of: schema("Time"),
@@ -878,8 +880,8 @@ function openApi() {
           required: HEALTH_COLUMNS,
           properties: {
             device_id: { type: "string" },
-            ...Object.fromEntries(HEALTH_COLUMNS.slice(1, 10).map((n) => [n, integer()])),
-            ...Object.fromEntries(HEALTH_COLUMNS.slice(10, 13).map((n) => [n, nullable({ type: "number", minimum: 0, maximum: 1 })])),
+            ...Object.fromEntries(HEALTH_COUNTS.map((n) => [n, integer()])),
+            ...Object.fromEntries(HEALTH_RATIOS.map((n) => [n, nullable({ type: "number", minimum: 0, maximum: 1 })])),
             flushed_at: nullable(schema("Time")),
           },
         },
@@ -903,8 +905,15 @@ function openApi() {
 
 let served = null;
 
-/** The document's JSON text as served (index.js, GET /v1/openapi.json), built once per isolate. */
+/**
+ * The document's JSON text as served (index.js, GET /v1/openapi.json), built once per
+ * isolate. A member whose value is undefined (an owner's fact misnamed here) throws
+ * rather than vanish from the text.
+ */
 export function openApiJson() {
-  served ??= JSON.stringify(openApi());
+  served ??= JSON.stringify(openApi(), (name, value) => {
+    if (value === undefined) throw new Error(`openapi.js: the member ${JSON.stringify(name)} is undefined`);
+    return value;
+  });
   return served;
 }

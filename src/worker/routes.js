@@ -13,3 +13,6 @@ export const PAGE_ROWS = { min: 1, max: 1000, default: 100 };
 
 /** The `key` parameters one re-drive takes. */
 export const REDRIVE_KEYS = 1000;
+
+/** The longest key a forget body may name, in characters (code points). */
+export const FORGET_KEY_CHARS = 1024;

@@ -31,7 +31,7 @@ let ROUTES = [];
 /**
  * Checks replies against `doc`, the document a worker served (tests/support/harness.mjs
  * reads it from the first worker it starts). One per process: a worker of the same
- * build serves the same document, and another is refused.
+ * build serves the same document; a second one given here must equal the first.
  */
 export function useDocument(doc) {
   if (OPENAPI !== null) {

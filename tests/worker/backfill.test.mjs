@@ -8,7 +8,7 @@
 import { test, after } from "node:test";
 import assert from "node:assert/strict";
 import { chirpstack, EM500, history, live, PERIOD, request, SLOT0, T0, tts as ttsUplink } from "../support/em500.mjs";
-import { gapsOf, get, logged, logSettled, origin, putConfig, start, TOKEN, until } from "../support/harness.mjs";
+import { gapsOf, get, logged, logSettled, origin, post, putConfig, start, TOKEN, until } from "../support/harness.mjs";
 
 /** The Things Stack's and ChirpStack's downlink APIs: one stub, answers decided per test. */
 let answer = () => ({ status: 200 });
@@ -56,6 +56,21 @@ test("a gap dated after now (the sensor's clock runs ahead) is never asked for, 
   const end = asked.readUInt32LE(6) + 1;
   assert.equal((end - T0) % PERIOD, 0);
   assert.ok(end >= T0 + nowSlot * PERIOD && end <= Date.now() / 1000, `${end}`);
+});
+
+test("a gap below device time 0 (native readings with negative seqs) is never asked for, and nothing fails", async () => {
+  // The sensor cannot hold a time before 1970: before, such a range was sent wrapped
+  // around (u32), then the core's history request refused it on every uplink.
+  const eui = "A84041000000B0F3";
+  assert.equal((await putConfig(worker.call, eui, EM500)).status, 200);
+  const native = (seq) => ({ device_id: eui, seq, ts: "2026-07-16T09:00:00Z", fill_pct: 10 + seq / 100 });
+  assert.equal((await post(worker.call, "/v1/readings", [native(-10), native(-5)])).status, 200);
+  assert.deepEqual((await health(worker, eui)).gaps.map((g) => [g.from, g.to]), [[-9, -6]]);
+  await tts(worker, eui, "bin-negative", live(700));
+  await logSettled(worker);
+  assert.equal(to(ttsPath("bin-negative")).length, 0);
+  assert.equal((await health(worker, eui)).backfill.open, null);
+  assert.deepEqual(logged(worker, "backfill_step_failed"), []);
 });
 
 test("BACKFILL_MAX_AGE_MS: a gap older than the sensor keeps is never asked for, one across the bound only from it", async () => {
