@@ -2,7 +2,7 @@
 //! `checkUplinkOptions`.
 
 use crate::dedupe::error::Error;
-use crate::uplink::{plan, FieldNames, Format, DEFAULT_MAX_READINGS};
+use crate::uplink::{plan, FieldNames, Format, DEFAULT_MAX_READINGS, MAX_MAX_READINGS};
 use serde::Deserialize;
 use tsify::Tsify;
 use wasm_bindgen::prelude::*;
@@ -80,12 +80,13 @@ fn uplink_options(options: &JsValue) -> Result<(FieldNames, usize), Error> {
         opts.ts_field.as_deref(),
         opts.fill_field.as_deref(),
     )?;
+    // Within `limits().maxReadings`: 1 ..= MAX_MAX_READINGS.
     let max = match opts.max_readings {
         None => DEFAULT_MAX_READINGS,
-        Some(x) if x.is_finite() && x.fract() == 0.0 && x >= 0.0 => x as usize,
+        Some(x) if x.fract() == 0.0 && (1.0..=MAX_MAX_READINGS as f64).contains(&x) => x as usize,
         Some(x) => {
             return Err(Error::InvalidConfig(format!(
-                "maxReadings must be a whole number, got {x}"
+                "maxReadings must be a whole number 1 … {MAX_MAX_READINGS}, got {x}"
             )))
         }
     };

@@ -141,6 +141,16 @@ test('the core writes every time and audit line: isoTime, auditLine, limits', ()
   assert.deepEqual(l.formats, ['ttn', 'chirpstack', 'helium', 'loriot', 'readings']);
 });
 
+test("parseUplink's maxReadings is held to limits().maxReadings: beyond it, below 1 or not whole is invalid_config", () => {
+  const { min, max } = limits().maxReadings;
+  const body = JSON.stringify([{ device_id: 'd', seq: 1, ts: '2026-07-16T09:00:00Z', fill_pct: 1 }]);
+  for (const n of [min, max]) assert.equal(JSON.parse(pkg.parseUplink('readings', body, { maxReadings: n })).received, 1);
+  for (const n of [0, max + 1, 1.5, 2 ** 64]) {
+    assert.throws(() => pkg.parseUplink('readings', body, { maxReadings: n }), { code: 'invalid_config', message: new RegExp(`maxReadings must be a whole number ${min} … ${max}`) }, String(n));
+    assert.throws(() => pkg.checkUplinkOptions({ maxReadings: n }), { code: 'invalid_config' }, String(n));
+  }
+});
+
 test('an audit line is one JSON line whatever the device id or error text (no log injection)', () => {
   const counts = { received: 1, unique: 1, duplicates_suppressed: 0, rejected: 0, seq_reuses: 0, evicted_before_ttl: 0 };
   // Ids a device may legally have (no control characters) that would break a naive
