@@ -17,8 +17,7 @@
 //!   one file per part of the API it binds.
 //!
 //! Each layer uses only those listed before it: `dedupe` nothing else of the crate,
-//! `codec` the core, `uplink` both, `wasm` all three (a test of the sequence window
-//! alone checks a counter as `codec::unwrap_counter` unwraps it).
+//! `codec` the core, `uplink` both, `wasm` all three; their tests too.
 
 pub mod codec;
 pub mod dedupe;

@@ -715,6 +715,31 @@ mod tests {
         assert_eq!(got.counter_ref, Some(65_538));
     }
 
+    /// The unwrapped counter is what the sequence window sees: a restart after 30 000 is
+    /// a reset of it; the same counter after 65 000, near the top of a wrap, a forward
+    /// jump of 539 (module docs).
+    #[test]
+    fn an_unwrapped_counter_restarts_the_window_or_moves_it_on() {
+        use crate::dedupe::window::{Observation, SeqWindow};
+        let mut w = SeqWindow::new();
+        w.observe(30_000, 0.0).unwrap();
+        let to = unwrap_counter(Some(30_000), 3);
+        assert_eq!(
+            w.observe(to, 0.0).unwrap(),
+            Observation::Reset {
+                from: 30_000,
+                to: 3
+            }
+        );
+        let mut w = SeqWindow::new();
+        w.observe(65_000, 0.0).unwrap();
+        assert_eq!(
+            w.observe(unwrap_counter(Some(65_000), 3), 0.0).unwrap(),
+            Observation::New
+        );
+        assert_eq!((w.gaps()[0].first, w.gaps()[0].last), (65_001, 65_538));
+    }
+
     #[test]
     fn unwrap_counter_takes_the_nearest_value_and_the_later_on_a_tie() {
         assert_eq!(unwrap_counter(None, 0), 0);
