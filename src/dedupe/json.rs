@@ -304,6 +304,8 @@ pub(crate) fn read<'a, T>(
 
 /// One member of an object body ([`read_object`]): its name, its value, and the
 /// value's text as written (for a message that shows what was sent).
+// `read_object` serves the JavaScript API (`readObject`, src/wasm/body.rs) and its tests.
+#[cfg_attr(not(any(target_arch = "wasm32", test)), allow(dead_code))]
 #[derive(Debug, Clone, PartialEq)]
 pub(crate) struct Member<'a> {
     pub name: Cow<'a, str>,
@@ -319,6 +321,7 @@ pub(crate) struct Member<'a> {
 /// # Errors
 /// [`Error::InvalidJson`] when the body is not JSON this service reads (the rules of
 /// [`read`], a member given twice deeper in it included).
+#[cfg_attr(not(any(target_arch = "wasm32", test)), allow(dead_code))]
 pub(crate) fn read_object<'a>(
     body: &'a [u8],
     members: &[&str],
