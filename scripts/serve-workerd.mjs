@@ -105,8 +105,9 @@ const NO_TOKEN = 'INGEST_TOKEN is not set. Set it in the environment to the toke
  * workerd's environment: each variable of the worker (src/worker/variables.js, secrets
  * included) as `from` sets it, else as `vars` (wrangler.toml [vars]) gives it, as text;
  * one neither sets is left out (the worker takes its default), and so is every other
- * name of `from`. `overridden`: the names, secrets aside, whose value `from` set. Throws `noToken` (what to say, naming where the caller reads it)
- * when INGEST_TOKEN is not set: every /v1 route would answer 503.
+ * name of `from`. `overridden`: the names, secrets aside, whose value `from` set.
+ * Throws `noToken` (what to say, naming where the caller reads it) when INGEST_TOKEN
+ * is not set: every /v1 route would answer 503.
  */
 export function workerdEnv(vars, from = process.env, noToken = NO_TOKEN) {
   if (!from.INGEST_TOKEN?.trim()) throw new Error(noToken);
