@@ -73,6 +73,7 @@ import { get, origin, post, putConfig, start, tempDir } from "../tests/support/h
 import { cpuNs, fmt, machine, workerdPids } from "./in-workerd.mjs";
 import { rng32 } from "../www/sim.js";
 import { GROUPS, groupOf } from "../src/worker/placement.js";
+import { VARIABLES } from "../src/worker/variables.js";
 
 const root = new URL("../", import.meta.url).pathname;
 
@@ -88,14 +89,10 @@ function option(name, dflt, { min = 1, max = Infinity, integer = true } = {}) {
   return v;
 }
 
-/** A whole-number default of wrangler.toml [vars] (the deployed worker's), or `dflt`. */
-function tomlVar(name, dflt) {
-  try {
-    const m = fs.readFileSync(`${root}wrangler.toml`, "utf8").match(new RegExp(`^${name}\\s*=\\s*"?(\\d+)"?`, "m"));
-    return m ? Number(m[1]) : dflt;
-  } catch {
-    return dflt;
-  }
+/** A whole-number variable as the deployed worker has it: wrangler.toml [vars]'s value, else its default (src/worker/variables.js). */
+function deployedVar(name) {
+  const m = fs.readFileSync(`${root}wrangler.toml`, "utf8").match(new RegExp(`^${name}\\s*=\\s*"?(\\d+)"?`, "m"));
+  return m ? Number(m[1]) : VARIABLES[name].default;
 }
 
 /** A constant of group.js, read from its source (the module imports cloudflare:workers), or null. */
@@ -113,15 +110,15 @@ const PERIOD_S = option("period-s", 600);
 const K = option("groups", 4, { max: GROUPS });
 const WINDOW_S = option("window-s", 30);
 const SEED = option("seed", 21, { min: 0 });
-const FLUSH_MS = option("flush-ms", tomlVar("STATS_FLUSH_MS", 10_000)); // the deployed STATS_FLUSH_MS
+const FLUSH_MS = option("flush-ms", deployedVar("STATS_FLUSH_MS")); // the deployed STATS_FLUSH_MS
 const LEAD_S = option("lead-in-s", Math.ceil(FLUSH_MS / 1000) + 2, { min: 0 }); // a flush and what a group does once per start
 const LEDGER_DAYS = 7;
 const LEDGER_ROWS = option("ledger-rows", Math.round((LEDGER_DAYS * 86_400) / PERIOD_S)); // 7 days of readings
 const LEDGER_GROUPS = option("ledger-groups", 1, { max: K });
 /** Devices each driven group holds, as a fleet's: the kinds' and bystanders (registered, silent in the windows). */
 const GROUP_DEVICES = option("group-devices", Math.round(FLEET_BINS / GROUPS));
-/** Devices one request may name (wrangler.toml MAX_DEVICES_PER_REQUEST): bystanders are registered that many a POST. */
-const DEVICES_PER_REQUEST = tomlVar("MAX_DEVICES_PER_REQUEST", 100);
+/** Devices one request may name (the deployed MAX_DEVICES_PER_REQUEST): bystanders are registered that many a POST. */
+const DEVICES_PER_REQUEST = deployedVar("MAX_DEVICES_PER_REQUEST");
 const at = process.argv.indexOf("--json");
 const JSON_OUT = at > 0 ? process.argv[at + 1] : null;
 
@@ -683,7 +680,7 @@ console.log(
     `a phase: ${LEAD_S} s lead-in, then the ${WINDOW_S} s window measured (~${fmt(RATE * WINDOW_S * K, 0)} uplinks).`,
 );
 console.log(
-  `Worker: TTL_MS 6 h, LEDGER_RETENTION_MS ${LEDGER_DAYS} d, STATS_FLUSH_MS ${FLUSH_MS} (wrangler.toml's), ORIGIN_TIMEOUT_MS 10000, DELIVERY_BATCH as deployed; ` +
+  `Worker: TTL_MS 6 h, LEDGER_RETENTION_MS ${LEDGER_DAYS} d, STATS_FLUSH_MS ${FLUSH_MS} (the deployed value), ORIGIN_TIMEOUT_MS 10000, DELIVERY_BATCH as deployed; ` +
     `origin answering 200 on 127.0.0.1. Ledger kinds: ${LEDGER_GROUPS} group(s) (${LEDGER_DRIVEN.join(", ")}), ${fmt(ledgerDevices)} devices with ${fmt(LEDGER_ROWS)} rows each. ` +
     `Each driven group holds ${fmt(GROUP_DEVICES)} devices${GROUP_DEVICES === Math.round(DEVICES_PER_GROUP) ? `, as a fleet's (F ÷ ${GROUPS})` : ` (a fleet's: ${fmt(DEVICES_PER_GROUP)})`}: ` +
       `the kinds' and bystanders, registered with one reading each in the setup and silent in the windows.`,

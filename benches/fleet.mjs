@@ -294,8 +294,8 @@ function grouped(child, port, log) {
 /**
  * `npm run serve:workerd`'s worker: the bundle `prepare` makes (wrangler deploy
  * --dry-run) in `dir`, workerd on it with selfhost/workerd.capnp, its data under `dir`,
- * the token and `vars` in its environment (workerdEnv: the rest of [vars] as
- * wrangler.toml has them).
+ * the token and `vars` in its environment (workerdEnv: the rest as wrangler.toml
+ * [vars] sets them, else the worker's defaults).
  */
 async function startSelfhosted(dir, vars, token, log) {
   const bundleDir = path.join(dir, "bundle");

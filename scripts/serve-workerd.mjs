@@ -1,8 +1,9 @@
 // `npm run serve:workerd`: the worker on the open-source workerd runtime, on this
 // machine, for those who cannot use Cloudflare (docs/self-hosting.md "Self-hosting on workerd").
 // It runs what `wrangler deploy` would upload (bundle.mjs), with selfhost/workerd.capnp:
-// Durable Objects in SQLite files under the data directory, the values of wrangler.toml
-// [vars] (each overridable from the environment) and the secrets from the environment.
+// Durable Objects in SQLite files under the data directory, and the worker's variables
+// (src/worker/variables.js): the values wrangler.toml [vars] gives, each overridable from
+// the environment, and the secrets from the environment; the rest take their defaults.
 //
 //   INGEST_TOKEN=… npm run serve:workerd [-- --listen 127.0.0.1:8788] [-- --data .selfhost/data]
 //
@@ -16,19 +17,19 @@ import readline from 'node:readline';
 import { fileURLToPath } from 'node:url';
 import { parseArgs } from 'node:util';
 import workerd from 'workerd';
+import { NAMES, SECRETS } from '../src/worker/variables.js';
 import { bundle } from './bundle.mjs';
 
 const ROOT = fileURLToPath(new URL('../', import.meta.url));
 export const CONFIG = path.join(ROOT, 'selfhost/workerd.capnp');
-// The secrets the worker reads (src/worker/config.js; README "Configuration"): bound
-// from the environment like the vars, but never given a value by this script.
-export const SECRETS = ['INGEST_TOKEN', 'CHIRPSTACK_API_TOKEN'];
 
 /**
- * What selfhost/workerd.capnp (`text`) and wrangler.toml (`wrangler`, as wrangler reads
- * it) disagree on, one line each; empty when they agree: the compatibility date and
- * flags, the Durable Object bindings and their SQLite storage, and the names bound from
- * the environment, which must be exactly the [vars] and SECRETS. The capnp is read as
+ * What selfhost/workerd.capnp (`text`), wrangler.toml (`wrangler`, as wrangler reads
+ * it) and the worker's variables disagree on, one line each; empty when they agree: the
+ * compatibility date and flags, the Durable Object bindings and their SQLite storage,
+ * the names bound from the environment, which must be exactly the variables of
+ * src/worker/variables.js (secrets included), and the names wrangler.toml [vars] sets,
+ * each of which must be one of them. The capnp is read as
  * the committed file writes it, one `(name = …, kind = …)` binding a line. The
  * compatibility date is every worker's (the demo page's assets worker has one too),
  * and wrangler.toml's [assets] binding must be the assets service.
@@ -53,13 +54,15 @@ export function configProblems(text, wrangler) {
   const assets = wrangler.assets?.binding;
   if (assets && !capnp.includes(`(name = "${assets}", service = "assets")`)) problems.push(`${assets} (wrangler.toml [assets]) must be bound to the assets service: (name = "${assets}", service = "assets")`);
   const bound = new Map(all(/\(name = "([^"]+)", fromEnvironment = "([^"]+)"\)/g).map((m) => [m[1], m[2]]));
-  const wanted = [...Object.keys(wrangler.vars ?? {}), ...SECRETS];
-  for (const name of wanted) {
-    if (!bound.has(name)) problems.push(`${name} (wrangler.toml [vars] or a secret) is not bound: add (name = "${name}", fromEnvironment = "${name}")`);
+  for (const name of NAMES) {
+    if (!bound.has(name)) problems.push(`${name} (a variable of src/worker/variables.js) is not bound: add (name = "${name}", fromEnvironment = "${name}")`);
   }
   for (const [name, from] of bound) {
-    if (!wanted.includes(name)) problems.push(`${name} is bound from the environment but is neither in wrangler.toml [vars] nor a secret (${SECRETS.join(', ')})`);
+    if (!NAMES.includes(name)) problems.push(`${name} is bound from the environment but is no variable of src/worker/variables.js`);
     else if (from !== name) problems.push(`${name} must be bound from the environment variable of the same name, not ${from}`);
+  }
+  for (const name of Object.keys(wrangler.vars ?? {})) {
+    if (!NAMES.includes(name)) problems.push(`wrangler.toml [vars] sets ${name}, which the worker does not read (src/worker/variables.js; README "Configuration")`);
   }
   return problems;
 }
@@ -78,15 +81,15 @@ export async function readWrangler() {
 }
 
 /**
- * Checks selfhost/workerd.capnp against wrangler.toml, makes the bundle in `bundleDir`
- * (`wrangler deploy --dry-run`) and writes there bundle.capnp, the module list the
- * config imports. Returns `{modules, vars}` (vars: wrangler.toml [vars]). Throws on a
- * disagreement, naming each.
+ * Checks selfhost/workerd.capnp against wrangler.toml and the worker's variables, makes
+ * the bundle in `bundleDir` (`wrangler deploy --dry-run`) and writes there bundle.capnp,
+ * the module list the config imports. Returns `{modules, vars}` (vars: wrangler.toml
+ * [vars], only what it sets). Throws on a disagreement, naming each.
  */
 export async function prepare(bundleDir) {
   const wrangler = await readWrangler();
   const problems = configProblems(fs.readFileSync(CONFIG, 'utf8'), wrangler);
-  if (problems.length) throw new Error(`selfhost/workerd.capnp does not match wrangler.toml:\n  ${problems.join('\n  ')}`);
+  if (problems.length) throw new Error(`selfhost/workerd.capnp does not match wrangler.toml and src/worker/variables.js:\n  ${problems.join('\n  ')}`);
   const { modules } = await bundle(bundleDir);
   // `embed` reads each file relative to bundle.capnp; names are as index.js imports them.
   const lines = modules.map((m) => `  (name = ${JSON.stringify(m.name)}, ${m.type} = embed ${JSON.stringify(m.name)}),`);
@@ -95,24 +98,26 @@ export async function prepare(bundleDir) {
   return { modules, vars: wrangler.vars ?? {} };
 }
 
-/**
- * workerd's environment: each of `vars` (wrangler.toml) as text, unless `from` sets it,
- * and the secrets `from` sets. `overridden`: the var names `from` set. Throws
- * `noToken` (what to say, naming where the caller reads it) when INGEST_TOKEN is not
- * set: every /v1 route would answer 503.
- */
 /** serve:workerd's words for a missing INGEST_TOKEN. */
 const NO_TOKEN = 'INGEST_TOKEN is not set. Set it in the environment to the token network servers will present (a long random string, e.g. from `openssl rand -hex 32`, kept in a file only the service reads): INGEST_TOKEN=… npm run serve:workerd. .dev.vars (npm start\'s local dev-token) is not read.';
 
+/**
+ * workerd's environment: each variable of the worker (src/worker/variables.js, secrets
+ * included) as `from` sets it, else as `vars` (wrangler.toml [vars]) gives it, as text;
+ * one neither sets is left out (the worker takes its default), and so is every other
+ * name of `from`. `overridden`: the names, secrets aside, whose value `from` set.
+ * Throws `noToken` (what to say, naming where the caller reads it) when INGEST_TOKEN
+ * is not set: every /v1 route would answer 503.
+ */
 export function workerdEnv(vars, from = process.env, noToken = NO_TOKEN) {
   if (!from.INGEST_TOKEN?.trim()) throw new Error(noToken);
   const env = {};
   const overridden = [];
-  for (const [name, value] of Object.entries(vars)) {
-    if (from[name] !== undefined) overridden.push(name);
-    env[name] = from[name] ?? (typeof value === 'string' ? value : JSON.stringify(value));
+  for (const name of NAMES) {
+    if (from[name] !== undefined && !SECRETS.includes(name)) overridden.push(name);
+    const value = from[name] ?? vars[name];
+    if (value !== undefined) env[name] = typeof value === 'string' ? value : JSON.stringify(value);
   }
-  for (const name of SECRETS) if (from[name] !== undefined) env[name] = from[name];
   return { env, overridden };
 }
 

@@ -5,7 +5,8 @@
 //   - listening on http://127.0.0.1:$PORT (PORT: 8787 unless set);
 //   - the values: wrangler.toml [vars], then .dev.vars (made from .dev.vars.example,
 //     INGEST_TOKEN=dev-token, on the first start), then the environment, each over the
-//     one before, for the names the worker reads (wrangler.toml [vars] and the secrets);
+//     one before, for the names the worker reads (src/worker/variables.js, the secrets
+//     included); a variable none of them sets takes the worker's default;
 //   - the Durable Objects in .wrangler/state/v3/do, where `wrangler dev` (`npm run dev`,
 //     and `npm start` before this release) keeps them: same directories, same object
 //     ids (selfhost/workerd.capnp's uniqueKeys are wrangler's), so that data is read
@@ -28,7 +29,8 @@ import os from 'node:os';
 import path from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { parseArgs, parseEnv } from 'node:util';
-import { claimData, prepare, runInForeground, SECRETS, startWorkerd, workerdEnv } from './serve-workerd.mjs';
+import { NAMES, SECRETS } from '../src/worker/variables.js';
+import { claimData, prepare, runInForeground, startWorkerd, workerdEnv } from './serve-workerd.mjs';
 
 const ROOT = fileURLToPath(new URL('../', import.meta.url));
 /** Where `wrangler dev` keeps the Durable Objects by default: its state directory (.wrangler/state beside wrangler.toml), then v3/do (Miniflare's). */
@@ -38,14 +40,15 @@ export const DEV_VARS = path.join(ROOT, '.dev.vars');
 
 /**
  * What `npm start` gives workerd: `vars` (wrangler.toml [vars]) with `devVars` (the
- * text of .dev.vars) and then `environment` over them. Returns `{env, fromFile,
- * fromEnvironment, ignored}`: workerd's environment (workerdEnv), the names whose value
- * came from .dev.vars and from the environment, and the names .dev.vars sets that the
- * worker does not read (a misspelling, a wrangler-only name). Throws when no
- * INGEST_TOKEN results, naming where to set it.
+ * text of .dev.vars) and then `environment` over them, for the worker's variables
+ * (src/worker/variables.js). Returns `{env, fromFile, fromEnvironment, ignored}`:
+ * workerd's environment (workerdEnv), the names whose value came from .dev.vars and
+ * from the environment, and the names .dev.vars sets that the worker does not read (a
+ * misspelling, a wrangler-only name). Throws when no INGEST_TOKEN results, naming where
+ * to set it.
  */
 export function startEnv(vars, devVars, environment) {
-  const known = new Set([...Object.keys(vars), ...SECRETS]);
+  const known = new Set(NAMES);
   const file = parseEnv(devVars);
   const ignored = Object.keys(file).filter((name) => !known.has(name));
   const fromEnvironment = [...known].filter((name) => environment[name] !== undefined);
@@ -93,7 +96,7 @@ async function main() {
     say(`data: ${path.resolve(values.data)}`);
     say(`vars: wrangler.toml [vars]; from ${shown}: ${made.fromFile.join(', ') || 'none'}; from the environment: ${made.fromEnvironment.join(', ') || 'none'}`);
     if (made.fromEnvironment.includes('INGEST_TOKEN')) say(`INGEST_TOKEN is this shell's (exported), not ${shown}'s: clients must present that one`);
-    if (made.ignored.length) say(`${shown} sets ${made.ignored.join(', ')}, which the worker does not read (wrangler.toml [vars] and the secrets ${SECRETS.join(', ')} are what it reads): ignored`);
+    if (made.ignored.length) say(`${shown} sets ${made.ignored.join(', ')}, which the worker does not read (README "Configuration" lists what it reads, the secrets ${SECRETS.join(', ')} among them): ignored`);
     url = `http://127.0.0.1:${port}`;
     w = await startWorkerd({ bundleDir, dataDir: values.data, listen: `127.0.0.1:${port}`, env: made.env });
   } catch (e) {

@@ -64,12 +64,13 @@ const worker :Workerd.Worker = (
     (name = "GROUPS", durableObjectNamespace = "GroupObject"),
     (name = "DEVICES", durableObjectNamespace = "DeviceObject"),
     (name = "FLEET", durableObjectNamespace = "FleetObject"),
-    # Secrets (README "Configuration"): from the environment of workerd.
+    # The worker's variables (src/worker/variables.js; README "Configuration"): every
+    # one, secrets included, and no other; serve-workerd.mjs refuses to start when this
+    # list and the module's differ. It sets each in workerd's environment as the
+    # environment it is started with or wrangler.toml [vars] gives it; one that neither
+    # sets is unset, bound as null, and the worker takes its default.
     (name = "INGEST_TOKEN", fromEnvironment = "INGEST_TOKEN"),
     (name = "CHIRPSTACK_API_TOKEN", fromEnvironment = "CHIRPSTACK_API_TOKEN"),
-    # Every wrangler.toml [vars] name, and no other. serve-workerd.mjs sets each in
-    # workerd's environment, to the value in wrangler.toml unless the environment it is
-    # started with sets it, and refuses to start when this list and [vars] differ.
     (name = "TTL_MS", fromEnvironment = "TTL_MS"),
     (name = "MAX_KEYS_PER_DEVICE", fromEnvironment = "MAX_KEYS_PER_DEVICE"),
     (name = "LEDGER_RETENTION_MS", fromEnvironment = "LEDGER_RETENTION_MS"),

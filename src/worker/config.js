@@ -1,45 +1,20 @@
-// Configuration from wrangler.toml [vars] (and secrets), read once per env object
-// and validated; a bad value makes every request answer 500 `invalid_config`.
+// The worker's configuration: the variables of variables.js (their names, defaults and
+// ranges are there), as wrangler.toml [vars], the secrets or workerd's environment give
+// them, read once per env object and validated; a bad value makes every request answer
+// 500 `invalid_config`.
 import { checkUplinkOptions, HttpError, limits } from "./core.js";
+import { variables } from "./variables.js";
 
-const DAY = 24 * 3600 * 1000;
-// The core's own limits (defined once, in Rust): TTL and cap of the seen-set,
-// readings per request.
-const { ttlMs, maxKeys, maxReadings } = limits();
-const range = (r) => [r.default, r.min, r.max];
-
-// name: [default, min, max]; whole numbers, given as plain decimal digits ("1048576")
-// or as a TOML integer (a JS number); "0x10", "1e2", " 100 " or "+5" are refused.
-const NUMBERS = {
-  TTL_MS: range(ttlMs),
-  MAX_KEYS_PER_DEVICE: range(maxKeys),
-  MAX_BODY_BYTES: [1_048_576, 1, 100 * 1_048_576],
-  MAX_READINGS: range(maxReadings),
-  LEDGER_RETENTION_MS: [7 * DAY, 0, 3650 * DAY],
-  ORIGIN_TIMEOUT_MS: [10_000, 1, 300_000],
-  RETRY_BASE_MS: [1_000, 1, DAY],
-  RETRY_MAX_MS: [3_600_000, 1, 7 * DAY],
-  DELIVERY_BATCH: [500, 1, 10_000],
-  MAX_DEVICES_PER_REQUEST: [100, 1, 10_000],
-  STATS_FLUSH_MS: [10_000, 1, 3_600_000],
-  // A datalog record within this of a live reading's receive time, with its fill
-  // level, is that reading (frames.js `crossPath`); 0 turns the rule off.
-  CROSS_PATH_TOLERANCE_MS: [120_000, 0, 3_600_000],
-  // History retrieval (backfill.js), when BACKFILL is "on": how long a gap stays open
-  // before the sensor is asked for it; the least time between two requests of one
-  // device; how long a sent request waits for its records; the most slots one asks
-  // for; sends of one request before it is given up; how far back the sensors keep
-  // their records (0: no bound).
-  BACKFILL_AFTER_MS: [3_600_000, 0, 30 * DAY],
-  BACKFILL_INTERVAL_MS: [6 * 3_600_000, 0, 30 * DAY],
-  BACKFILL_WAIT_MS: [12 * 3_600_000, 1, 30 * DAY],
-  BACKFILL_MAX_SLOTS: [48, 1, 2048],
-  BACKFILL_ATTEMPTS: [5, 1, 20],
-  BACKFILL_MAX_AGE_MS: [0, 0, 3650 * DAY],
-};
-// The hosts a The Things Stack downlink URL (X-Downlink-Push) may name when
-// BACKFILL_HOSTS is not set: The Things Stack Cloud and The Things Network.
-const TTS_HOSTS = "*.cloud.thethings.industries,*.cloud.thethings.network";
+// The core's own limits (defined once, in Rust) complete the table: TTL and cap of the
+// seen-set, readings per request.
+const VARIABLES = variables(limits());
+// Whole numbers, given as plain decimal digits ("1048576") or as a TOML integer (a JS
+// number); "0x10", "1e2", " 100 " or "+5" are refused.
+const NUMBERS = Object.entries(VARIABLES).filter(([, v]) => v.kind === "number");
+/** Whether `raw` leaves its variable unset: absent, empty, or null (workerd binds an unset environment variable as null). */
+const unset = (raw) => raw === undefined || raw === null || raw === "";
+/** The value of the string variable `name` in `env`, trimmed; its default when that leaves nothing. */
+const text = (env, name) => (typeof env[name] === "string" ? env[name].trim() : "") || (VARIABLES[name].default ?? "");
 
 const cache = new WeakMap();
 
@@ -56,9 +31,9 @@ export function config(env) {
 
 function read(env) {
   const c = {};
-  for (const [name, [dflt, min, max]] of Object.entries(NUMBERS)) {
+  for (const [name, { default: dflt, min, max }] of NUMBERS) {
     const raw = env[name];
-    const v = raw === undefined || raw === "" ? dflt : typeof raw === "number" || /^[0-9]+$/.test(raw) ? Number(raw) : NaN;
+    const v = unset(raw) ? dflt : typeof raw === "number" || /^[0-9]+$/.test(raw) ? Number(raw) : NaN;
     if (!Number.isSafeInteger(v) || v < min || v > max) {
       return new HttpError(500, "invalid_config", `${name} must be a whole number in ${min}..${max} written in decimal digits, got ${JSON.stringify(raw)}`);
     }
@@ -69,7 +44,7 @@ function read(env) {
   }
   // The ledger rows are the seen-set's source of truth: keep them at least a TTL.
   c.RETENTION_MS = Math.max(c.LEDGER_RETENTION_MS, c.TTL_MS);
-  c.ORIGIN_URL = typeof env.ORIGIN_URL === "string" ? env.ORIGIN_URL.trim() : "";
+  c.ORIGIN_URL = text(env, "ORIGIN_URL");
   if (c.ORIGIN_URL) {
     let u;
     try {
@@ -82,7 +57,7 @@ function read(env) {
     }
   }
   // Trimmed like the presented token; empty after trimming means not configured.
-  c.INGEST_TOKEN = typeof env.INGEST_TOKEN === "string" ? env.INGEST_TOKEN.trim() : "";
+  c.INGEST_TOKEN = text(env, "INGEST_TOKEN");
   // A header value cannot carry a newline, and non-ASCII or inner white space does not
   // survive every client and proxy: such a token could never be presented. (Never echoed.)
   if (c.INGEST_TOKEN && !/^[\x21-\x7e]+$/.test(c.INGEST_TOKEN)) {
@@ -90,12 +65,11 @@ function read(env) {
   }
   // The one user name Basic auth accepts (else any). RFC 7617: a user-id holds no
   // colon; printable ASCII, as any client can send it. Not a secret: shown when wrong.
-  c.BASIC_AUTH_USER = typeof env.BASIC_AUTH_USER === "string" ? env.BASIC_AUTH_USER.trim() : "";
+  c.BASIC_AUTH_USER = text(env, "BASIC_AUTH_USER");
   if (c.BASIC_AUTH_USER && !/^[\x20-\x39\x3b-\x7e]+$/.test(c.BASIC_AUTH_USER)) {
     return new HttpError(500, "invalid_config", `BASIC_AUTH_USER must be printable ASCII (0x20-0x7E) without ":", got ${JSON.stringify(env.BASIC_AUTH_USER)}`);
   }
-  const header = typeof env.AUTH_HEADER === "string" ? env.AUTH_HEADER.trim().toLowerCase() : "";
-  c.AUTH_HEADER = header || "authorization";
+  c.AUTH_HEADER = text(env, "AUTH_HEADER").toLowerCase();
   const unfit = authHeaderProblem(c.AUTH_HEADER);
   if (unfit) return new HttpError(500, "invalid_config", `AUTH_HEADER ${JSON.stringify(env.AUTH_HEADER)} ${unfit}`);
   const backfill = backfillConfig(env);
@@ -104,8 +78,7 @@ function read(env) {
   c.uplink = { maxReadings: c.MAX_READINGS };
   // A member name of the decoded payload, or a JSON Pointer into it (`/level/fill_pct`).
   for (const [name, option] of [["UPLINK_SEQ_FIELD", "seqField"], ["UPLINK_TS_FIELD", "tsField"], ["UPLINK_FILL_FIELD", "fillField"]]) {
-    const value = env[name];
-    if (value === undefined || value === "") continue;
+    const value = unset(env[name]) ? VARIABLES[name].default : env[name];
     try {
       if (typeof value !== "string") throw new Error("must be a string");
       checkUplinkOptions({ [option]: value });
@@ -119,24 +92,24 @@ function read(env) {
 
 /**
  * The switches and targets of history retrieval (backfill.js): `BACKFILL` ("on" or
- * "off", the default), `BACKFILL_HOSTS` (the hosts a TTS downlink URL may name: a
- * comma-separated list of `host`, `host:port` or `*.domain`, https; `http://host:port`
- * allows plain http to that one), `CHIRPSTACK_API_URL` and `CHIRPSTACK_API_TOKEN` (a
- * secret; both or neither).
+ * "off"), `BACKFILL_HOSTS` (the hosts a TTS downlink URL may name: a comma-separated
+ * list of `host`, `host:port` or `*.domain`, https; `http://host:port` allows plain
+ * http to that one), `CHIRPSTACK_API_URL` and `CHIRPSTACK_API_TOKEN` (a secret; both or
+ * neither).
  */
 function backfillConfig(env) {
-  const text = (name) => (typeof env[name] === "string" ? env[name].trim() : "");
   const bad = (message) => new HttpError(500, "invalid_config", message);
-  const on = text("BACKFILL").toLowerCase() || "off";
-  if (on !== "on" && on !== "off") return bad(`BACKFILL must be "on" or "off", got ${JSON.stringify(env.BACKFILL)}`);
+  const on = text(env, "BACKFILL").toLowerCase();
+  const { values } = VARIABLES.BACKFILL;
+  if (!values.includes(on)) return bad(`BACKFILL must be ${values.map((v) => JSON.stringify(v)).join(" or ")}, got ${JSON.stringify(env.BACKFILL)}`);
   const hosts = [];
-  for (const entry of (text("BACKFILL_HOSTS") || TTS_HOSTS).split(",").map((h) => h.trim().toLowerCase()).filter(Boolean)) {
+  for (const entry of text(env, "BACKFILL_HOSTS").split(",").map((h) => h.trim().toLowerCase()).filter(Boolean)) {
     const m = /^(http:\/\/)?(\*\.)?([a-z0-9.-]+)(:[0-9]{1,5})?$/.exec(entry);
     if (!m || (m[1] && (m[2] || !m[4]))) return bad(`BACKFILL_HOSTS: ${JSON.stringify(entry)} is not a host, host:port, *.domain or http://host:port`);
     hosts.push({ http: Boolean(m[1]), suffix: Boolean(m[2]), host: m[3], port: m[4] ? m[4].slice(1) : "" });
   }
-  const api = text("CHIRPSTACK_API_URL").replace(/\/+$/, "");
-  const token = text("CHIRPSTACK_API_TOKEN");
+  const api = text(env, "CHIRPSTACK_API_URL").replace(/\/+$/, "");
+  const token = text(env, "CHIRPSTACK_API_TOKEN");
   if (Boolean(api) !== Boolean(token)) return bad("CHIRPSTACK_API_URL and CHIRPSTACK_API_TOKEN are set together or not at all");
   if (api) {
     let u;

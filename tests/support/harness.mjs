@@ -27,7 +27,8 @@ const WORKER = "src/worker/index.js";
 const UNDER_TEST = process.env.NODE_TEST_CONTEXT !== undefined;
 
 /**
- * Starts the worker. `vars` override [vars]; `persist` is a directory or undefined.
+ * Starts the worker. `vars`: the variables and secrets it is given (the rest take their
+ * defaults, src/worker/variables.js); `persist` is a directory or undefined.
  * `lines` holds what the worker printed to stdout (its audit lines), line by line.
  * `script`: the module to run instead of src/worker/index.js (a benchmark's variant
  * of the worker, exporting the same classes), relative to the repository.

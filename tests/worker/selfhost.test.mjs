@@ -12,6 +12,7 @@ import path from "node:path";
 import { fileURLToPath } from "node:url";
 import { budget, bundle, overBudget, report, sizes } from "../../scripts/bundle.mjs";
 import { CONFIG, configProblems, lockPath, prepare, readWrangler, startWorkerd, workerdEnv } from "../../scripts/serve-workerd.mjs";
+import { NAMES, SECRETS } from "../../src/worker/variables.js";
 import { get, origin, post, sqlite, tempDir, TOKEN, until } from "../support/harness.mjs";
 
 const pkg = await import(new URL("../../pkg/reconnect_dedupe.js", import.meta.url));
@@ -96,7 +97,7 @@ test("the dry run fails, showing wrangler's output, when wrangler reaches for th
   });
 });
 
-test("selfhost/workerd.capnp agrees with wrangler.toml, and each disagreement is named", async () => {
+test("selfhost/workerd.capnp agrees with wrangler.toml and binds the worker's variables, and each disagreement is named", async () => {
   const wrangler = await readWrangler();
   const text = fs.readFileSync(CONFIG, "utf8");
   assert.deepEqual(configProblems(text, wrangler), []);
@@ -107,9 +108,23 @@ test("selfhost/workerd.capnp agrees with wrangler.toml, and each disagreement is
   assert.deepEqual(configProblems(drifted, wrangler), [
     'compatibilityDate is "2026-05-01", wrangler.toml compatibility_date is "2026-04-01"',
     "FleetObject must be declared with enableSql = true (new_sqlite_classes in wrangler.toml)",
-    'TTL_MS (wrangler.toml [vars] or a secret) is not bound: add (name = "TTL_MS", fromEnvironment = "TTL_MS")',
-    "OLD_MS is bound from the environment but is neither in wrangler.toml [vars] nor a secret (INGEST_TOKEN, CHIRPSTACK_API_TOKEN)",
+    'TTL_MS (a variable of src/worker/variables.js) is not bound: add (name = "TTL_MS", fromEnvironment = "TTL_MS")',
+    "OLD_MS is bound from the environment but is no variable of src/worker/variables.js",
   ]);
+  // Every variable and secret of the module is bound, by its own name, and nothing else
+  // is bound from the environment.
+  const bound = [...text.replace(/#.*$/gm, "").matchAll(/\(name = "([^"]+)", fromEnvironment = "([^"]+)"\)/g)].map((m) => [m[1], m[2]]);
+  assert.deepEqual(bound.map(([name]) => name).sort(), [...NAMES].sort());
+  assert.ok(bound.every(([name, from]) => name === from));
+  assert.ok(SECRETS.length > 0 && SECRETS.every((name) => NAMES.includes(name)));
+  const secretDropped = text.replace('(name = "CHIRPSTACK_API_TOKEN", fromEnvironment = "CHIRPSTACK_API_TOKEN"),', "").replace('(name = "BACKFILL", fromEnvironment = "BACKFILL")', '(name = "BACKFILL", fromEnvironment = "BACKFILL_ON")');
+  assert.deepEqual(configProblems(secretDropped, wrangler), [
+    'CHIRPSTACK_API_TOKEN (a variable of src/worker/variables.js) is not bound: add (name = "CHIRPSTACK_API_TOKEN", fromEnvironment = "CHIRPSTACK_API_TOKEN")',
+    "BACKFILL must be bound from the environment variable of the same name, not BACKFILL_ON",
+  ]);
+  // wrangler.toml [vars] may set any variable, and nothing the worker does not read.
+  assert.deepEqual(configProblems(text, { ...wrangler, vars: { ORIGIN_URL: "https://o.example/", TTL_MS: 60000 } }), []);
+  assert.deepEqual(configProblems(text, { ...wrangler, vars: { TTL_MS: 60000, TTL_MSS: 60000 } }), ['wrangler.toml [vars] sets TTL_MSS, which the worker does not read (src/worker/variables.js; README "Configuration")']);
   // The demo page's worker has a date of its own, and the worker reaches it as ASSETS.
   const last = text.lastIndexOf('compatibilityDate = "2026-04-01"');
   assert.ok(last > text.indexOf('compatibilityDate = "2026-04-01"'), "the assets worker's date");
@@ -170,11 +185,18 @@ test("the lock socket's path: absolute when it fits in a socket address, else fr
   assert.throws(() => lockPath(`${deep}/${"x".repeat(100)}`, "/"), /workerd\.sock is 2\d\d bytes long \(2\d\d from the current directory\), a Unix socket path at most 103: use a data directory with a shorter path$/);
 });
 
-test("workerd's environment: wrangler.toml's vars as text, the environment's overrides and secrets; no token, no start", () => {
-  const vars = { TTL_MS: 21600000, ORIGIN_URL: "", BACKFILL: "off" };
+test("workerd's environment: the worker's variables, from the environment or else wrangler.toml's vars as text; the rest unset; no token, no start", () => {
+  const vars = { TTL_MS: 60000, ORIGIN_URL: "", BACKFILL: "on" };
   assert.deepEqual(workerdEnv(vars, { INGEST_TOKEN: "t", ORIGIN_URL: "http://o/", HOME: "/root" }), {
-    env: { TTL_MS: "21600000", ORIGIN_URL: "http://o/", BACKFILL: "off", INGEST_TOKEN: "t" },
+    env: { TTL_MS: "60000", ORIGIN_URL: "http://o/", BACKFILL: "on", INGEST_TOKEN: "t" },
     overridden: ["ORIGIN_URL"],
+  });
+  // A variable wrangler.toml does not set comes from the environment all the same; one
+  // neither sets is not in workerd's environment (bound as null: the worker's default),
+  // nor is any name the worker does not read.
+  assert.deepEqual(workerdEnv({}, { INGEST_TOKEN: "t", RETRY_MAX_MS: "5000", CHIRPSTACK_API_TOKEN: "c", TTL_MSS: "1", PATH: "/bin" }), {
+    env: { INGEST_TOKEN: "t", RETRY_MAX_MS: "5000", CHIRPSTACK_API_TOKEN: "c" },
+    overridden: ["RETRY_MAX_MS"],
   });
   assert.throws(() => workerdEnv(vars, { INGEST_TOKEN: "  " }), /^Error: INGEST_TOKEN is not set\./);
   assert.throws(() => workerdEnv(vars, {}), /\.dev\.vars \(npm start's local dev-token\) is not read\.$/);

@@ -10,12 +10,10 @@ import path from "node:path";
 import { spawnSync } from "node:child_process";
 import { fileURLToPath } from "node:url";
 import { DATA, portOf, startEnv } from "../../scripts/start.mjs";
-import { readWrangler } from "../../scripts/serve-workerd.mjs";
 import { tempDir, until } from "../support/harness.mjs";
 import { freePort, npmRunDev, npmStart } from "../support/launch.mjs";
 
 const ROOT = fileURLToPath(new URL("../../", import.meta.url));
-const { vars } = await readWrangler();
 const cleanup = [];
 after(async () => {
   for (const f of cleanup.reverse()) await f();
@@ -48,13 +46,16 @@ const reading = (device, seq) => [{ device_id: device, seq, ts: new Date(Date.UT
 const postAs = (w, token, body) => w.call("/v1/readings", { method: "POST", headers: { authorization: `Bearer ${token}`, "content-type": "application/json" }, body: JSON.stringify(body) });
 
 test("npm start's values: wrangler.toml [vars], then .dev.vars, then the environment; names the worker does not read are reported", () => {
-  const made = startEnv(vars, "INGEST_TOKEN=from-file\nTTL_MS=1000\n# a comment\nRETRY_MAX_MS=5000\nNOT_A_VAR=1\n", { TTL_MS: "2000", PATH: "/bin", HOME: "/root" });
+  // As wrangler reads a wrangler.toml whose [vars] sets these (TOML integers).
+  const vars = { MAX_READINGS: 500, RETRY_MAX_MS: 60000 };
+  const made = startEnv(vars, "INGEST_TOKEN=from-file\nTTL_MS=1000\n# a comment\nRETRY_MAX_MS=5000\nBACKFILL=on\nNOT_A_VAR=1\n", { TTL_MS: "2000", PATH: "/bin", HOME: "/root" });
   assert.equal(made.env.INGEST_TOKEN, "from-file");
   assert.equal(made.env.TTL_MS, "2000", "the environment is over .dev.vars");
   assert.equal(made.env.RETRY_MAX_MS, "5000", ".dev.vars is over wrangler.toml");
-  assert.equal(made.env.MAX_READINGS, String(vars.MAX_READINGS), "wrangler.toml's value where neither sets one");
-  assert.equal(made.env.PATH, undefined, "only the names the worker reads reach workerd");
-  assert.deepEqual(made.fromFile.sort(), ["INGEST_TOKEN", "RETRY_MAX_MS"], "TTL_MS came from the environment");
+  assert.equal(made.env.MAX_READINGS, "500", "wrangler.toml's value where neither sets one");
+  assert.equal(made.env.BACKFILL, "on", "a variable wrangler.toml does not set, from .dev.vars");
+  assert.deepEqual(Object.keys(made.env).sort(), ["BACKFILL", "INGEST_TOKEN", "MAX_READINGS", "RETRY_MAX_MS", "TTL_MS"], "only the names the worker reads reach workerd, and only those set: the rest take the worker's defaults");
+  assert.deepEqual(made.fromFile.sort(), ["BACKFILL", "INGEST_TOKEN", "RETRY_MAX_MS"], "TTL_MS came from the environment");
   assert.deepEqual(made.fromEnvironment, ["TTL_MS"]);
   assert.deepEqual(made.ignored, ["NOT_A_VAR"]);
   assert.equal(startEnv(vars, "INGEST_TOKEN=from-file\n", { INGEST_TOKEN: "from-env" }).env.INGEST_TOKEN, "from-env");
