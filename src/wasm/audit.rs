@@ -5,12 +5,16 @@
 use crate::dedupe::dedup::{check_time, Audit, AuditContext, AuditCounts, AuditEvent};
 use crate::dedupe::error::Error;
 use crate::dedupe::timestamp::isoformat;
+use serde::de::value::MapDeserializer;
+use serde::Deserialize;
+use std::collections::BTreeMap;
 use wasm_bindgen::prelude::*;
 
 use super::js_value::{
-    flat_copy, maybe_lossy, member_well_formed, shown, threw_arg, time_arg, type_name,
+    flat_copy, is_plain_object, maybe_lossy, member_well_formed, shown, threw_arg, time_arg,
+    type_name,
 };
-use super::to_js;
+use super::{to_js, to_value};
 
 pub(super) fn audit_context(context: JsValue) -> Result<AuditContext, JsValue> {
     if context.is_undefined() || context.is_null() {
@@ -73,21 +77,22 @@ pub fn audit_line(
 
 /// The counts a caller gives (a plain copy, `flat_copy`) over zero ones: a count not
 /// given is 0, a member that is no count of `AuditCounts` (a misspelt one) is refused,
-/// as is a count that is not a whole number. Read through JSON values, whose reader
-/// keeps `AuditCounts`' `deny_unknown_fields` (serde-wasm-bindgen's reads only the
-/// members it knows).
+/// as is a count that is not a whole number. Read as a map, then into `AuditCounts`
+/// through serde's map reader, which keeps its `deny_unknown_fields`
+/// (serde-wasm-bindgen's struct reader reads only the members it knows).
 fn given_counts(copy: JsValue) -> Result<AuditCounts, Error> {
     let bad = |e: &dyn std::fmt::Display| Error::BadArgument(format!("audit counts: {e}"));
-    let given: serde_json::Value = serde_wasm_bindgen::from_value(copy).map_err(|e| bad(&e))?;
-    let serde_json::Value::Object(given) = given else {
-        return Err(bad(&format!("must be an object of counts, got {given}")));
+    if !is_plain_object(&copy).unwrap_or(false) {
+        return Err(bad(&"must be an object of counts"));
+    }
+    let counts = |v: JsValue| -> Result<BTreeMap<String, u64>, Error> {
+        serde_wasm_bindgen::from_value(v).map_err(|e| bad(&e))
     };
-    let mut all = match serde_json::to_value(AuditCounts::default()) {
-        Ok(serde_json::Value::Object(zero)) => zero,
-        _ => serde_json::Map::new(),
-    };
-    all.extend(given);
-    serde_json::from_value(serde_json::Value::Object(all)).map_err(|e| bad(&e))
+    let zero = to_value(&AuditCounts::default()).map_err(|_| bad(&"no zero counts"))?;
+    let mut all = counts(zero)?;
+    all.extend(counts(copy)?);
+    let read: MapDeserializer<_, serde::de::value::Error> = MapDeserializer::new(all.into_iter());
+    AuditCounts::deserialize(read).map_err(|e| bad(&e))
 }
 
 /// A time in ms since the epoch as every record of this project writes times:

@@ -6,29 +6,26 @@ use crate::dedupe::error::Error;
 use crate::dedupe::json::{number_scalar, read_object, Json};
 use crate::dedupe::reading::Scalar;
 use serde::Serialize;
-use std::collections::BTreeMap;
 use tsify::Tsify;
 use wasm_bindgen::prelude::*;
 
 use super::js_value::{type_name, u8_arg};
 use super::{to_js, to_value};
 
-/// What `readObject` makes of a body: its members by name, or why its shape is not
-/// the one asked for (`refused`: not an object, an unknown member, one given twice).
+/// What `readObject` makes of a body: its members in body order, or why its shape is
+/// not the one asked for (`refused`: not an object, an unknown member, one given twice).
 #[derive(Serialize, Tsify)]
 #[serde(untagged)]
 pub enum ObjectBody {
-    Members {
-        members: BTreeMap<String, BodyMember>,
-    },
-    Refused {
-        refused: String,
-    },
+    Members { members: Vec<BodyMember> },
+    Refused { refused: String },
 }
 
 /// One member of a body read by `readObject`.
 #[derive(Serialize, Tsify)]
 pub struct BodyMember {
+    /// The member's name.
+    name: String,
     /// The JSON type of the value.
     #[tsify(type = r#""null" | "boolean" | "number" | "string" | "array" | "object""#)]
     kind: &'static str,
@@ -82,7 +79,7 @@ pub fn read_object_js(
         Ok(list) => ObjectBody::Members {
             members: list
                 .into_iter()
-                .map(|m| (m.name.into_owned(), member(&m.value, m.text)))
+                .map(|m| member(m.name.into_owned(), &m.value, m.text))
                 .collect(),
         },
     };
@@ -90,7 +87,7 @@ pub fn read_object_js(
 }
 
 /// A member's value for JavaScript.
-fn member(value: &Json<'_>, text: &str) -> BodyMember {
+fn member(name: String, value: &Json<'_>, text: &str) -> BodyMember {
     let (kind, value, whole) = match value {
         Json::Null => ("null", None, false),
         Json::Bool(b) => ("boolean", Some(BodyScalar::Bool(*b)), false),
@@ -109,6 +106,7 @@ fn member(value: &Json<'_>, text: &str) -> BodyMember {
         }
     };
     BodyMember {
+        name,
         kind,
         value,
         whole,

@@ -5,7 +5,6 @@ use crate::codec::{history_port, Codec, BIN_DEPTH_MM, OFFSET_MM, REPORTING_PERIO
 use crate::dedupe::seen::{DEFAULT_MAX_KEYS, DEFAULT_TTL_MS, MAX_MAX_KEYS, MAX_TTL_MS};
 use crate::uplink::{Format, DEFAULT_MAX_READINGS, MAX_MAX_READINGS};
 use serde::Serialize;
-use std::collections::BTreeMap;
 use tsify::Tsify;
 use wasm_bindgen::prelude::*;
 
@@ -35,10 +34,27 @@ pub struct Limits {
     codecs: &'static [&'static str],
     /// What each codec's sensor does besides its bytes, by codec id.
     #[tsify(type = "Record<string, CodecInfo>")]
-    codec_info: BTreeMap<&'static str, CodecInfo>,
+    codec_info: EveryCodec,
     /// The ranges of a device configuration's numbers (`PayloadConfig`, and the
     /// worker's `PUT /v1/devices/{id}/config`).
     device_config: DeviceConfigLimits,
+}
+
+/// Every codec's [`CodecInfo`], written as an object keyed by codec id (no map is
+/// built: the codecs are a fixed list).
+pub struct EveryCodec;
+
+impl Serialize for EveryCodec {
+    fn serialize<S: serde::Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
+        s.collect_map(Codec::ALL.iter().map(|&c| {
+            let info = CodecInfo {
+                needs_period: c.needs_period(),
+                seq_is_counter: c.seq_is_counter(),
+                history_f_port: history_port(c),
+            };
+            (c.id(), info)
+        }))
+    }
 }
 
 /// `limits().codecInfo[codec]`: what the layers above need to know of a codec.
@@ -100,17 +116,7 @@ pub fn limits() -> Result<JsValue, JsValue> {
         },
         formats: Format::NAMES,
         codecs: &Codec::IDS,
-        codec_info: Codec::ALL
-            .iter()
-            .map(|&c| {
-                let info = CodecInfo {
-                    needs_period: c.needs_period(),
-                    seq_is_counter: c.seq_is_counter(),
-                    history_f_port: history_port(c),
-                };
-                (c.id(), info)
-            })
-            .collect(),
+        codec_info: EveryCodec,
         device_config: DeviceConfigLimits {
             bin_depth_mm: BIN_DEPTH_MM.into(),
             offset_mm: OFFSET_MM.into(),

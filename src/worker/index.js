@@ -849,7 +849,7 @@ function deviceConfigOf(bytes) {
 }
 
 /**
- * The members (by name: `{kind, value, whole, text}`) of a body that must be a JSON
+ * The members (by name: `{name, kind, value, whole, text}`) of a body that must be a JSON
  * object with only `members`, none twice, read by the core's JSON reader (`readObject`)
  * by the rules of every other body (docs/http-api.md "Readings and rejections"): not
  * JSON is 400 `invalid_json`; another shape, an unknown member or one given twice is 400
@@ -864,7 +864,7 @@ function jsonObjectOf(bytes, members, code) {
     throw e;
   }
   if (out.refused !== undefined) throw new HttpError(400, code, out.refused);
-  return out.members;
+  return Object.fromEntries(out.members.map((m) => [m.name, m]));
 }
 
 /** A numeric member (absent: undefined): a whole number within its range, or its default when absent or null. */

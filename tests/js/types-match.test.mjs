@@ -142,9 +142,9 @@ test('readObject returns an ObjectBody: every kind of member, and a refusal', ()
   const body = new TextEncoder().encode('{"n": 1.0, "big": 1e400, "s": "x", "t": true, "z": null, "a": [1], "o": {}}');
   const out = readObject(body, ['n', 'big', 's', 't', 'z', 'a', 'o']);
   conforms(out, returns('readObject'), 'readObject');
-  assert.deepEqual(Object.values(out.members).map((m) => [m.kind, m.value, m.whole, m.text]), [
-    ['array', undefined, false, '[1]'], ['number', Infinity, false, '1e400'], ['number', 1, true, '1.0'], ['object', undefined, false, '{}'],
-    ['string', 'x', false, '"x"'], ['boolean', true, false, 'true'], ['null', undefined, false, 'null'],
+  assert.deepEqual(out.members.map((m) => [m.name, m.kind, m.value, m.whole, m.text]), [
+    ['n', 'number', 1, true, '1.0'], ['big', 'number', Infinity, false, '1e400'], ['s', 'string', 'x', false, '"x"'], ['t', 'boolean', true, false, 'true'],
+    ['z', 'null', undefined, false, 'null'], ['a', 'array', undefined, false, '[1]'], ['o', 'object', undefined, false, '{}'],
   ]);
   conforms(readObject(body, ['n']), returns('readObject'), 'readObject, refused');
   assert.match(readObject(body, ['n']).refused, /^unknown member "big"; the members are n$/);
