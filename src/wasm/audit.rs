@@ -11,23 +11,28 @@ use std::collections::BTreeMap;
 use wasm_bindgen::prelude::*;
 
 use super::js_value::{
-    flat_copy, is_plain_object, maybe_lossy, member_well_formed, shown, threw_arg, time_arg,
-    type_name,
+    flat_copy, is_plain_object, maybe_lossy, member_well_formed, object_arg, shown, threw_arg,
+    time_arg, type_name,
 };
 use super::{to_js, to_value};
+
+/// The members of an [`AuditContext`], as JavaScript names them.
+const CONTEXT_MEMBERS: [&str; 4] = ["device_id", "route", "burst_id", "error"];
 
 pub(super) fn audit_context(context: JsValue) -> Result<AuditContext, JsValue> {
     if context.is_undefined() || context.is_null() {
         return Ok(AuditContext::default());
     }
+    // Read by name (`object_arg`), so that a misspelt member is refused, not dropped:
+    // serde-wasm-bindgen's struct reader never sees a member it does not know.
+    let c: AuditContext = object_arg(&context, "the audit context", &CONTEXT_MEMBERS)?;
     let context = flat_copy(&context).map_err(|e| to_js(threw_arg("the audit context", &e)))?;
-    let c: AuditContext = serde_wasm_bindgen::from_value(context.clone())
-        .map_err(|e| to_js(Error::BadArgument(format!("audit context: {e}"))))?;
+    let [device_id, route, burst_id, error] = CONTEXT_MEMBERS;
     for (name, value) in [
-        ("device_id", &c.device_id),
-        ("route", &c.route),
-        ("burst_id", &c.burst_id),
-        ("error", &c.error),
+        (device_id, &c.device_id),
+        (route, &c.route),
+        (burst_id, &c.burst_id),
+        (error, &c.error),
     ] {
         if value.as_deref().is_some_and(maybe_lossy) && !member_well_formed(&context, name) {
             return Err(to_js(Error::InvalidBurst(format!(

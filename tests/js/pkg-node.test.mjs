@@ -130,6 +130,9 @@ test('the core writes every time and audit line: isoTime, auditLine, limits', ()
   assert.throws(() => auditLine('burst_not_stored', { received: 2, not_stored: 2, lost: 0 }, NOW), { code: 'invalid_burst', message: /lost/ });
   assert.throws(() => auditLine('burst_not_stored', { received: 2, not_stored: '2' }, NOW), { code: 'invalid_burst' });
   assert.throws(() => auditLine('burst_not_stored', { received: 2 }, NOW), { code: 'invalid_burst', message: /reconcile/ });
+  // A misspelt member of the context is refused, not dropped from the line.
+  assert.throws(() => auditLine('burst_not_stored', counts, NOW, { device: 'd' }), { code: 'invalid_burst', message: /unknown member "device"; expected device_id, route, burst_id, error/ });
+  assert.throws(() => new Deduplicator().admitKeys('', NOW, 0, { devcie_id: 'd' }), { code: 'invalid_burst', message: /unknown member "devcie_id"/ });
   // An uplink parked until its device is configured: counted, and only when not zero.
   const parked = { received: 2, unique: 0, duplicates_suppressed: 0, rejected: 1, parked: 1, seq_reuses: 0, evicted_before_ttl: 0 };
   const parkedLine = auditLine('burst_deduplicated', parked, NOW);
