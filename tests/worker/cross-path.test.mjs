@@ -192,15 +192,6 @@ test("an EM500-UDL history record (20 CE) of its live distance (03 82) is that r
   });
 });
 
-test("/v1/stats has exactly the members docs/http-api.md lists", async () => {
-  await withWorker({}, async (w) => {
-    const page = fs.readFileSync(new URL("../../docs/http-api.md", import.meta.url), "utf8");
-    const row = page.split("\n").find((l) => l.startsWith("| `GET /v1/stats` |"));
-    const listed = [...row.split("|")[2].matchAll(/`([a-z_]+)`/g)].map((m) => m[1]);
-    assert.deepEqual(Object.keys(await stats(w)).sort(), [...new Set(listed)].sort());
-  });
-});
-
 test("the fill level, not the distance, is compared: in a 2 m bin two distances a millimetre apart can be one reading", async () => {
   await withWorker({}, async (w) => {
     const id = "B0B1C2D3E4F50107";

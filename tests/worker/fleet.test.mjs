@@ -260,6 +260,20 @@ test("backlog figures follow deliveries: waiting, failed attempts and their age,
   }
 });
 
+test("/v1/stats has exactly the members docs/http-api.md lists", async () => {
+  const w = await start({ vars: { STATS_FLUSH_MS: "10" } });
+  try {
+    const page = fs.readFileSync(new URL("../../docs/http-api.md", import.meta.url), "utf8");
+    const row = page.split("\n").find((l) => l.startsWith("| `GET /v1/stats` |"));
+    const listed = [...row.split("|")[2].matchAll(/`([a-z_]+)`/g)].map((m) => m[1]);
+    const { status, body } = await get(w.call, "/v1/stats");
+    assert.equal(status, 200);
+    assert.deepEqual(Object.keys(body).sort(), [...new Set(listed)].sort());
+  } finally {
+    await w.mf.dispose();
+  }
+});
+
 test("STATS_FLUSH_MS is validated like the other numbers", async () => {
   for (const bad of ["0", "1.5", "3600001", "soon"]) {
     const w = await start({ vars: { STATS_FLUSH_MS: bad } });

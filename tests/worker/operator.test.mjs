@@ -382,6 +382,18 @@ test("health pages walk every device once, group by group and in code point orde
   assert.ok(pages > 2);
 });
 
+test("health answers chosen by Accept say so (Vary: Accept), so that a cache does not serve the CSV for JSON", async () => {
+  await ingest([reading("bin-vary", 1, 10)]);
+  for (const route of ["/v1/devices/health", at("bin-vary", "health")]) {
+    for (const accept of ["text/csv", "application/json"]) {
+      const res = await call(route, { headers: { authorization: `Bearer ${TOKEN}`, accept } });
+      await res.arrayBuffer();
+      assert.equal(res.status, 200);
+      assert.match(res.headers.get("vary") ?? "", /(^|,\s*)accept(\s*,|$)/i, `${route} for ${accept}`);
+    }
+  }
+});
+
 test("health CSV: an id a spreadsheet would run as a formula is written with a leading ', the JSON keeps it as it is", async () => {
   // Before, `=HYPERLINK(...)` as a device id was exported verbatim, and a spreadsheet
   // opening the CSV ran it.
