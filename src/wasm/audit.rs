@@ -11,7 +11,7 @@ use std::collections::BTreeMap;
 use wasm_bindgen::prelude::*;
 
 use super::js_value::{
-    flat_copy, is_plain_object, maybe_lossy, member_well_formed, object_arg, shown, threw_arg,
+    flat_copy, is_plain_object, maybe_lossy, member_well_formed, object_and_copy, shown, threw_arg,
     time_arg, type_name,
 };
 use super::{to_js, to_value};
@@ -23,10 +23,10 @@ pub(super) fn audit_context(context: JsValue) -> Result<AuditContext, JsValue> {
     if context.is_undefined() || context.is_null() {
         return Ok(AuditContext::default());
     }
-    // Read by name (`object_arg`), so that a misspelt member is refused, not dropped:
-    // serde-wasm-bindgen's struct reader never sees a member it does not know.
-    let c: AuditContext = object_arg(&context, "the audit context", &CONTEXT_MEMBERS)?;
-    let context = flat_copy(&context).map_err(|e| to_js(threw_arg("the audit context", &e)))?;
+    // Read by name, so that a misspelt member is refused, not dropped: serde-wasm-bindgen's
+    // struct reader never sees a member it does not know. One copy, read for both checks.
+    let (c, context): (AuditContext, _) =
+        object_and_copy(&context, "the audit context", &CONTEXT_MEMBERS)?;
     let [device_id, route, burst_id, error] = CONTEXT_MEMBERS;
     for (name, value) in [
         (device_id, &c.device_id),

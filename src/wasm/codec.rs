@@ -10,7 +10,7 @@ use serde::Deserialize;
 use tsify::Tsify;
 use wasm_bindgen::prelude::*;
 
-use super::js_value::{device_id_arg, object_arg, shown, type_name, u8_arg};
+use super::js_value::{device_id_arg, object_arg, shown, type_name, u8_arg, whole_u32};
 use super::{to_js, to_value};
 
 /// Reads one uplink's raw payload with a sensor codec (`codec`: one of
@@ -47,14 +47,11 @@ pub fn history_request_js(
 ) -> Result<Option<Vec<u8>>, JsValue> {
     let codec = codec_value(&codec)?;
     let second = |v: &JsValue, name: &str| {
-        v.as_f64()
-            .filter(|s| s.fract() == 0.0 && (0.0..=f64::from(u32::MAX)).contains(s))
-            .map(|s| s as u32)
-            .ok_or_else(|| {
-                to_js(Error::BadArgument(format!(
-                    "{name} must be a whole number of unix seconds 0 ..= 4294967295"
-                )))
-            })
+        whole_u32(v).ok_or_else(|| {
+            to_js(Error::BadArgument(format!(
+                "{name} must be a whole number of unix seconds 0 ..= 4294967295"
+            )))
+        })
     };
     let (start, end) = (second(&start_s, "startS")?, second(&end_s, "endS")?);
     let request = history_request(codec, start, end).map_err(to_js)?;

@@ -211,11 +211,18 @@ pub(super) fn flag_arg(v: &JsValue, name: &str) -> Result<bool, JsValue> {
 /// (`2**32 + 1`, `1.5`, `"1"`) is no ticket, so `unknown_ticket` rather than a
 /// wrapped or truncated ticket of someone else.
 pub(super) fn ticket_arg(v: &JsValue) -> Result<u32, JsValue> {
-    match v.as_f64() {
-        Some(t) if t.fract() == 0.0 && (0.0..=f64::from(u32::MAX)).contains(&t) => Ok(t as u32),
-        Some(t) => Err(to_js(Error::NotATicket(t.to_string()))),
-        None => Err(to_js(Error::NotATicket(type_name(v).into()))),
+    match (whole_u32(v), v.as_f64()) {
+        (Some(t), _) => Ok(t),
+        (None, Some(t)) => Err(to_js(Error::NotATicket(t.to_string()))),
+        (None, None) => Err(to_js(Error::NotATicket(type_name(v).into()))),
     }
+}
+
+/// A JS number that is a whole number within `0 ..= 2^32 − 1` (`-0` is 0), else `None`.
+pub(super) fn whole_u32(v: &JsValue) -> Option<u32> {
+    v.as_f64()
+        .filter(|n| n.fract() == 0.0 && (0.0..=f64::from(u32::MAX)).contains(n))
+        .map(|n| n as u32)
 }
 
 /// A key list argument: one string, a key per line, valid Unicode (a device id in a
@@ -278,9 +285,9 @@ pub(super) fn refused_arg(v: &JsValue) -> Result<usize, JsValue> {
     if v.is_undefined() || v.is_null() {
         return Ok(0);
     }
-    match v.as_f64() {
-        Some(n) if n.fract() == 0.0 && (0.0..=f64::from(u32::MAX)).contains(&n) => Ok(n as usize),
-        _ => Err(to_js(Error::InvalidBurst(format!(
+    match whole_u32(v) {
+        Some(n) => Ok(n as usize),
+        None => Err(to_js(Error::InvalidBurst(format!(
             "refused must be a whole number 0 ..= 4294967295, got {}",
             js_sys::JSON::stringify(v)
                 .map(String::from)
@@ -353,6 +360,16 @@ pub(super) fn object_arg<T: serde::de::DeserializeOwned>(
     what: &str,
     members: &[&str],
 ) -> Result<T, JsValue> {
+    object_and_copy(v, what, members).map(|(value, _)| value)
+}
+
+/// [`object_arg`], with the plain copy it read (for a caller that looks at a member's
+/// text again, such as a lone surrogate's).
+pub(super) fn object_and_copy<T: serde::de::DeserializeOwned>(
+    v: &JsValue,
+    what: &str,
+    members: &[&str],
+) -> Result<(T, JsValue), JsValue> {
     let copy = flat_copy(v).map_err(|e| to_js(threw_arg(what, &e)))?;
     if copy.is_object() {
         // A plain copy: reading its keys runs no caller code.
@@ -369,6 +386,7 @@ pub(super) fn object_arg<T: serde::de::DeserializeOwned>(
             ))));
         }
     }
-    serde_wasm_bindgen::from_value(copy)
-        .map_err(|e| to_js(Error::BadArgument(format!("{what}: {e}"))))
+    let value = serde_wasm_bindgen::from_value(copy.clone())
+        .map_err(|e| to_js(Error::BadArgument(format!("{what}: {e}"))))?;
+    Ok((value, copy))
 }
