@@ -830,9 +830,10 @@ async function fromDevice(call) {
 function deviceConfigOf(bytes) {
   const members = jsonObjectOf(bytes, CONFIG_MEMBERS, "invalid_config_body");
   const given = (name) => (members[name]?.kind === "null" ? undefined : members[name]);
-  const codec = given("codec")?.value ?? null;
-  if (given("codec") && (given("codec").kind !== "string" || !CODECS.includes(codec))) {
-    throw new HttpError(400, "unknown_codec", `codec must be null (chosen from the uplink) or one of ${CODECS.join(", ")}; got ${shown(given("codec").text)}`);
+  const named = given("codec");
+  const codec = named?.value ?? null;
+  if (named && (named.kind !== "string" || !CODECS.includes(codec))) {
+    throw new HttpError(400, "unknown_codec", `codec must be null (chosen from the uplink) or one of ${CODECS.join(", ")}; got ${shown(named.text)}`);
   }
   const out = { codec };
   for (const [name, rule] of Object.entries(CONFIG_NUMBERS)) out[name] = wholeMember(name, rule, given(name));
