@@ -184,17 +184,17 @@ try {
 }
 
 // The parked rows on disk, per device, while no runtime holds the files. A group's file
-// can hold several parked devices: rows and JSON are counted per device_id, and each
+// can hold several parked devices: rows and payload bytes are counted per device_id, and each
 // file's pages of `parked` and its index are shared among its devices by their rows.
 const disk = sqliteQueries(databases(dir, "GroupObject"), {
-  devices: "SELECT COALESCE((SELECT json_group_array(json_array(device_id, n, bytes)) FROM (SELECT device_id, COUNT(*) AS n, SUM(LENGTH(raw)) AS bytes FROM parked GROUP BY device_id)), '[]')",
+  devices: "SELECT COALESCE((SELECT json_group_array(json_array(device_id, n, bytes)) FROM (SELECT device_id, COUNT(*) AS n, SUM(LENGTH(payload)) AS bytes FROM parked GROUP BY device_id)), '[]')",
   rows: "SELECT COUNT(*) FROM parked",
   table: "SELECT COALESCE(SUM(pgsize), 0) FROM dbstat WHERE name = 'parked'",
   index: "SELECT COALESCE(SUM(pgsize), 0) FROM dbstat WHERE name = 'sqlite_autoindex_parked_1'",
 })
   .filter((f) => f.rows > 0)
   .flatMap((f) =>
-    JSON.parse(f.devices).map(([device, rows, json]) => ({ device, rows, json, table: (f.table * rows) / f.rows, index: (f.index * rows) / f.rows, shared: f.rows > rows })),
+    JSON.parse(f.devices).map(([device, rows, payload]) => ({ device, rows, payload, table: (f.table * rows) / f.rows, index: (f.index * rows) / f.rows, shared: f.rows > rows })),
   )
   .filter((d) => d.device !== warmParked.id);
 const bySize = new Map(PARKED.map((size) => [size, disk.filter((d) => d.rows === size)]));
@@ -207,7 +207,7 @@ for (const [size, devices] of bySize) {
   const t = totals(devices);
   console.log(
     `     ${fmt(size).padStart(5)} parked: ${fmt(t.table / devices.length)} B table + ${fmt(t.index / devices.length)} B index = ` +
-      `${fmt((t.table + t.index) / t.rows, 1)} B per parked uplink (its raw JSON ${fmt(t.json / t.rows)} B; ${devices.length} devices)`,
+      `${fmt((t.table + t.index) / t.rows, 1)} B per parked uplink (its payload ${fmt(t.payload / t.rows)} B; ${devices.length} devices)`,
   );
 }
 const full = totals(bySize.get(Math.max(...PARKED)));

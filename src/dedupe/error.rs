@@ -83,6 +83,28 @@ pub enum Error {
 }
 
 impl Error {
+    /// The codes of a reading's [`Rejection`] (`limits().rejection.codes`): what
+    /// [`Error::code`] gives for an error about one reading, its members or its content.
+    /// The others are about a call (a body, a burst, an argument, a configuration) and
+    /// are thrown, never a reading's rejection.
+    pub const REJECTION_CODES: [&'static str; 10] = [
+        "invalid_reading",
+        "missing_device_id",
+        "invalid_device_id",
+        "missing_seq",
+        "invalid_seq",
+        "missing_ts",
+        "invalid_ts",
+        "missing_fill_pct",
+        "invalid_fill_pct",
+        "no_reading",
+    ];
+
+    /// The fields a [`Rejection`] names (`limits().rejection.fields`): each [`Field`]'s
+    /// name, and `reading` for the reading as a whole ([`Error::field`]).
+    pub const REJECTION_FIELDS: [&'static str; 5] =
+        ["device_id", "seq", "ts", "fill_pct", "reading"];
+
     /// The stable, machine-readable code of this error.
     pub fn code(&self) -> &'static str {
         match self {
@@ -207,6 +229,99 @@ impl Rejection {
             field: error.field(),
             code: error.code(),
             message: error.to_string(),
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::{Error, Field};
+
+    /// One of each variant, and whether it is about one reading. The match has no
+    /// wildcard: a new variant is not compiled until it is sorted here.
+    fn every_error() -> Vec<(Error, bool)> {
+        let fields = [Field::DeviceId, Field::Seq, Field::Ts, Field::FillPct];
+        let mut all: Vec<Error> = fields.iter().map(|&f| Error::Missing(f)).collect();
+        all.extend(fields.iter().map(|&f| Error::Invalid(f, "breaks its rule")));
+        all.extend([
+            Error::InvalidReading("not an object".into()),
+            Error::InvalidJson("line 1".into()),
+            Error::InvalidBurst("not an array".into()),
+            Error::InvisibleCharacter('\u{200B}'),
+            Error::BadArgument("not a string".into()),
+            Error::InvalidConfig("out of range".into()),
+            Error::InvalidSnapshot("truncated"),
+            Error::UnknownTicket(7.0),
+            Error::NotATicket("a BigInt".into()),
+            Error::InvalidTime(f64::NAN),
+            Error::NoEntropy,
+            Error::UnknownFormat("x".into()),
+            Error::FieldMaskIncomplete("end_device_ids"),
+            Error::UnknownCodec("x".into()),
+            Error::InvalidPayload("short".into()),
+            Error::UnsupportedPort(9),
+            Error::NoReading("sentinel"),
+            Error::MissingReportingPeriod,
+            Error::TooManyReadings(2, 1),
+            Error::InvalidKey("not a key"),
+        ]);
+        all.into_iter()
+            .map(|e| {
+                let about_a_reading = match e {
+                    Error::InvalidReading(_)
+                    | Error::Missing(_)
+                    | Error::Invalid(..)
+                    | Error::InvisibleCharacter(_)
+                    | Error::NoReading(_) => true,
+                    Error::InvalidJson(_)
+                    | Error::InvalidBurst(_)
+                    | Error::BadArgument(_)
+                    | Error::InvalidConfig(_)
+                    | Error::InvalidSnapshot(_)
+                    | Error::UnknownTicket(_)
+                    | Error::NotATicket(_)
+                    | Error::InvalidTime(_)
+                    | Error::NoEntropy
+                    | Error::UnknownFormat(_)
+                    | Error::FieldMaskIncomplete(_)
+                    | Error::UnknownCodec(_)
+                    | Error::InvalidPayload(_)
+                    | Error::UnsupportedPort(_)
+                    | Error::MissingReportingPeriod
+                    | Error::TooManyReadings(..)
+                    | Error::InvalidKey(_) => false,
+                };
+                (e, about_a_reading)
+            })
+            .collect()
+    }
+
+    /// `names` in order, each once.
+    fn set(mut names: Vec<&'static str>) -> Vec<&'static str> {
+        names.sort_unstable();
+        names.dedup();
+        names
+    }
+
+    #[test]
+    fn the_rejection_codes_and_fields_are_those_of_the_errors_about_one_reading() {
+        let errors = every_error();
+        let about_a_reading = || errors.iter().filter(|(_, r)| *r).map(|(e, _)| e);
+        assert_eq!(
+            set(about_a_reading().map(Error::code).collect()),
+            set(Error::REJECTION_CODES.to_vec())
+        );
+        assert_eq!(
+            set(about_a_reading().map(Error::field).collect()),
+            set(Error::REJECTION_FIELDS.to_vec())
+        );
+        // No code of a call's error is also a reading's.
+        for (e, about_a_reading) in &errors {
+            assert_eq!(
+                Error::REJECTION_CODES.contains(&e.code()),
+                *about_a_reading,
+                "{e:?}"
+            );
         }
     }
 }

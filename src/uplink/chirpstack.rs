@@ -165,7 +165,7 @@ mod tests {
         let raw = raw_of(Format::ChirpStack, CHIRPSTACK_UP);
         assert_eq!(
             raw,
-            json!({"device_id": "0101010101010101", "f_port": 1, "payload": "aa",
+            json!({"device_id": "0101010101010101", "f_port": 1, "payload": [0xaa],
                    "received_at": "2022-07-18T09:34:15.775023+00:00", "f_cnt": 0,
                    "frame": "886722ea6b2e38d9", "codec_hint": null, "config_hint": {}})
         );

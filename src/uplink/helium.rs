@@ -96,7 +96,7 @@ mod tests {
         assert_eq!(
             raw,
             json!({"device_id": "1C29FBD1D2084E21", "f_port": 1,
-                   "payload": "48656c6c6f2c20776f726c6421",
+                   "payload": b"Hello, world!".to_vec(),
                    "received_at": "2472-11-09T08:11:01.234000+00:00", "f_cnt": 19,
                    "frame": "8139aa6e7e7ce6f1", "codec_hint": null, "config_hint": {}})
         );

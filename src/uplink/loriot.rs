@@ -213,7 +213,7 @@ mod tests {
         let rx = raw_of(Format::Loriot, LORIOT_RX);
         assert_eq!(
             rx,
-            json!({"device_id": "0102030405060708", "f_port": 1, "payload": "0102aabb",
+            json!({"device_id": "0102030405060708", "f_port": 1, "payload": [1, 2, 0xaa, 0xbb],
                    "received_at": "2016-08-10T17:37:55.433000+00:00", "f_cnt": 1,
                    "frame": "870238eb4e5c164e", "codec_hint": null, "config_hint": {}})
         );

@@ -160,7 +160,7 @@ impl Format {
 /// One request, validated, keyed and split per device. Serialises as
 /// `{event, ignored, simulated, received, devices: [{device_id, readings: [{index,
 /// key, seq, ts, fill_pct, frame}]}], rejected: [{index, field, code, message,
-/// device_id}], raw: null | {device_id, f_port, payload, received_at, f_cnt, frame,
+/// device_id}], raw: null | {device_id, f_port, payload (bytes), received_at, f_cnt, frame,
 /// codec_hint, config_hint: {bin_depth_mm?, offset_mm?, reporting_period_s?}}}`.
 #[derive(Debug, Clone, PartialEq, Serialize)]
 #[cfg_attr(feature = "typescript", derive(tsify::Tsify))]

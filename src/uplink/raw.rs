@@ -69,8 +69,9 @@ pub struct RawUplink {
     pub device_id: String,
     /// The LoRaWAN port, 1 ..= 255.
     pub f_port: u32,
-    /// The payload's bytes in lower-case hex (2 ..= 510 digits).
-    pub payload: String,
+    /// The payload's bytes (1 ..= 255), a JSON array of numbers: the worker hands
+    /// them to the codec as a `Uint8Array` (`readingsFromPayload`), never as text.
+    pub payload: Vec<u8>,
     /// The receive time, written as the plan writes `ts`.
     #[serde(serialize_with = "isoformat_text")]
     #[cfg_attr(feature = "typescript", tsify(type = "string"))]
@@ -267,7 +268,7 @@ fn uplink(format: Format, envelope: &Envelope<'_>, device_id: String) -> Result<
     Ok(RawUplink {
         device_id,
         f_port,
-        payload: hex(&bytes),
+        payload: bytes,
         received_at,
         f_cnt,
         frame: format!("{:016x}", envelope.frame.uplink_digest(format)),
@@ -330,17 +331,6 @@ fn unhex(text: &str) -> Option<Vec<u8>> {
         .collect()
 }
 
-/// Bytes as lower-case hex.
-fn hex(bytes: &[u8]) -> String {
-    const DIGITS: &[u8; 16] = b"0123456789abcdef";
-    let mut out = String::with_capacity(bytes.len() * 2);
-    for b in bytes {
-        out.push(char::from(DIGITS[usize::from(b >> 4)]));
-        out.push(char::from(DIGITS[usize::from(b & 15)]));
-    }
-    out
-}
-
 #[cfg(test)]
 mod tests {
     use super::super::test_kit::{
@@ -349,15 +339,13 @@ mod tests {
         LORIOT_RX, TTS_UPLINK, TTS_WITH_FILL,
     };
     use super::super::Format;
-    use super::{frame_from_hex, hex, unbase64, unhex};
+    use super::{frame_from_hex, unbase64, unhex};
     use serde_json::{json, Value};
 
     #[test]
-    fn hex_round_trips_in_lower_case_and_refuses_what_is_not_hex() {
+    fn hex_is_read_in_either_case_and_what_is_not_hex_is_refused() {
         let all: Vec<u8> = (0..=255).collect();
-        let text = hex(&all);
-        assert_eq!(&text[..8], "00010203");
-        assert_eq!(&text[text.len() - 4..], "feff");
+        let text: String = all.iter().map(|b| format!("{b:02x}")).collect();
         assert_eq!(unhex(&text), Some(all.clone()));
         assert_eq!(unhex(&text.to_uppercase()), Some(all));
         assert_eq!(unhex(""), Some(vec![]));
@@ -408,7 +396,7 @@ mod tests {
         let p = plan_of(Format::Tts, &body);
         assert_eq!(
             serde_json::to_value(&p.raw).unwrap(),
-            json!({"device_id": "0004A30B001C0530", "f_port": 85, "payload": EM500_HISTORY_HEX,
+            json!({"device_id": "0004A30B001C0530", "f_port": 85, "payload": unhex(EM500_HISTORY_HEX),
                    "received_at": "2020-02-12T15:15:45.789585+00:00", "f_cnt": 1,
                    "frame": "78f2a1fe989df34e", "codec_hint": "milesight-iot/em500-udl",
                    "config_hint": {}})
@@ -422,7 +410,7 @@ mod tests {
         assert_eq!(p.rejected[0].rejection.code, "missing_fill_pct");
         // The JSON text: the plan's last member.
         assert!(p.to_json().ends_with(
-            r#""raw":{"device_id":"0004A30B001C0530","f_port":85,"payload":"20ce9e744663d20420ce3a824663d004","received_at":"2020-02-12T15:15:45.789585+00:00","f_cnt":1,"frame":"78f2a1fe989df34e","codec_hint":"milesight-iot/em500-udl","config_hint":{}}}"#
+            r#""raw":{"device_id":"0004A30B001C0530","f_port":85,"payload":[32,206,158,116,70,99,210,4,32,206,58,130,70,99,208,4],"received_at":"2020-02-12T15:15:45.789585+00:00","f_cnt":1,"frame":"78f2a1fe989df34e","codec_hint":"milesight-iot/em500-udl","config_hint":{}}}"#
         ), "{}", p.to_json());
     }
 
@@ -433,10 +421,6 @@ mod tests {
         use std::num::NonZeroU32;
         let raw = plan_of(Format::Tts, &tts_em500()).raw.unwrap();
         let codec = Codec::from_id(raw.codec_hint.unwrap()).unwrap();
-        let bytes: Vec<u8> = (0..raw.payload.len())
-            .step_by(2)
-            .map(|i| u8::from_str_radix(&raw.payload[i..i + 2], 16).unwrap())
-            .collect();
         let config = DeviceConfig {
             codec: None,
             bin_depth_mm: NonZeroU32::new(1500).unwrap(),
@@ -453,7 +437,7 @@ mod tests {
             codec,
             &config,
             raw.f_port,
-            &bytes,
+            &raw.payload,
             &meta,
             DeviceState::default(),
         )
@@ -511,7 +495,7 @@ mod tests {
             &["object"],
             json!({"readings": [{"seq": 8}, {"seq": 9}]}),
         );
-        assert_eq!(raw_of(Format::ChirpStack, &b)["payload"], json!("aa"));
+        assert_eq!(raw_of(Format::ChirpStack, &b)["payload"], json!([0xaa]));
         // No device, no raw.
         let b = with(CHIRPSTACK_UP, &["deviceInfo"], json!({"devEui": ""}));
         assert_eq!(raw_of(Format::ChirpStack, &b), Value::Null);
@@ -661,7 +645,7 @@ mod tests {
         let longest = with(LORIOT_RX, &[], json!({"data": "ff".repeat(255)}));
         assert_eq!(
             raw_of(Format::Loriot, &longest)["payload"],
-            json!("ff".repeat(255))
+            json!(vec![0xff; 255])
         );
     }
 

@@ -326,7 +326,7 @@ mod tests {
         let raw = raw_of(Format::Tts, &port(TTS_UPLINK));
         assert_eq!(
             (&raw["payload"], &raw["f_port"], &raw["codec_hint"]),
-            (&json!("8241de"), &json!(1), &Value::Null)
+            (&json!([0x82, 0x41, 0xde]), &json!(1), &Value::Null)
         );
         for (brand, model) in [
             (json!("milesight-iot"), json!("EM500-UDL")),
@@ -356,7 +356,7 @@ mod tests {
         let raw = raw_of(Format::Tts, sim);
         assert_eq!(
             (&raw["f_cnt"], &raw["payload"]),
-            (&json!(0), &json!("202c"))
+            (&json!(0), &json!([0x20, 0x2c]))
         );
     }
 }

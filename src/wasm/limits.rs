@@ -2,6 +2,7 @@
 //! it (the worker's config checks, the demo page).
 
 use crate::codec::{history_port, Codec, BIN_DEPTH_MM, OFFSET_MM, REPORTING_PERIOD_S};
+use crate::dedupe::error::Error;
 use crate::dedupe::seen::{DEFAULT_MAX_KEYS, DEFAULT_TTL_MS, MAX_MAX_KEYS, MAX_TTL_MS};
 use crate::uplink::{Format, DEFAULT_MAX_READINGS, MAX_MAX_READINGS};
 use serde::Serialize;
@@ -38,6 +39,15 @@ pub struct Limits {
     /// The ranges of a device configuration's numbers (`PayloadConfig`, and the
     /// worker's `PUT /v1/devices/{id}/config`).
     device_config: DeviceConfigLimits,
+    /// What a rejected reading's `code` and `field` can be.
+    rejection: RejectionNames,
+}
+
+/// `limits().rejection`: the codes and fields of a reading's rejection.
+#[derive(Serialize, Tsify)]
+pub struct RejectionNames {
+    codes: &'static [&'static str],
+    fields: &'static [&'static str],
 }
 
 /// Every codec's [`CodecInfo`], written as an object keyed by codec id (no map is
@@ -95,7 +105,8 @@ pub struct DeviceConfigLimits {
 
 /// The limits and names every layer reads from here: TTL and cap ranges, the
 /// readings-per-request cap, the webhook format names, the codecs and what each
-/// one's sensor does (`codecInfo`), the ranges of a device configuration.
+/// one's sensor does (`codecInfo`), the ranges of a device configuration, the codes
+/// and fields of a reading's rejection.
 #[wasm_bindgen(unchecked_return_type = "Limits")]
 pub fn limits() -> Result<JsValue, JsValue> {
     to_value(&Limits {
@@ -121,6 +132,10 @@ pub fn limits() -> Result<JsValue, JsValue> {
             bin_depth_mm: BIN_DEPTH_MM.into(),
             offset_mm: OFFSET_MM.into(),
             reporting_period_s: REPORTING_PERIOD_S.into(),
+        },
+        rejection: RejectionNames {
+            codes: &Error::REJECTION_CODES,
+            fields: &Error::REJECTION_FIELDS,
         },
     })
 }

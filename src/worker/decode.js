@@ -6,8 +6,10 @@
 import { guarded, readingsFromPayload } from "./core.js";
 
 export const NOT_CONFIGURED = "device_not_configured";
-/** Codes of a payload the configured codec does not read: its readings are rejected with them. */
-const UNREADABLE = new Set(["invalid_payload", "unsupported_port"]);
+/** Codes of a payload the configured codec does not read: its readings are rejected with them (field PAYLOAD_FIELD). */
+export const UNREADABLE = ["invalid_payload", "unsupported_port"];
+/** The field of a raw uplink's readings rejected for their payload: unreadable, or not kept (raw-uplinks.js PARKING_FULL). */
+export const PAYLOAD_FIELD = "payload";
 
 /**
  * The configuration that decodes `raw`: each member from the device's stored
@@ -42,13 +44,13 @@ export function decodeRaw(raw, stored, counterRef, schedulePhase = null) {
   if (missing.length) return { parked: notConfigured(raw.device_id, missing.join(" and ")) };
   const frame = { received_at: raw.received_at, f_cnt: raw.f_cnt, counter_ref: counterRef, schedule_phase_s: schedulePhase, frame: raw.frame };
   try {
-    const out = guarded(() => readingsFromPayload(raw.device_id, config, raw.f_port, bytesOfHex(raw.payload), frame));
+    const out = guarded(() => readingsFromPayload(raw.device_id, config, raw.f_port, raw.payload, frame));
     out.rejected = out.rejected.map((r) => ({ ...r, device_id: raw.device_id }));
     out.reporting_period_s = config.reporting_period_s;
     return out;
   } catch (e) {
     if (e?.code === "missing_reporting_period") return { parked: notConfigured(raw.device_id, `reporting_period_s (${config.codec} times its readings by it)`) };
-    if (UNREADABLE.has(e?.code)) return { refused: { code: e.code, message: `${config.codec}: ${e.message}`, codec: config.codec } };
+    if (UNREADABLE.includes(e?.code)) return { refused: { code: e.code, message: `${config.codec}: ${e.message}`, codec: config.codec } };
     throw e;
   }
 }
@@ -79,11 +81,4 @@ function notConfigured(device_id, what) {
     code: NOT_CONFIGURED,
     message: `device ${JSON.stringify(device_id)} has no ${what} for its raw payload: the uplink is kept undecoded, and decoded when PUT /v1/devices/{device_id}/config gives it`,
   };
-}
-
-/** The bytes of lower-case hex text (the plan writes `raw.payload` so). */
-function bytesOfHex(hex) {
-  const bytes = new Uint8Array(hex.length / 2);
-  for (let i = 0; i < bytes.length; i++) bytes[i] = parseInt(hex.slice(2 * i, 2 * i + 2), 16);
-  return bytes;
 }

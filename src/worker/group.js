@@ -110,7 +110,13 @@ CREATE TABLE IF NOT EXISTS config (
 CREATE TABLE IF NOT EXISTS parked (
   device_id TEXT NOT NULL,
   frame TEXT NOT NULL,            -- the radio frame's identity: a copy is kept once
-  raw TEXT NOT NULL,              -- JSON: the plan's raw uplink (src/uplink/raw.rs)
+  -- The plan's raw uplink (src/uplink/raw.rs), member by member (raw-uplinks.js parkedRaw):
+  f_port INTEGER NOT NULL,
+  payload BLOB NOT NULL,          -- its bytes as sent
+  received_at TEXT NOT NULL,
+  f_cnt INTEGER NOT NULL,
+  codec_hint TEXT,
+  config_hint TEXT NOT NULL,      -- JSON object
   rows INTEGER NOT NULL,          -- readings the uplink was counted as (received, parked)
   route TEXT NOT NULL,
   burst_id TEXT NOT NULL,

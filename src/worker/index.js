@@ -7,7 +7,7 @@ import { downlinkTarget } from "./backfill.js";
 import { config } from "./config.js";
 import { ADMITTED, auditLine, checkDeviceId, CODEC_INFO, CONFLICT, DUPLICATE, guarded, HttpError, isoTime, limits, logNothingStored, parseUplink, readObject, SeqWindow } from "./core.js";
 import { mapAtMost, yieldToIo } from "./fanout.js";
-import { decodedView, decodeRaw, previewNotDecoded } from "./decode.js";
+import { decodedView, decodeRaw, PAYLOAD_FIELD, previewNotDecoded } from "./decode.js";
 import { byCode, countMessage, countUnroutable, deviceHealth, fleetFigures, fleetHealth, fleetStats, HEALTH_COLUMNS, IGNORED, knows } from "./fleet.js";
 import { group } from "./group.js";
 import { groupOf } from "./placement.js";
@@ -269,6 +269,8 @@ async function ingest(request, env, cfg, format, routeName) {
     const status = { too_many_readings: 413, invalid_json: 400, invalid_burst: 400, field_mask_incomplete: 400, invalid_config: 500 }[e.code] ?? 400;
     throw new HttpError(status, e.code, e.message);
   }
+  // A raw payload's bytes, from here on as bytes: the group hands them to the codec as they are.
+  if (plan.raw) plan.raw.payload = Uint8Array.from(plan.raw.payload);
   const burst_id = crypto.randomUUID();
   if (plan.ignored) return acknowledge(env, format, plan.event, burst_id);
   if (plan.simulated) return simulate(env, plan, { route: routeName, burst_id });
@@ -437,7 +439,7 @@ function outcome(plan, groups, replies, burst_id) {
         } else parked.push({ index, device_id, code: r.parked.code, message: r.parked.message });
       }
     } else if (raw && r.refused_as) {
-      out.rejected.push(...rawRows.map((row) => ({ ...row, field: "payload", code: r.refused_as.code, message: r.refused_as.message })));
+      out.rejected.push(...rawRows.map((row) => ({ ...row, field: PAYLOAD_FIELD, code: r.refused_as.code, message: r.refused_as.message })));
     } else if (raw && !r.ok && !r.decoded) {
       notStored.push(...rawRows.map(({ index }) => index));
     }

@@ -16,6 +16,7 @@
 import { DurableObject } from "cloudflare:workers";
 import { NEXT_ROWID } from "./delivery.js";
 import { group } from "./group.js";
+import { parkedColumns, RAW_COLUMNS } from "./raw-uplinks.js";
 
 /** The tables a device object of the release before groups may hold, as it named them. */
 const TABLES = ["readings", "batches", "counted_bursts", "config", "parked", "codec_state", "seq_window", "operator_events", "counters", "stats_flush", "registered", "backfill"];
@@ -80,11 +81,11 @@ export class DeviceObject extends DurableObject {
   }
 
   ingest(args) {
-    return this.forward("ingest", args);
+    return this.forward("ingest", { ...args, raw: rawOfEarlier(args?.raw) });
   }
 
   preview(args) {
-    return this.forward("preview", args);
+    return this.forward("preview", { ...args, raw: rawOfEarlier(args?.raw) });
   }
 
   configure(args) {
@@ -156,7 +157,8 @@ export function importDevice(sql, device_id, tables) {
     );
   }
   for (const p of rows("parked")) {
-    sql.exec("INSERT OR IGNORE INTO parked (device_id, frame, raw, rows, route, burst_id, parked_at) VALUES (?, ?, ?, ?, ?, ?, ?)", device_id, p.frame, p.raw, p.rows, p.route, p.burst_id, p.parked_at);
+    const raw = rawOfEarlier(JSON.parse(p.raw));
+    sql.exec(`INSERT OR IGNORE INTO parked (${RAW_COLUMNS.join(", ")}, rows, route, burst_id, parked_at) VALUES (?${", ?".repeat(RAW_COLUMNS.length + 3)})`, ...parkedColumns(raw), p.rows, p.route, p.burst_id, p.parked_at);
   }
   for (const c of rows("codec_state")) sql.exec("INSERT OR REPLACE INTO codec_state (device_id, counter_ref) VALUES (?, ?)", device_id, c.counter_ref);
   for (const e of [...rows("operator_events")].sort((a, b) => a.id - b.id)) {
@@ -180,4 +182,16 @@ export function importDevice(sql, device_id, tables) {
   const flushed = rows("stats_flush")[0];
   if (!flushed) return { incarnation: crypto.randomUUID(), version: 1, acknowledged: 0, counters, window };
   return { incarnation: flushed.incarnation, version: flushed.version + 1, acknowledged: flushed.acknowledged, counters, window };
+}
+
+/**
+ * A raw uplink as the release before groups wrote it (its plan's `raw`, also the JSON
+ * of its `parked` rows) as this release's plan has it: the payload as bytes, not
+ * lower-case hex text. None (null, absent): null.
+ */
+function rawOfEarlier(raw) {
+  if (!raw) return null;
+  const bytes = new Uint8Array(raw.payload.length / 2);
+  for (let i = 0; i < bytes.length; i++) bytes[i] = parseInt(raw.payload.slice(2 * i, 2 * i + 2), 16);
+  return { ...raw, payload: bytes };
 }

@@ -18,21 +18,22 @@
 // JSON text (`openApiJson`).
 //
 // Facts owned elsewhere are read from their owner, never restated: the codecs, those
-// that need a reporting period and the configuration's ranges (the core's `limits()`),
-// the health columns and /v1/stats' counters (fleet.js), the webhook routes, ChirpStack's
-// events and the sizes of the API (routes.js, backfill.js, raw-uplinks.js), the metrics'
-// media type (metrics.js). The document is built on its first request (`openApiJson`).
-// The enumerations the core owns (rejection codes and fields, the window's totals) are
-// still written here: the core does not export them yet.
+// that need a reporting period, the configuration's ranges and a rejection's codes and
+// fields (the core's `limits()`), the window's totals (the core's SeqWindow), the codes
+// and field of a payload's rejection (decode.js, raw-uplinks.js), the health columns and
+// /v1/stats' counters (fleet.js), the webhook routes, ChirpStack's events and the sizes
+// of the API (routes.js, backfill.js, raw-uplinks.js), the metrics' media type
+// (metrics.js). The document is built on its first request (`openApiJson`).
 // What cannot be read is checked against its owner by tests/worker/openapi.test.mjs:
 // the version (package.json), the paths (index.js's router), the codes the worker's
 // source names. The tests read the document the worker serves.
 
-import { limits } from "./core.js";
+import { limits, SeqWindow } from "./core.js";
 import { RECENT_SHOWN } from "./backfill.js";
 import { BACKFILL_OUTCOMES, BACKLOG, COUNTERS, HEALTH_COLUMNS, HEALTH_COUNTS, HEALTH_RATIOS } from "./fleet.js";
 import { METRICS_CONTENT_TYPE } from "./metrics.js";
-import { UNPARK_PER_CALL } from "./raw-uplinks.js";
+import { PAYLOAD_FIELD, UNREADABLE } from "./decode.js";
+import { PARKING_FULL, UNPARK_PER_CALL } from "./raw-uplinks.js";
 import { CHIRPSTACK_EVENTS, FORGET_KEY_CHARS, PAGE_ROWS, REDRIVE_KEYS, UPLINK_ROUTES } from "./routes.js";
 
 const schema = (name) => ({ $ref: `#/components/schemas/${name}` });
@@ -170,9 +171,13 @@ const within = ({ min, max }, more = {}) => ({ type: "integer", minimum: min, ma
 
 /** The document. */
 function openApi() {
-  const { codecs, codecInfo, deviceConfig } = limits();
+  const { codecs, codecInfo, deviceConfig, rejection } = limits();
   // The codecs whose configuration needs `reporting_period_s`.
   const NEEDS_PERIOD = codecs.filter((c) => codecInfo[c].needsPeriod);
+  // The members of the window's totals, as the core writes them.
+  const window = new SeqWindow();
+  const SEQ_TOTALS = Object.keys(window.totals());
+  window.free();
   const routes = UPLINK_ROUTES.join("|");
   // The whole numbers of /v1/stats: the devices, the counters and gauges (fleet.js), simulated uplinks.
   const statsIntegers = ["devices", ...COUNTERS, ...BACKLOG, "simulated_uplinks"];
@@ -616,7 +621,7 @@ function openApi() {
           additionalProperties: false,
           properties: {
             index: integer(),
-            field: { type: "string", enum: ["device_id", "seq", "ts", "fill_pct", "reading", "payload"] },
+            field: { type: "string", enum: [...rejection.fields, PAYLOAD_FIELD] },
             code: schema("RejectionCode"),
             message: { type: "string" },
             device_id: nullable({ type: "string" }),
@@ -625,7 +630,7 @@ function openApi() {
         RejectionCode: {
           type: "string",
           description: "Why a reading was rejected (docs/http-api.md \"Readings and rejections\", \"Supported sensors\"): it can never be stored as sent.",
-          enum: ["invalid_reading", "missing_device_id", "invalid_device_id", "missing_seq", "invalid_seq", "missing_ts", "invalid_ts", "missing_fill_pct", "invalid_fill_pct", "no_reading", "invalid_payload", "unsupported_port", "parking_full"],
+          enum: [...rejection.codes, ...UNREADABLE, PARKING_FULL],
         },
         Parked: {
           type: "object",
@@ -725,9 +730,9 @@ function openApi() {
         },
         SeqTotals: {
           type: "object",
-          required: ["missing", "recovered", "repeats", "resets", "too_old", "gaps_dropped", "missing_dropped", "closed_by_reset"],
+          required: SEQ_TOTALS,
           additionalProperties: false,
-          properties: Object.fromEntries(["missing", "recovered", "repeats", "resets", "too_old", "gaps_dropped", "missing_dropped", "closed_by_reset"].map((n) => [n, integer()])),
+          properties: Object.fromEntries(SEQ_TOTALS.map((n) => [n, integer()])),
         },
         BackfillRequest: {
           type: "object",

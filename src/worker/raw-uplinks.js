@@ -5,7 +5,7 @@
 // PUT, which decodes it (`unpark`). After a stored decoded burst, the device's history
 // request moves on (`askForMissing`, backfill.js).
 import { config } from "./config.js";
-import { auditLine, guarded, logNothingStored } from "./core.js";
+import { auditLine, guarded, hex, logNothingStored } from "./core.js";
 import { backfillStep } from "./backfill.js";
 import { decodeRaw, decodedView } from "./decode.js";
 import { byCode } from "./fleet.js";
@@ -19,6 +19,8 @@ import { decodedWindowSeqs, withWindow } from "./window.js";
  * for a 16-byte payload, ~0.9 KB for the largest (docs/benchmarks.md, `npm run bench:raw`).
  */
 export const MAX_PARKED_PER_DEVICE = 10_000;
+/** The code of a raw uplink a device keeping MAX_PARKED_PER_DEVICE already cannot keep: its readings are rejected with it. */
+export const PARKING_FULL = "parking_full";
 /** What a device needs before its raw uplinks can be decoded, as the PUT body names it. */
 const CONFIG_CALL = "PUT /v1/devices/{device_id}/config";
 /** Parked uplinks one configuration call decodes; a PUT of the same configuration continues. */
@@ -56,7 +58,7 @@ export async function admitDecoded(device, context, raw, decoded, refused, { att
   if (decoded.refused) {
     // Logged with the bytes: a person can still recover the reading (another codec).
     const { code, message, codec } = decoded.refused;
-    console.log(JSON.stringify({ level: "WARN", event: "payload_not_decoded", ...context, codec, f_port: raw.f_port, payload: raw.payload, code, message }));
+    console.log(JSON.stringify({ level: "WARN", event: "payload_not_decoded", ...context, codec, f_port: raw.f_port, payload: hex(raw.payload), code, message }));
     const out = await admit(device, context, [], refused ? { [code]: refused } : {}, { attempt, unpark });
     return { ...out, refused_as: { code, message } };
   }
@@ -112,10 +114,10 @@ export async function park(device, raw, rows, context, why, attempt = 0) {
           answer = { ...why, copy: true, message: `${why.message}; this is a copy of a frame kept already` };
           counts.duplicates_suppressed = rows;
         } else if (device.sql.exec("SELECT COUNT(*) AS n FROM parked WHERE device_id = ?", device_id).one().n >= MAX_PARKED_PER_DEVICE) {
-          answer = { code: "parking_full", message: `device ${JSON.stringify(device_id)} keeps ${MAX_PARKED_PER_DEVICE} undecoded uplinks already: this one is rejected (its bytes are in the worker log); ${CONFIG_CALL} to decode them` };
+          answer = { code: PARKING_FULL, message: `device ${JSON.stringify(device_id)} keeps ${MAX_PARKED_PER_DEVICE} undecoded uplinks already: this one is rejected (its bytes are in the worker log); ${CONFIG_CALL} to decode them` };
           counts.rejected = rows;
         } else {
-          device.sql.exec("INSERT INTO parked (device_id, frame, raw, rows, route, burst_id, parked_at) VALUES (?, ?, ?, ?, ?, ?, ?)", device_id, raw.frame, JSON.stringify(raw), rows, route, burst_id, now);
+          device.sql.exec(PARK, ...parkedColumns(raw), rows, route, burst_id, now);
           answer = { ...why, copy: false };
           counts.parked = rows;
         }
@@ -133,16 +135,31 @@ export async function park(device, raw, rows, context, why, attempt = 0) {
       return { ok: false, status: 503, code: "storage_unavailable", message: `could not keep the uplink (${write} attempts): ${e?.message ?? e}` };
     }
   }
-  if (answer.code === "parking_full") {
-    console.log(JSON.stringify({ level: "WARN", event: "payload_not_parked", ...context, f_port: raw.f_port, payload: raw.payload, received_at: raw.received_at, code: answer.code }));
+  if (answer.code === PARKING_FULL) {
+    console.log(JSON.stringify({ level: "WARN", event: "payload_not_parked", ...context, f_port: raw.f_port, payload: hex(raw.payload), received_at: raw.received_at, code: answer.code }));
     return { ok: true, verdicts: [], refused_as: answer };
   }
   if (counts.received) {
-    console.log(JSON.stringify({ level: "WARN", event: "uplink_parked", ...context, f_port: raw.f_port, bytes: raw.payload.length / 2, copy: answer.copy, code: answer.code, message: answer.message }));
+    console.log(JSON.stringify({ level: "WARN", event: "uplink_parked", ...context, f_port: raw.f_port, bytes: raw.payload.length, copy: answer.copy, code: answer.code, message: answer.message }));
     console.log(guarded(() => auditLine("burst_deduplicated", counts, now, context)));
   }
   await scheduleAfterCommit(device, config(device.env), context);
   return { ok: true, verdicts: [], parked: answer };
+}
+
+/** The `parked` columns that hold a raw uplink, in its members' order (`parkedColumns`, `parkedRaw`). */
+export const RAW_COLUMNS = ["device_id", "frame", "f_port", "payload", "received_at", "f_cnt", "codec_hint", "config_hint"];
+/** Keeps a raw uplink: RAW_COLUMNS, then rows, route, burst_id, parked_at. */
+export const PARK = `INSERT INTO parked (${RAW_COLUMNS.join(", ")}, rows, route, burst_id, parked_at) VALUES (?${", ?".repeat(RAW_COLUMNS.length + 3)})`;
+
+/** The plan's raw uplink as RAW_COLUMNS' values: its bytes as a BLOB, its hints' object as JSON. */
+export function parkedColumns(raw) {
+  return RAW_COLUMNS.map((c) => (c === "config_hint" ? JSON.stringify(raw.config_hint) : raw[c]));
+}
+
+/** A parked row's raw uplink, as the plan gave it (`parkedColumns` backwards: SQLite gives a BLOB as an ArrayBuffer). */
+function parkedRaw(row) {
+  return { ...Object.fromEntries(RAW_COLUMNS.map((c) => [c, row[c]])), payload: new Uint8Array(row.payload), config_hint: JSON.parse(row.config_hint) };
 }
 
 /**
@@ -158,9 +175,9 @@ export async function park(device, raw, rows, context, why, attempt = 0) {
 export async function unpark(device) {
   const done = { uplinks: 0, received: 0, unique: 0, duplicates_suppressed: 0, rejected: 0, still_parked: 0 };
   if (!device.prepared) return done;
-  const rows = device.sql.exec("SELECT frame, raw, rows, route, burst_id FROM parked WHERE device_id = ? ORDER BY parked_at, rowid LIMIT ?", device.id, UNPARK_PER_CALL).toArray();
+  const rows = device.sql.exec(`SELECT ${RAW_COLUMNS.join(", ")}, rows, route, burst_id FROM parked WHERE device_id = ? ORDER BY parked_at, rowid LIMIT ?`, device.id, UNPARK_PER_CALL).toArray();
   for (const row of rows) {
-    const raw = JSON.parse(row.raw);
+    const raw = parkedRaw(row);
     const context = { device_id: raw.device_id, route: row.route, burst_id: row.burst_id };
     let out;
     try {

@@ -78,7 +78,7 @@ test('ChirpStack, Helium, LORIOT: the events docs/network-servers.md says are ac
     assert.match(loriot, new RegExp(`\`${cmd}\``));
     const plan = JSON.parse(pkg.parseUplink('loriot', body('loriot', cmd)));
     // No fill level, raw bytes: the worker decodes them or parks the uplink (one frame for both).
-    assert.deepEqual([plan.ignored, plan.event, plan.raw?.payload], [false, cmd, '0102aabb'], cmd);
+    assert.deepEqual([plan.ignored, plan.event, plan.raw?.payload], [false, cmd, [0x01, 0x02, 0xaa, 0xbb]], cmd);
   }
   for (const [file, cmd] of [['tx', 'tx'], ['cq_response', 'cq']]) {
     assert.match(loriot, new RegExp(`\`${cmd}\``));

@@ -109,7 +109,7 @@ const plan = (file) => JSON.parse(parseUplink(FIXTURES[file].format, fs.readFile
 /** The readings of a fixture's raw payload for its device config (and a counter reference). */
 const readingsOf = (file, counterRef = null) => {
   const { raw } = plan(file);
-  return readingsFromPayload(raw.device_id, FIXTURES[file].config, raw.f_port, Buffer.from(raw.payload, 'hex'),
+  return readingsFromPayload(raw.device_id, FIXTURES[file].config, raw.f_port, Uint8Array.from(raw.payload),
     { received_at: raw.received_at, f_cnt: raw.f_cnt, counter_ref: counterRef });
 };
 const keys = (out) => out.readings.map((r) => r.key);
@@ -124,7 +124,7 @@ test('every raw/ fixture is an uplink without a fill level whose plan hands on i
     assert.deepEqual([p.ignored, p.devices, p.rejected.map((r) => r.code)], [false, [], ['missing_fill_pct']], file);
     const { raw } = p;
     assert.deepEqual(
-      [raw.device_id, raw.f_port, raw.payload, raw.codec_hint, raw.config_hint],
+      [raw.device_id, raw.f_port, Buffer.from(raw.payload).toString('hex'), raw.codec_hint, raw.config_hint],
       [want.device, want.f_port, want.payload, want.hint, want.configHint ?? {}],
       file,
     );

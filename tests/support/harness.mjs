@@ -8,6 +8,8 @@ import { execFileSync } from "node:child_process";
 import os from "node:os";
 import path from "node:path";
 import { checkReply, documentInUse, useDocument } from "./openapi-replies.mjs";
+import * as pkgCore from "../../pkg/reconnect_dedupe.js";
+import { groupName } from "../../src/worker/placement.js";
 
 export { checkReply };
 
@@ -131,6 +133,29 @@ export async function get(call, p) {
 export async function sendUplink(call, route, body) {
   const res = await post(call, `/v1/uplinks/${route}`, body);
   return { status: res.status, body: await res.json() };
+}
+
+/**
+ * The worker's retry of a raw uplink's group call (attempt > 0: the first call
+ * committed, its answer lost), made as the stateless tier makes it (index.js `ingest`):
+ * `body` of `route` planned by the core, the payload as bytes. The group's answer.
+ */
+export async function retryRawCall(w, route, body, burst_id, attempt = 1) {
+  const plan = JSON.parse(core().parseUplink(route, new TextEncoder().encode(JSON.stringify(body)), { maxReadings: 10_000 }));
+  const { device_id } = plan.raw;
+  const raw = { ...plan.raw, payload: Uint8Array.from(plan.raw.payload) };
+  const ns = await w.mf.getDurableObjectNamespace("GROUPS");
+  return ns.get(ns.idFromName(groupName(device_id))).ingest({ device_id, readings: [], refused: plan.rejected.length, raw, route, burst_id, attempt });
+}
+
+/** The Wasm core of pkg/, loaded on first use. */
+let loaded;
+function core() {
+  if (!loaded) {
+    loaded = pkgCore;
+    loaded.initSync({ module: fs.readFileSync(path.join(root, "pkg/reconnect_dedupe_bg.wasm")) });
+  }
+  return loaded;
 }
 
 /** PUT /v1/devices/{id}/config with `config` and the token: `{status, body}`. */

@@ -31,6 +31,7 @@ import type {
   CodecInfo,
   DecodedPayload,
   DeviceConfigLimits,
+  RejectionNames,
   PayloadConfig,
   PayloadFrame,
   PayloadReadings,
@@ -91,9 +92,10 @@ export const shapes = {
     memory_bytes: true, ttl_ms: true, max_keys: true,
   } satisfies Members<DeduplicatorStats>,
   range: { min: true, max: true, default: true } satisfies Members<Range>,
-  limits: { ttlMs: true, maxKeys: true, maxReadings: true, formats: true, codecs: true, codecInfo: true, deviceConfig: true } satisfies Members<Limits>,
+  limits: { ttlMs: true, maxKeys: true, maxReadings: true, formats: true, codecs: true, codecInfo: true, deviceConfig: true, rejection: true } satisfies Members<Limits>,
   codecInfo: { needsPeriod: true, seqIsCounter: true, historyFPort: true } satisfies Members<CodecInfo>,
   deviceConfig: { bin_depth_mm: true, offset_mm: true, reporting_period_s: true } satisfies Members<DeviceConfigLimits>,
+  rejectionNames: { codes: true, fields: true } satisfies Members<RejectionNames>,
   bounds: { min: true, max: true } satisfies Members<Bounds>,
   payloadConfig: { codec: true, bin_depth_mm: true, offset_mm: true, reporting_period_s: true } satisfies Members<PayloadConfig>,
   payloadFrame: { received_at: true, f_cnt: true, counter_ref: true, schedule_phase_s: true, frame: true } satisfies Members<PayloadFrame>,
@@ -221,14 +223,15 @@ export function worker(body: Uint8Array): string[] {
   // An uplink without a fill level: its raw payload, for the codec (the rows stay rejected).
   const raw: RawUplink | null = plan.raw;
   if (raw !== null) {
-    const hex: string = raw.payload;
+    // Its bytes, as the codec takes them.
+    const bytes: Uint8Array = Uint8Array.from(raw.payload);
     const codec: string | null = raw.codec_hint;
     const depth: number | undefined = raw.config_hint.bin_depth_mm;
     const at: [number, number, string] = [raw.f_port, raw.f_cnt, raw.received_at];
     const frame: string = raw.frame;
     // @ts-expect-error the hint may be absent
     const offset: number = raw.config_hint.offset_mm;
-    void [hex, codec, depth, at, frame, offset];
+    void [bytes, codec, depth, at, frame, offset];
   }
   parseUplink("readings", "[]");
   // @ts-expect-error the option is fillField

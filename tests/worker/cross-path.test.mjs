@@ -1,17 +1,13 @@
-// The cross-path rule (docs/devices.md "One measurement by two paths") at its edges, in
-// workerd: its tolerance pinned at ±1 µs around both bounds for the receive-time
-// forms the core writes (whole seconds, microseconds), two datalog records that could
-// take one live reading, a record twice in one uplink, a live reading evicted from the
-// seen-set by the cap while its row is kept, and a retried call.
+// The cross-path rule (docs/devices.md "One measurement by two paths") in workerd: a
+// datalog record of a live reading is its duplicate, counted apart, and a reading of
+// its own with the rule off; at its edges, its tolerance pinned at ±1 µs around both
+// bounds for the receive-time forms the core writes (whole seconds, microseconds), two
+// datalog records that could take one live reading, a record twice in one uplink, a
+// live reading evicted from the seen-set by the cap while its row is kept, and a
+// retried call.
 import { test } from "node:test";
 import assert from "node:assert/strict";
-import fs from "node:fs";
-import { assertReconciles, fixture, putConfig, readingsOf, sendUplink, start, statsOf, until } from "../support/harness.mjs";
-import { groupName } from "../../src/worker/placement.js";
-
-const pkgUrl = new URL("../../pkg/", import.meta.url);
-const pkg = await import(new URL("reconnect_dedupe.js", pkgUrl));
-pkg.initSync({ module: fs.readFileSync(new URL("reconnect_dedupe_bg.wasm", pkgUrl)) });
+import { assertReconciles, fixture, putConfig, readingsOf, retryRawCall, sendUplink, start, statsOf, until } from "../support/harness.mjs";
 
 const base = JSON.parse(fixture("raw/tts-em310-udl-live.json"));
 /** A DDS75-LB uplink of device `id` (The Things Stack), received at `receivedAt` (RFC 3339). */
@@ -49,6 +45,40 @@ async function liveThenLogged(w, id, liveAt, loggedAt) {
   reconciles(b.body);
   return b.body;
 }
+
+test("a datalog record of a reading first sent live is its duplicate, counted apart as cross_path_duplicates; with the rule off, a reading of its own", async () => {
+  const id = "B0B1C2D3E4F50100";
+  // The live measurement 30 s before its receipt, one 10 minutes later, one 20 minutes later.
+  const datalog = entry(1234, "2026-07-16T08:59:30Z") + entry(1234, "2026-07-16T09:10:00Z") + entry(1280, "2026-07-16T09:20:00Z");
+  await withWorker({}, async (w) => {
+    await configure(w, id);
+    assert.equal((await send(w, dds(id, 10, 2, live(1234), "2026-07-16T09:00:00Z"))).body.unique, 1);
+    // Simulate uplink of the datalog shows what the real one will do.
+    const sim = await send(w, { ...dds(id, 11, 3, datalog, "2026-07-16T10:00:00Z"), simulated: true });
+    assert.deepEqual([sim.body.simulated, sim.body.unique, sim.body.duplicates, sim.body.cross_path_duplicates], [true, 2, [0], [0]], JSON.stringify(sim.body));
+    const log = await send(w, dds(id, 11, 3, datalog, "2026-07-16T10:00:00Z"));
+    reconciles(log.body);
+    assert.deepEqual(
+      [log.body.received, log.body.unique, log.body.duplicates, log.body.cross_path_duplicates],
+      [3, 2, [0], [0]],
+      JSON.stringify(log.body),
+    );
+    const line = w.lines.map((l) => (l.startsWith("{") ? JSON.parse(l) : {})).find((l) => l.burst_id === log.body.burst_id && l.event === "burst_deduplicated");
+    assert.deepEqual([line.payload.duplicates_suppressed, line.payload.cross_path_duplicates], [1, 1]);
+    await until(async () => (await stats(w)).cross_path_duplicates === 1, "cross_path_duplicates in /v1/stats");
+    // The live reading stays the one stored; the datalog's other two are new.
+    assert.equal((await ledger(w, id)).length, 3);
+    // The same datalog again: all three duplicates, the first again the live reading's.
+    const again = await send(w, dds(id, 12, 3, datalog, "2026-07-16T10:05:00Z"));
+    assert.deepEqual([again.body.unique, again.body.duplicates_suppressed, again.body.cross_path_duplicates], [0, 3, [0]], JSON.stringify(again.body));
+  });
+  await withWorker({ CROSS_PATH_TOLERANCE_MS: "0" }, async (w) => {
+    await configure(w, id);
+    const first = await send(w, dds(id, 10, 2, live(1234), "2026-07-16T09:00:00Z"));
+    const second = await send(w, dds(id, 11, 3, datalog, "2026-07-16T10:00:00Z"));
+    assert.deepEqual([first.body.unique, second.body.unique, second.body.cross_path_duplicates], [1, 3, undefined], JSON.stringify(second.body));
+  });
+});
 
 test("the tolerance is inclusive at both bounds, exact to the microsecond, for receive times with and without a fraction", async () => {
   const cases = {
@@ -136,9 +166,7 @@ test("a retried call (attempt > 0) of a datalog uplink with a cross-path duplica
     const first = await send(w, body);
     assert.deepEqual([first.body.unique, first.body.cross_path_duplicates], [1, [0]], JSON.stringify(first.body));
     // The worker's retry of that device call (the first committed, its answer lost).
-    const plan = JSON.parse(pkg.parseUplink("ttn", new TextEncoder().encode(JSON.stringify(body)), { maxReadings: 10_000 }));
-    const ns = await w.mf.getDurableObjectNamespace("GROUPS");
-    const retried = await ns.get(ns.idFromName(groupName(id))).ingest({ device_id: id, readings: [], refused: plan.rejected.length, raw: plan.raw, route: "ttn", burst_id: first.body.burst_id, attempt: 1 });
+    const retried = await retryRawCall(w, "ttn", body, first.body.burst_id);
     assert.deepEqual([retried.ok, Array.from(retried.verdicts), retried.decoded.cross_path], [true, [2, 0], [0]], JSON.stringify(retried));
     const s = await until(async () => {
       const s = await stats(w);

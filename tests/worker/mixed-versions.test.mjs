@@ -26,12 +26,13 @@
 // totals of the same incarnation: counters would go down. And the
 // previous shards already count rejections by code: nothing of theirs is not_recorded.
 //
-// The previous release is read from git (PREVIOUS: the commit before groups) into
-// target/, and run beside src/worker/ in workerd (Miniflare), each class from the
-// version a test names; GroupObject is always this release's (the previous one has
-// none, its binding stays unused). Both load the Wasm core in pkg/: the Rust is
-// unchanged since PREVIOUS. Move PREVIOUS to the release in production when the next
-// change of an object's calls lands.
+// The previous release (PREVIOUS: the commit before groups) is read from git into
+// target/ with the Wasm core built from its own Rust (tests/support/previous.mjs: a
+// deployment bundles its own, and the plan's format has changed since), and run beside
+// src/worker/ in workerd (Miniflare), each class from the version a test names;
+// GroupObject is always this release's (the previous one has none, its binding stays
+// unused). Move PREVIOUS to the release in production when the next change of an
+// object's calls lands.
 import { test } from "node:test";
 import assert from "node:assert/strict";
 import fs from "node:fs";
@@ -41,6 +42,7 @@ import { isDeepStrictEqual } from "node:util";
 import { start, post, get, putConfig, readingsOf, until, tempDir, origin, logged, databases, sqlite, TOKEN } from "../support/harness.mjs";
 import { EM500, history, live, tts } from "../support/em500.mjs";
 import { groupName } from "../../src/worker/placement.js";
+import { previousRelease } from "../support/previous.mjs";
 
 const pkgUrl = new URL("../../pkg/", import.meta.url);
 const pkg = await import(new URL("reconnect_dedupe.js", pkgUrl));
@@ -48,22 +50,11 @@ pkg.initSync({ module: fs.readFileSync(new URL("reconnect_dedupe_bg.wasm", pkgUr
 
 const PREVIOUS = "2e911b47cd29c4cd099c16da16f854aab889ef5c";
 const root = new URL("../../", import.meta.url).pathname;
-// Two levels below the repository, as src/worker/ is: its `../../pkg/` imports find pkg/.
-const previousDir = path.join(root, "target", `previous-${PREVIOUS.slice(0, 12)}`);
-const git = (...args) => execFileSync("git", ["-C", root, ...args], { stdio: ["ignore", "pipe", "ignore"] });
-let skip = false;
-try {
-  git("cat-file", "-e", `${PREVIOUS}^{commit}`);
-} catch {
-  // Said in the test report, not hidden: only a clone without that history gets here.
-  skip = `the previous release (${PREVIOUS}) is not in this clone's history (a shallow clone?)`;
-}
-if (!skip) {
-  fs.mkdirSync(previousDir, { recursive: true });
-  for (const file of git("ls-tree", "--name-only", PREVIOUS, "src/worker/").toString().split("\n").filter(Boolean)) {
-    fs.writeFileSync(path.join(previousDir, path.basename(file)), git("show", `${PREVIOUS}:${file}`));
-  }
-}
+const release = previousRelease(PREVIOUS);
+// Said in the test report, not hidden: only a clone without that history skips.
+const skip = release.skip ?? false;
+// Its src/worker/: there, `../../pkg/` is the previous release's own Wasm.
+const previousDir = skip ? null : path.join(release.dir, "src", "worker");
 
 /**
  * Starts a worker whose stateless tier (`worker`), device objects (`devices`: the
@@ -71,11 +62,12 @@ if (!skip) {
  * (`shards`) each run "previous" or "current" code; the groups are always current.
  */
 function mixed({ worker, devices, shards }, options = {}) {
-  const from = (version) => (version === "previous" ? "./index.js" : "../../src/worker/index.js");
+  const here = (file) => path.relative(previousDir, path.join(root, "src", "worker", file));
+  const from = (version) => (version === "previous" ? "./index.js" : here("index.js"));
   const name = `mixed-${worker}-${devices}-${shards}.js`;
   fs.writeFileSync(
     path.join(previousDir, name),
-    `export { default } from "${from(worker)}";\nexport { DeviceObject } from "${from(devices)}";\nexport { FleetObject } from "${from(shards)}";\nexport { GroupObject } from "../../src/worker/group.js";\n`,
+    `export { default } from "${from(worker)}";\nexport { DeviceObject } from "${from(devices)}";\nexport { FleetObject } from "${from(shards)}";\nexport { GroupObject } from "${here("group.js")}";\n`,
   );
   return start({ ...options, vars: { STATS_FLUSH_MS: "50", ...options.vars }, script: path.relative(root, path.join(previousDir, name)) });
 }
@@ -412,7 +404,7 @@ test("upgrade, then the group's storage is lost: the handed-over device keeps co
   }
 });
 
-test("a worker of the previous release calling this release's objects: its readings are stored through the shim, a replay suppressed, both counted, the ledger listed", { skip }, async () => {
+test("a worker of the previous release calling this release's objects: its readings and raw uplinks are stored through the shim, a replay suppressed, all counted, the ledger listed", { skip }, async () => {
   const w = await mixed({ worker: "previous", devices: "current", shards: "current" });
   try {
     const C = "mx-C";
@@ -420,8 +412,20 @@ test("a worker of the previous release calling this release's objects: its readi
     assert.equal(first.unique, 2, JSON.stringify(first));
     const again = await ingest(w.call, [reading(C, 1, 10)]);
     assert.equal(again.duplicates_suppressed, 1, JSON.stringify(again));
-    const s = await statsWhen(w.call, (s) => s.received === 3, "the group's flush");
-    assert.deepEqual(counted(s), [3, 2, 1]);
+    // Its plan wrote a raw payload as hex text; the group decodes bytes.
+    const E = "A84041000000F013";
+    assert.equal((await putConfig(w.call, E, EM500)).status, 200);
+    const decoded = await tts(w, E, "bin-mx-E", history([0, 1]));
+    assert.deepEqual([decoded.unique, decoded.rejected], [2, []], JSON.stringify(decoded));
+    // Its Simulate uplink too (a preview: nothing stored, nothing counted but the simulation).
+    const simulated = JSON.parse(fs.readFileSync(new URL("../fixtures/webhooks/raw/tts-em500-udl-history.json", import.meta.url)));
+    Object.assign(simulated, { simulated: true, end_device_ids: { ...simulated.end_device_ids, dev_eui: E } });
+    simulated.uplink_message.frm_payload = history([0, 1, 2]).toString("base64");
+    const sim = await post(w.call, "/v1/uplinks/ttn", simulated);
+    const preview = await sim.json();
+    assert.deepEqual([sim.status, preview.simulated, preview.duplicates_suppressed, preview.unique], [200, true, 2, 1], JSON.stringify(preview));
+    const s = await statsWhen(w.call, (s) => s.received === 5, "the group's flush");
+    assert.deepEqual(counted(s), [5, 4, 1]);
     const ledger = await get(w.call, `/v1/devices/${C}/readings`);
     assert.equal(ledger.status, 200, JSON.stringify(ledger.body));
     assert.deepEqual(ledger.body.readings.map((r) => r.seq), [1, 2]);

@@ -8,12 +8,7 @@
 import { test } from "node:test";
 import assert from "node:assert/strict";
 import fs from "node:fs";
-import { acrossRestart, assertReconciles, databases, fixture, logged, logSettled, putConfig, readingsOf, sendUplink, sqlite, start, statsOf, tempDir, until } from "../support/harness.mjs";
-import { groupName } from "../../src/worker/placement.js";
-
-const pkgUrl = new URL("../../pkg/", import.meta.url);
-const pkg = await import(new URL("reconnect_dedupe.js", pkgUrl));
-pkg.initSync({ module: fs.readFileSync(new URL("reconnect_dedupe_bg.wasm", pkgUrl)) });
+import { acrossRestart, assertReconciles, databases, fixture, logged, logSettled, putConfig, readingsOf, retryRawCall, sendUplink, sqlite, start, statsOf, tempDir, until } from "../support/harness.mjs";
 
 const raw = (name) => JSON.parse(fixture(`raw/${name}`));
 /** An EM310-UDL uplink with only its bytes and no version_ids: parked until configured. */
@@ -64,15 +59,6 @@ async function withWorker(during) {
   }
 }
 
-/** The plan the worker makes of a The Things Stack body (the core's parseUplink). */
-const planOf = (body) => JSON.parse(pkg.parseUplink("ttn", new TextEncoder().encode(JSON.stringify(body)), { maxReadings: 10_000 }));
-/** The worker's retry of a device call (attempt > 0) whose first call's answer was lost. */
-async function retryCall(w, body, burst_id, attempt = 1) {
-  const plan = planOf(body);
-  const device_id = plan.raw.device_id;
-  const ns = await w.mf.getDurableObjectNamespace("GROUPS");
-  return ns.get(ns.idFromName(groupName(device_id))).ingest({ device_id, readings: [], refused: plan.rejected.length, raw: plan.raw, route: "ttn", burst_id, attempt });
-}
 
 test("a parking write that keeps failing: 503 storage_unavailable after 3 writes, the audit line says not_stored, not rejected", async () => {
   const DEV = "A0B1C2D3E4F5A001";
@@ -194,7 +180,7 @@ test("a retried call (attempt > 0) of a burst that was a copy of a parked frame 
     const b = await send(w, "ttn", bare(DEV, 1));
     assert.deepEqual(b.body.duplicates, [0], JSON.stringify(b.body));
     // The worker's retry of b's call, whose first call committed but whose answer was lost.
-    const retried = await retryCall(w, bare(DEV, 1), b.body.burst_id);
+    const retried = await retryRawCall(w, "ttn", bare(DEV, 1), b.body.burst_id);
     assert.equal(retried.ok, true);
     const s = await quietStats(w, (s) => s.parked_uplinks === 1 && s.received >= 2);
     assert.deepEqual([s.received, s.duplicates_suppressed, s.parked], [2, 1, 1], "two uplinks received, one kept, one copy");
@@ -209,7 +195,7 @@ test("a retried call (attempt > 0) of a parking burst, after a PUT decoded the p
     const done = await configure(w, DEV, EM310);
     assert.deepEqual([done.body.unparked.uplinks, done.body.unparked.unique], [1, 1], JSON.stringify(done.body));
     // The worker's retry of a's call (the first committed, its answer lost), reaching the object after the PUT.
-    const retried = await retryCall(w, bare(DEV, 1), a.body.burst_id);
+    const retried = await retryRawCall(w, "ttn", bare(DEV, 1), a.body.burst_id);
     assert.equal(retried.ok, true);
     const s = await quietStats(w, (s) => s.unique === 1 && s.parked_uplinks === 0);
     // Parked (received 1, parked 1), then decoded by the PUT (received 1, unique 1): the retry adds nothing.
@@ -355,9 +341,7 @@ test("a parked DF703 backlog across the counter's wrap, decoded by a PUT, then l
     const live = await send(w, "loriot", frame(1, 4));
     assert.equal(live.body.unique, 1);
     // The worker's retry of the live call (its answer lost): admitted, as the first call answered, and not counted again.
-    const plan = JSON.parse(pkg.parseUplink("loriot", new TextEncoder().encode(JSON.stringify(frame(1, 4))), { maxReadings: 10_000 }));
-    const ns = await w.mf.getDurableObjectNamespace("GROUPS");
-    const again = await ns.get(ns.idFromName(groupName(DEV))).ingest({ device_id: DEV, readings: [], refused: 1, raw: plan.raw, route: "loriot", burst_id: live.body.burst_id, attempt: 1 });
+    const again = await retryRawCall(w, "loriot", frame(1, 4), live.body.burst_id);
     assert.deepEqual([again.ok, [...again.verdicts]], [true, [0]]);
     assert.deepEqual((await ledger(w, DEV)).map((r) => r.seq), [65_534, 65_535, 65_536, 65_537]);
     const s = await quietStats(w, (s) => s.unique === 4);
