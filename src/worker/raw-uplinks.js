@@ -15,8 +15,8 @@ import { decodedWindowSeqs, withWindow } from "./window.js";
 
 /**
  * Raw uplinks one device keeps while it has no usable configuration: a sensor
- * reporting every 10 minutes fills it in about 69 days. Each takes ~0.4 KB on disk
- * for a 16-byte payload, ~0.9 KB for the largest (docs/benchmarks.md, `npm run bench:raw`).
+ * reporting every 10 minutes fills it in about 69 days. Each takes ~0.23 KB on disk
+ * for a 16-byte payload, ~0.47 KB for the largest (docs/benchmarks.md, `npm run bench:raw`).
  */
 export const MAX_PARKED_PER_DEVICE = 10_000;
 /** The code of a raw uplink a device keeping MAX_PARKED_PER_DEVICE already cannot keep: its readings are rejected with it. */
