@@ -16,6 +16,8 @@ step cargo fmt --all -- --check
 step cargo clippy --all-targets -- -D warnings
 step cargo clippy --all-targets --target wasm32-unknown-unknown -- -D warnings
 step cargo test
+# The API docs build without a broken or private link.
+step env RUSTDOCFLAGS='-D warnings' cargo doc --no-deps --quiet
 # The fuzz targets' properties (fuzz/src/), replayed on stable over the seed corpora,
 # fuzz/regressions/ and seeded pseudo-random inputs; `npm run fuzz` runs libFuzzer.
 step cargo fmt --manifest-path fuzz/Cargo.toml -- --check

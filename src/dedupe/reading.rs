@@ -377,7 +377,7 @@ pub fn lone_surrogate(field: Field) -> Error {
 
 /// The rules of a `device_id` (also applied to the device part of a stored key):
 /// 1–128 UTF-8 bytes, no control characters, no invisible or formatting characters
-/// ([`INVISIBLE`]), no white space at either end, in Unicode normalization form C,
+/// (`INVISIBLE`), no white space at either end, in Unicode normalization form C,
 /// not `.` or `..`. Each rule keeps two ids that print the same from being two
 /// devices: `bin1`, `bin1 ` and `bin\u{34F}1` look alike in a log, a dashboard or a
 /// spreadsheet, and `café` typed on two keyboards is NFC (U+00E9) on one and NFD

@@ -2,9 +2,9 @@
 //! from first admission, a cap on the number of keys, oldest admission out first.
 //!
 //! # Layout (20 bytes a key plus the index, ≈ 28–31 bytes a key in all at scale)
-//! * `ring`: a FIFO of [`Entry`] in admission order, so expiry and eviction both take
+//! * `ring`: a FIFO of `Entry` in admission order, so expiry and eviction both take
 //!   from the front. An entry is a 128-bit fingerprint and a `u32` admission time.
-//!   ([`Ring`]): small, it is one buffer grown by ~1.5× to exactly the size needed;
+//!   (`Ring`): small, it is one buffer grown by ~1.5× to exactly the size needed;
 //!   from 1 024 entries on it is chunked and grows without copying, so growth leaves
 //!   no holes in Wasm linear memory (≈ 28 bytes a key in all at 1 M keys).
 //! * `table`: an open-addressing index (linear probing, load ≤ 3/4) of `u32` ring
@@ -18,7 +18,7 @@
 //! Many sets share one Wasm linear memory (one per device object in an isolate), so
 //! an empty set allocates nothing, a set of 40 keys holds a 40-entry ring (800 bytes)
 //! and no table, and after removals ([`SeenSet::sweep`], eviction, `release`) the ring
-//! gives back what it no longer needs (see [`Ring`]), a table under 1/8 full is rebuilt
+//! gives back what it no longer needs (see `Ring`), a table under 1/8 full is rebuilt
 //! smaller, and the map of open tickets is freed once none is open. The cap only bounds
 //! the number of keys (and sizes the ring's chunks for caps under 1 024).
 //!
@@ -365,8 +365,8 @@ impl SeenSet {
         t
     }
 
-    /// The position the next admitted key will get; with [`Self::admitted_since`]
-    /// it tells whether a key was admitted after a given point (e.g. in this burst).
+    /// The position the next admitted key will get: [`Self::check_and_add`] takes one
+    /// taken at a burst's start to tell the keys this burst admitted.
     pub fn next_position(&self) -> u32 {
         self.head.wrapping_add(self.ring.len() as u32) & POS_MASK
     }
