@@ -11,13 +11,14 @@ import { NEXT_ROWID, openBatch, outboxThrough } from "./delivery.js";
 import { scheduleAfterCommit } from "./admission.js";
 import { counterRef } from "./raw-uplinks.js";
 import { NEWEST_LIVE, OWN, ownRows } from "./stored.js";
+import { PAGE_ROWS } from "./routes.js";
 import { restartWindow, windowRestarted } from "./window.js";
 
 /** Operator events one device's history keeps (`record`): the oldest go first. */
 export const HISTORY_EVENTS = 1_000;
 
 /** Ledger rows in admission order, `after` a rowid cursor. */
-export function list(device, { after = 0, limit = 100 }) {
+export function list(device, { after = 0, limit = PAGE_ROWS.default }) {
   if (!device.prepared) return { readings: [], next: null };
   const rows = device.sql
     .exec(
@@ -192,7 +193,7 @@ export function record(device, event, detail, at) {
 }
 
 /** The device's history (GET /v1/devices/{id}/history), oldest first, `after` an id cursor. Reads only. */
-export function history(device, { after = 0, limit = 100 }) {
+export function history(device, { after = 0, limit = PAGE_ROWS.default }) {
   if (!device.prepared) return { events: [], next: null };
   const rows = device.sql.exec("SELECT id, at, event, detail FROM operator_events WHERE device_id = ? AND id > ? ORDER BY id LIMIT ?", device.id, after, limit).toArray();
   return {
