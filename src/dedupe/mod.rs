@@ -9,6 +9,7 @@ pub mod burst;
 pub(crate) mod bytes;
 pub mod dedup;
 pub mod error;
+pub mod fill;
 pub(crate) mod json;
 pub mod key;
 pub mod keyed;
