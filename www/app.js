@@ -3,9 +3,9 @@
 // (gaps.js) are pure and live elsewhere.
 import init, * as core from './pkg/reconnect_dedupe.js';
 import { PARAMS, START_MS, TICK_MS, simulate, telltaleBin, normalizeParams } from './sim.js';
-import { STRATEGIES, createRun, compareWithWorker } from './strategies.js';
+import { DEDUP_DEFAULTS, STRATEGIES, createRun, compareWithWorker, lostPoints } from './strategies.js';
 import { GAP_PARAMS, PERIOD_S, createBinHealth } from './gaps.js';
-import { chartSvg } from './chart.js';
+import { MARKS, chartSvg, markSvg } from './chart.js';
 import { el } from './dom.js';
 
 const { Deduplicator } = core;
@@ -13,7 +13,6 @@ const { Deduplicator } = core;
 const $ = (id) => document.getElementById(id);
 const fmt = (n) => Number(n).toLocaleString('en-US');
 const PLAY_INTERVAL_MS = 40;
-const DEDUP_DEFAULTS = { ttlMin: 360, maxKeys: 100_000 };
 
 let run = null; // the current run (strategies.js)
 let health = null; // the chart bin's sequence health (gaps.js), stepped up to the run's minute
@@ -224,10 +223,30 @@ function buildCards() {
         `<h3 id="h-${s.id}">${s.title}</h3><p class="note">${s.note}</p>` +
         `<div class="big"><div><span class="num" data-stat="${s.id}-dups">0</span><span class="lbl">duplicates passed</span></div>` +
         `<div><span class="num" data-stat="${s.id}-lost">0</span><span class="lbl">real readings lost</span></div></div>` +
-        `<p class="small" data-stat="${s.id}-passes"></p><div class="chart" data-chart="${s.id}"></div>`;
+        `<p class="small" data-stat="${s.id}-passes"></p><div class="chart" data-chart="${s.id}"></div>` +
+        `<p class="small marks" data-stat="${s.id}-bin"></p>`;
       return card;
     }),
   );
+}
+
+/** The charts' legend, each mark drawn as the charts draw it (chart.js owns both). */
+function buildLegend() {
+  $('legend').innerHTML = Object.entries(MARKS)
+    .map(([kind, text]) => `<span class="item" data-mark="${kind}">${markSvg(kind)} ${text}</span>`)
+    .join('');
+}
+
+/** One strategy's marks on the chart bin: its lost readings, for the chart, and the line that counts every mark. */
+function binMarks(s, dev, bin) {
+  const t = run.tallies[s.id];
+  const series = t.series[dev];
+  const n = (mark) => series.filter((p) => p[2] === mark).length;
+  const lost = lostPoints(t, dev);
+  return {
+    lost,
+    text: `On ${bin}: ${plural(lost.length, 'real reading')} lost (×), ${plural(n('dup'), 'duplicate')} passed (●), ${plural(n('late'), 'late arrival')} (◆).`,
+  };
 }
 
 function setNum(el, value) {
@@ -278,9 +297,12 @@ function render() {
     document.querySelector(`[data-stat="${s.id}-passes"]`).textContent =
       `${fmt(r.passes)} readings passed · ${fmt(r.rejected)} rejected · ` +
       `a replay made a bin look serviced ${fmt(r.falseServices)}×`;
+    const marks = binMarks(s, dev, stream.devices[dev]);
+    document.querySelector(`[data-stat="${s.id}-bin"]`).textContent = marks.text;
     document.querySelector(`[data-chart="${s.id}"]`).innerHTML = chartSvg({
       truth: stream.trueFill[dev],
       points: run.tallies[s.id].series[dev],
+      lost: marks.lost,
       upto: run.minute,
       minutes,
       startMs: START_MS,
@@ -296,6 +318,7 @@ function render() {
     ['real readings arrived intact', truth.intact.size, 'intact'],
     ['real readings only seen corrupted', truth.delivered.size - truth.intact.size, 'corrupt-only'],
     ['bins really serviced', truth.services, 'services'],
+    ['battery swaps (seq back to 0)', truth.swaps, 'swaps', 'the readings after a swap reuse seqs a device + seq key has seen'],
   ]);
 
   const st = run.stats();
@@ -458,6 +481,7 @@ async function main() {
   }
   for (const [name, spec] of Object.entries(GAP_PARAMS)) Object.assign($(name), { min: String(spec.min), max: String(spec.max) });
   writeForm(initialValues());
+  buildLegend();
   $('params').addEventListener('input', (e) => {
     if (e.target.type === 'range') showRangeValues();
   });

@@ -147,6 +147,35 @@ export function sendUplinks(device, lines, { rejoin = false } = {}) {
   });
 }
 
+/**
+ * One send's figures and its status line: the verdicts of the readings, how many dated
+ * readings came out duplicate, and the lines that made no reading because of an error,
+ * counted by code (a bad line is otherwise only its own red line among the results).
+ */
+export function sendSummary(ups, { rejoin = false } = {}) {
+  const now = { uplinks: ups.length, admitted: 0, duplicate: 0, rejected: 0, dated: 0, datedDup: 0, lineErrors: 0, errorCodes: {} };
+  for (const up of ups) {
+    if (up.error) {
+      now.lineErrors++;
+      now.errorCodes[up.error.code] = (now.errorCodes[up.error.code] ?? 0) + 1;
+    }
+    for (const s of up.rows) {
+      if (s.verdict in now) now[s.verdict]++;
+      if (s.device_time_s !== null && s.reading) {
+        now.dated++;
+        if (s.verdict === 'duplicate') now.datedDup++;
+      }
+    }
+  }
+  const what = rejoin ? `Replayed after a rejoin, ${REJOIN_GAP_MS / 3600_000} h later` : 'Sent';
+  const codes = Object.entries(now.errorCodes).map(([code, n]) => (n === 1 ? code : `${code} ×${n}`));
+  now.text =
+    `${what}: ${ups.length} uplink${ups.length === 1 ? '' : 's'}, ${now.admitted} admitted, ${now.duplicate} duplicate, ` +
+    `${now.rejected} rejected` + (now.dated ? `; ${now.datedDup} of ${now.dated} dated readings duplicate` : '') +
+    (now.lineErrors ? `; ${now.lineErrors} line${now.lineErrors === 1 ? '' : 's'} with an error (${codes.join(', ')})` : '') + '.';
+  return now;
+}
+
 // ---------- the page ------------------------------------------------------------
 
 const $ = (id) => document.getElementById(id);
@@ -248,24 +277,13 @@ function renderTotals() {
 function send(rejoin) {
   const lines = uplinkLines($('sensor-lines').value);
   const ups = sendUplinks(device, lines, { rejoin });
-  const now = { admitted: 0, duplicate: 0, rejected: 0, dated: 0, datedDup: 0 };
-  for (const up of ups) {
-    totals.uplinks++;
-    if (up.error) totals.line_errors++;
-    for (const s of up.rows) {
-      if (s.verdict in now) now[s.verdict]++;
-      if (s.device_time_s !== null && s.reading) {
-        now.dated++;
-        if (s.verdict === 'duplicate') now.datedDup++;
-      }
-    }
-  }
+  const now = sendSummary(ups, { rejoin });
+  totals.uplinks += now.uplinks;
+  totals.line_errors += now.lineErrors;
   totals.readings += now.admitted + now.duplicate + now.rejected;
   for (const k of ['admitted', 'duplicate', 'rejected']) totals[k] += now[k];
-  const what = rejoin ? `Replayed after a rejoin, ${REJOIN_GAP_MS / 3600_000} h later` : 'Sent';
-  $('sensor-status').textContent =
-    `${what}: ${ups.length} uplink${ups.length === 1 ? '' : 's'}, ${now.admitted} admitted, ${now.duplicate} duplicate, ` +
-    `${now.rejected} rejected` + (now.dated ? `; ${now.datedDup} of ${now.dated} dated readings duplicate.` : '.');
+  $('sensor-status').textContent = now.text;
+  $('sensor-status').classList.toggle('bad', now.lineErrors > 0);
   $('sensor-results').replaceChildren(...ups.map(uplinkView));
   $('sensor-replay').disabled = !lines.length;
   renderTotals();

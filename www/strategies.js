@@ -1,14 +1,34 @@
-// The three strategies fed the same simulated stream, and the ground truth they are
+// The four strategies fed the same simulated stream, and the ground truth they are
 // judged against. Pure: the Wasm deduplicator is passed in, nothing touches the DOM.
+// Each strategy's rule is here and only here: the page and the tests run these.
 import { SERVICE_DROP } from './sim.js';
+
+/** The deduplicator's limits unless the page's form says otherwise: TTL in simulated minutes, max keys. */
+export const DEDUP_DEFAULTS = { ttlMin: 360, maxKeys: 100_000 };
 
 /** The schema check every strategy applies first (the core's fill_pct rule). */
 const validFill = (f) => typeof f === 'number' && Number.isFinite(f) && f >= 0 && f <= 100;
 
+/**
+ * `key`: a keyed strategy's rule, the key its seen-set (unbounded, the run's whole
+ * length) remembers; a reading whose key was seen is dropped. `none` passes every valid
+ * copy; `wasm` is the core's `Deduplicator` (device, seq and a hash of the content).
+ */
 export const STRATEGIES = [
   { id: 'none', title: '1 · No dedupe', note: 'Every valid copy is passed on.' },
-  { id: 'naive', title: '2 · Naive: device + timestamp', note: 'Drops a reading when its device and timestamp were seen.' },
-  { id: 'wasm', title: '3 · reconnect-dedupe', note: 'Key = device, seq and a hash of the content; bounded TTL seen-set (Wasm).' },
+  {
+    id: 'naive',
+    title: '2 · Naive: device + timestamp',
+    note: 'Drops a reading when its device and timestamp were seen: two real readings in one clock tick are one.',
+    key: (r) => `${r.device_id}\u0000${r.ts}`,
+  },
+  {
+    id: 'seq',
+    title: '3 · Device + seq',
+    note: 'Drops a reading when its device and seq were seen: after a battery swap the counter starts again, and new readings look like replays.',
+    key: (r) => `${r.device_id}\u0000${r.seq}`,
+  },
+  { id: 'wasm', title: '4 · reconnect-dedupe', note: 'Key = device, seq and a hash of the content; bounded TTL seen-set (Wasm).', core: true },
 ];
 
 function newTally(deviceCount) {
@@ -18,32 +38,61 @@ function newTally(deviceCount) {
     duplicatesPassed: 0, // passes of a rid already passed
     rejected: 0,
     falseServices: 0, // a passed duplicate dropped the level by SERVICE_DROP or more
+    late: 0, // passes of a new reading older than one passed before (see `pass`)
     last: new Array(deviceCount).fill(null), // downstream's view: the last fill handed over
-    series: Array.from({ length: deviceCount }, () => []), // [minute, fill, duplicate?] per pass
+    newest: new Array(deviceCount).fill(-Infinity), // the latest device time handed over, ms
+    series: Array.from({ length: deviceCount }, () => []), // [minute, fill, mark] per pass, mark 'dup' | 'late' | null
+    dropped: new Set(), // rids a valid copy of which was dropped
+    drops: Array.from({ length: deviceCount }, () => []), // [minute, fill, rid]: each rid's first drop
   };
 }
 
+/**
+ * Hands a copy downstream. A new reading older than the newest handed over for its bin is
+ * `late`: a replay brought it after newer ones (its first copies came corrupted), so a
+ * planner that takes the last reading as the level sees a dip that a replay, not the bin, made.
+ */
 function pass(tally, u, minute) {
   const fill = u.reading.fill_pct;
   const dup = tally.passed.has(u.rid);
+  const tMs = Date.parse(u.reading.ts);
+  const late = !dup && tMs < tally.newest[u.dev];
   tally.passes++;
   if (dup) tally.duplicatesPassed++;
   else tally.passed.add(u.rid);
+  if (late) tally.late++;
   const prev = tally.last[u.dev];
   if (dup && prev !== null && prev - fill >= SERVICE_DROP) tally.falseServices++;
   tally.last[u.dev] = fill;
-  tally.series[u.dev].push([minute, fill, dup]);
+  tally.newest[u.dev] = Math.max(tally.newest[u.dev], tMs);
+  tally.series[u.dev].push([minute, fill, dup ? 'dup' : late ? 'late' : null]);
+}
+
+/** Drops a valid copy; its reading is lost if no copy of it is ever passed (`lostPoints`). */
+function drop(tally, u, minute) {
+  if (tally.dropped.has(u.rid)) return;
+  tally.dropped.add(u.rid);
+  tally.drops[u.dev].push([minute, u.reading.fill_pct, u.rid]);
 }
 
 /**
- * Steps a simulated stream through the three strategies.
+ * A bin's lost readings as `[minute, fill]`, where they were lost: the minute a strategy
+ * first dropped one of their copies and the fill it carried. Every lost reading is one
+ * (an intact copy is valid, so a strategy passed or dropped it).
+ */
+export function lostPoints(tally, dev) {
+  return tally.drops[dev].filter(([, , rid]) => !tally.passed.has(rid)).map(([m, fill]) => [m, fill]);
+}
+
+/**
+ * Steps a simulated stream through the four strategies.
  * `dedup` is a `Deduplicator` from the Wasm package (or anything with its
  * `processBurst` and `stats`).
  */
 export function createRun(stream, dedup) {
   const n = stream.devices.length;
-  const tallies = { none: newTally(n), naive: newTally(n), wasm: newTally(n) };
-  const naiveSeen = new Set(); // device + timestamp, unbounded
+  const tallies = Object.fromEntries(STRATEGIES.map((s) => [s.id, newTally(n)]));
+  const keyed = STRATEGIES.filter((s) => s.key).map((s) => ({ ...s, seen: new Set(), tally: tallies[s.id] }));
   const truth = {
     copies: 0, // uplinks delivered
     retransmits: 0, // copies re-sent by a device (unconfirmed tail or buffer replays)
@@ -52,6 +101,7 @@ export function createRun(stream, dedup) {
     intact: new Set(), // rids delivered intact at least once: the real readings to keep
     delivered: new Set(), // rids delivered at all
     services: 0,
+    swaps: 0, // battery swaps: the bin's seq back to 0
   };
   const core = { received: 0, unique: 0, duplicates_suppressed: 0, rejected: 0, seq_reuses: 0, evicted_before_ttl: 0 };
   const audits = [];
@@ -71,23 +121,28 @@ export function createRun(stream, dedup) {
       else truth.intact.add(u.rid);
     }
     for (const d of stream.trueServices) for (const s of d) if (s === minute) truth.services++;
+    for (const d of stream.trueSwaps) for (const s of d) if (s === minute) truth.swaps++;
 
     for (const u of uplinks) {
       if (!validFill(u.reading.fill_pct)) {
         tallies.none.rejected++;
-        tallies.naive.rejected++;
+        for (const s of keyed) s.tally.rejected++;
         continue;
       }
       pass(tallies.none, u, minute);
-      const key = `${u.reading.device_id}\u0000${u.reading.ts}`;
-      if (!naiveSeen.has(key)) {
-        naiveSeen.add(key);
-        pass(tallies.naive, u, minute);
+      for (const s of keyed) {
+        const key = s.key(u.reading);
+        if (s.seen.has(key)) drop(s.tally, u, minute);
+        else {
+          s.seen.add(key);
+          pass(s.tally, u, minute);
+        }
       }
     }
 
     const out = dedup.processBurst(burst, nowMs);
     for (const a of out.unique) pass(tallies.wasm, uplinks[a.index], minute);
+    for (const i of out.duplicates) drop(tallies.wasm, uplinks[i], minute);
     tallies.wasm.rejected += out.rejected.length;
     for (const [k, v] of Object.entries(out.audit.payload)) core[k] += v;
     audits.push(JSON.stringify(out.audit));
@@ -108,6 +163,7 @@ export function createRun(stream, dedup) {
         lost: truth.intact.size - t.passed.size,
         rejected: t.rejected,
         falseServices: t.falseServices,
+        late: t.late,
       };
     }
     return result;

@@ -1,14 +1,17 @@
 // The demo's gaps panel logic (www/gaps.js) in Node with the page's Wasm package:
 // the history-retrieval downlink byte for byte, and a hand-made stream through the
 // core's SeqWindow and Deduplicator: a gap the sensor can no longer backfill, closed
-// by a replay; a clock reset; a gap the backfill closes after the bin was offline.
+// by a replay; a clock reset; a gap the backfill closes after the bin was offline; and
+// the default scenario, in which the chart bin gets a backfill.
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
 import fs from 'node:fs';
 
 const pkg = await import('../../www/pkg/reconnect_dedupe.js');
 pkg.initSync({ module: fs.readFileSync(new URL('../../www/pkg/reconnect_dedupe_bg.wasm', import.meta.url)) });
-const { historyDownlink, slotSeconds, slotOf, createBinHealth, PERIOD_S } = await import('../../www/gaps.js');
+const { historyDownlink, slotSeconds, slotOf, createBinHealth, PERIOD_S, GAP_PARAMS } = await import('../../www/gaps.js');
+const { simulate, telltaleBin } = await import('../../www/sim.js');
+const { DEDUP_DEFAULTS } = await import('../../www/strategies.js');
 
 test("the downlink is the core's: fd 6c, then start and end unix seconds as u32 little-endian, on port 85", () => {
   // 2026-07-16T06:29:00Z … 06:29:59Z: 1784183340 = 0x6A587A2C, 1784183399 = 0x6A587A67.
@@ -102,5 +105,21 @@ test('gaps open and close; the backfill goes out after an uplink, answers with w
   // 17 copies: 2 corrupted (rejected), 2 retransmitted intact (R5, R6 first seen), R1's copy
   // intact; plus the backfill's R10. Nothing duplicate: each reading admitted once.
   assert.deepEqual(v.verdicts, { admitted: 15, duplicate: 0, rejected: 2 });
+  health.free();
+});
+
+test("the default scenario: the most telling bin's gap is closed by a backfill the sensor answers", async () => {
+  const stream = simulate({});
+  const defaults = Object.fromEntries(Object.entries(GAP_PARAMS).map(([k, spec]) => [k, spec.def]));
+  const { ttlMin, maxKeys } = DEDUP_DEFAULTS;
+  const health = createBinHealth({ stream, dev: telltaleBin(stream), core: pkg, dedupOptions: { ttlMs: ttlMin * 60_000, maxKeys }, ...defaults });
+  while (health.step());
+  const v = health.view();
+  // A request may also be answered with a record a replay brought first (a duplicate, closing nothing).
+  const closing = v.requests.filter((r) => r.status === 'answered' && r.answer.closed.length > 0);
+  assert.ok(closing.length > 0, `requests: ${v.requests.map((r) => r.status).join(', ') || 'none'}`);
+  for (const r of closing) assert.ok(r.answer.records.some((x) => x.verdict === 'admitted'), `#${r.id}: its record admitted`);
+  assert.equal(v.recoveredBy.backfill, closing.reduce((n, r) => n + r.answer.closed.length, 0));
+  assert.ok(v.events.some((e) => e.kind === 'recovered' && e.by === 'backfill'));
   health.free();
 });

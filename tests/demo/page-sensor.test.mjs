@@ -96,6 +96,10 @@ test('bad lines show their code and the page keeps working', async () => {
   assert.match(await page.textContent('#sensor-results article[data-line="3"] td.verdict'), /rejected \(no_reading\)/);
   assert.match(await page.textContent('#sensor-results article[data-line="3"]'), /none: Milesight distance 0xFFFD/);
   assert.equal(await count(page, 'lines'), 4);
+  // The status line says how many lines made no reading, and why, not only the table.
+  assert.equal(await page.textContent('#sensor-status'),
+    'Sent: 7 uplinks, 2 admitted, 0 duplicate, 1 rejected; 4 lines with an error (invalid_payload, unsupported_port, invalid_line ×2).');
+  assert.ok(await page.$eval('#sensor-status', (p) => p.classList.contains('bad')));
   assert.equal(await count(page, 'admitted'), 2, 'the same bytes a frame later are a new live reading');
 
   // Still working: a change of sensor starts a new device, and the simulation runs.
@@ -104,6 +108,7 @@ test('bad lines show their code and the page keeps working', async () => {
   await page.click('#sensor-send');
   await page.waitForFunction(() => /^Sent/.test(document.getElementById('sensor-status').textContent), null, WAIT);
   assert.equal(await count(page, 'admitted'), 1);
+  assert.equal(await page.$eval('#sensor-status', (p) => p.classList.contains('bad')), false, 'a send without a bad line');
   const overflow = await page.evaluate(() => document.documentElement.scrollWidth - window.innerWidth);
   assert.ok(overflow <= 0, `the page scrolls sideways by ${overflow}px`);
   await page.click('#toEnd');

@@ -1,13 +1,14 @@
 // The demo's "Real sensor bytes" logic (www/sensor.js) in Node with the page's Wasm
-// package (www/pkg/): the prefilled uplinks are the device vectors' bytes, and every
-// codec's lines go through send and replay without a line throwing.
+// package (www/pkg/): the prefilled uplinks are the device vectors' bytes, every
+// codec's lines go through send and replay without a line throwing, and bad lines are
+// counted by their code.
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
 import fs from 'node:fs';
 
 const pkg = await import('../../www/pkg/reconnect_dedupe.js');
 pkg.initSync({ module: fs.readFileSync(new URL('../../www/pkg/reconnect_dedupe_bg.wasm', import.meta.url)) });
-const { VECTORS, prefill, uplinkLines, parseLine, createDevice, sendUplinks } = await import('../../www/sensor.js');
+const { VECTORS, prefill, uplinkLines, parseLine, createDevice, sendUplinks, sendSummary } = await import('../../www/sensor.js');
 
 const DIR = new URL('../../tests/vectors/devices/', import.meta.url);
 /** Every `{fPort, hex}` of the vector files, as "port hex" (a vector's fPort, else its file's). */
@@ -58,4 +59,18 @@ test('send and replay every codec: no line throws, dated readings replay as dupl
     device.dedup.free();
   }
   assert.equal(dated, 3, 'the EM500-UDL history records and the DDS75-LB datalog entry');
+});
+
+test('bad lines are counted by their code in the send summary, good ones in the verdicts', () => {
+  const device = createDevice(config('milesight-iot/em500-udl'));
+  const text = ['85 01756403821E00', '85 0175', 'hello', '10 01756403821E00', '85 zz', '85 01755C03821E00'].join('\n');
+  const ups = sendUplinks(device, uplinkLines(text));
+  const sum = sendSummary(ups);
+  assert.deepEqual(ups.map((u) => u.error?.code ?? null), [null, 'invalid_payload', 'invalid_line', 'unsupported_port', 'invalid_line', null]);
+  assert.equal(sum.lineErrors, 4);
+  assert.deepEqual(sum.errorCodes, { invalid_payload: 1, invalid_line: 2, unsupported_port: 1 });
+  assert.equal(sum.admitted, 2);
+  assert.equal(sum.text, 'Sent: 6 uplinks, 2 admitted, 0 duplicate, 0 rejected; 4 lines with an error (invalid_payload, invalid_line ×2, unsupported_port).');
+  assert.equal(sendSummary(ups.slice(0, 1)).text, 'Sent: 1 uplink, 1 admitted, 0 duplicate, 0 rejected.', 'no error, no error clause');
+  device.dedup.free();
 });

@@ -46,9 +46,11 @@ export const WAIT = { timeout: 60_000 };
 
 /**
  * Serves www/ and launches Chromium for the calling test file (its before/after hooks);
- * returns `open(viewport, query)`, which opens the page, records what should not
- * happen (`watch`) and the Wasm fetches, waits for each selector of `ready`, and
- * answers `{page, problems, wasmLoads, base}` (`base`: the served URL).
+ * returns `open(viewport, query, context)`, which opens the page (`context`: more of
+ * playwright's context options, `{ hasTouch: true, isMobile: true }` for a phone),
+ * records what should not happen (`watch`) and the Wasm fetches, waits for each
+ * selector of `ready`, and answers `{page, problems, wasmLoads, base}` (`base`: the
+ * served URL).
  */
 export function servedPage(ready) {
   assert.ok(
@@ -67,8 +69,8 @@ export function servedPage(ready) {
   after(async () => {
     await closeAll(browser, server);
   });
-  return async function open(viewport, query = '') {
-    const page = await browser.newPage({ viewport });
+  return async function open(viewport, query = '', context = {}) {
+    const page = await browser.newPage({ viewport, ...context });
     const problems = watch(page, base);
     const wasmLoads = [];
     page.on('request', (r) => r.url().endsWith('.wasm') && wasmLoads.push(r.url()));
