@@ -167,7 +167,7 @@ test("the rules, their tests and the dashboard name only metrics, labels and lab
     ...DASHBOARD.templating.list
       .filter((v) => v.type === "query")
       .map((v) => {
-        const [, metric, label] = /^label_values\((\w+),\s*(\w+)\)$/.exec(v.query.query);
+        const [, metric, label] = /^label_values\((\w+),\s*(\w+)\)$/.exec(v.query);
         return { expr: `group by (${label}) (${metric})`, where: `variable ${v.name}` };
       }),
   ];
