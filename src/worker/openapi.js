@@ -21,13 +21,13 @@
 // that need a reporting period, the configuration's ranges and a rejection's fields
 // (the core's `limits()`), the window's totals (the core's SeqWindow), every rejection
 // code (raw-uplinks.js `REJECTION_CODES`) and the field of a payload's rejection
-// (decode.js), the health columns and
-// /v1/stats' counters (fleet.js), the webhook routes, ChirpStack's events and the sizes
-// of the API (routes.js, backfill.js, raw-uplinks.js), the metrics' media type
-// (prometheus-text.js), the version (version.js). The document is built on its first request (`openApiJson`).
-// What cannot be read is checked against its owner by tests/worker/openapi.test.mjs:
-// the version (version.js against package.json), the paths (index.js's router), the codes the worker's
-// source names. The tests read the document the worker serves.
+// (decode.js), the health columns and /v1/stats' counters (fleet.js), the webhook
+// routes, ChirpStack's events and the sizes of the API (routes.js, backfill.js,
+// raw-uplinks.js), the metrics' media type (prometheus-text.js), the version
+// (version.js). The document is built on its first request (`openApiJson`). What
+// cannot be read is checked against its owner by tests/worker/openapi.test.mjs: the
+// version (version.js's, against package.json), the paths (index.js's router), the
+// codes the worker's source names. The tests read the document the worker serves.
 
 import { limits, SeqWindow } from "./core.js";
 import { RECENT_SHOWN } from "./backfill.js";

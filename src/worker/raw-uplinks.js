@@ -22,9 +22,10 @@ export const MAX_PARKED_PER_DEVICE = 10_000;
 /** The code of a raw uplink a device keeping MAX_PARKED_PER_DEVICE already cannot keep: its readings are rejected with it. */
 export const PARKING_FULL = "parking_full";
 /**
- * Every code a reading can be rejected with: the core's (a reading's fields), a payload's
- * its codec cannot read (decode.js), and PARKING_FULL. The reply's `code`, /v1/stats
- * `rejected_by_code`'s names (and `not_recorded`) and /v1/metrics' `code` label.
+ * Every code a reading can be rejected with: the core's (a reading's fields), those of
+ * a payload its codec cannot read (decode.js), and PARKING_FULL. A rejection's `code`
+ * in a reply; /v1/stats `rejected_by_code` counts by them (and `not_recorded`), and
+ * /v1/metrics shows each as a `code` label from the first scrape.
  */
 export const REJECTION_CODES = [...limits().rejection.codes, ...UNREADABLE, PARKING_FULL];
 /** What a device needs before its raw uplinks can be decoded, as the PUT body names it. */
