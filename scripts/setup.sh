@@ -7,7 +7,7 @@
 #                                 wasm-bindgen-cli, wasm-pack, the npm packages
 #   bash scripts/setup.sh         all of it: that, and what npm test needs besides
 #                                 (rustfmt, clippy, Chromium, Firefox ESR, their
-#                                 drivers, python3)
+#                                 drivers, python3, promtool)
 set -euo pipefail
 cd "$(dirname "${BASH_SOURCE[0]}")/.."
 export PATH="$HOME/.cargo/bin:$PATH"
@@ -65,11 +65,13 @@ ok "$(wasm-pack --version)"
 
 # --- Debian packages: headless browser and its driver --------------------------
 # binary -> Debian package: the two headless browsers of the wasm-bindgen tests
-# (Chromium and Firefox ESR) and python3 (the worker tests that inject SQLite faults).
+# (Chromium and Firefox ESR), python3 (the worker tests that inject SQLite faults) and
+# promtool, in Debian's prometheus package (the alert rules' checks and unit tests,
+# tests/worker/metrics-queries.test.mjs).
 # wasm-opt comes from npm, see below: Debian's binaryen 108 exports the wrong table
 # as __wbindgen_externrefs.
 if $all; then
-  declare -A apt_pkg=([chromium]=chromium [chromedriver]=chromium-driver [firefox-esr]=firefox-esr [python3]=python3)
+  declare -A apt_pkg=([chromium]=chromium [chromedriver]=chromium-driver [firefox-esr]=firefox-esr [python3]=python3 [promtool]=prometheus)
   missing=()
   for bin in "${!apt_pkg[@]}"; do
     command -v "$bin" >/dev/null 2>&1 || missing+=("${apt_pkg[$bin]}")
@@ -79,8 +81,14 @@ if $all; then
     doing "apt packages ${missing[*]}"
     as_root env DEBIAN_FRONTEND=noninteractive apt-get update -q
     as_root env DEBIAN_FRONTEND=noninteractive apt-get install -y -q --no-install-recommends "${missing[@]}"
+    # The package starts a Prometheus server (port 9090) where systemd runs; the
+    # tests need only its promtool, so a server installed here is not left running.
+    if [[ " ${missing[*]} " == *" prometheus "* ]] && [ -d /run/systemd/system ]; then
+      as_root systemctl disable --now prometheus.service || true
+    fi
   fi
   ok "chromium $(chromium --version 2>/dev/null | awk '{print $2}'), chromedriver, $(firefox-esr --version 2>/dev/null)"
+  ok "$(promtool --version 2>/dev/null | head -1)"
 
   # --- geckodriver: Firefox's WebDriver, not packaged by Debian 12 ----------------
   if ! command -v geckodriver >/dev/null 2>&1; then

@@ -58,7 +58,8 @@ export const BACKLOG = ["pending_deliveries", "delivered", "failed_attempts", "l
  * accepted by the network server (`sent`), then closed as `answered`, `expired`,
  * `failed` or `cancelled`. Counted as `backfill_<outcome>` (`countBackfill`).
  */
-export const BACKFILL_OUTCOMES = ["requested", "sent", "answered", "expired", "failed", "cancelled"];
+export const BACKFILL_CLOSED = ["answered", "expired", "failed", "cancelled"];
+export const BACKFILL_OUTCOMES = ["requested", "sent", ...BACKFILL_CLOSED];
 export const BACKFILL = BACKFILL_OUTCOMES.map((outcome) => `backfill_${outcome}`);
 const SUMMED = [...COUNTERS, ...BACKFILL, ...BACKLOG];
 /** The figures of a group report that are gauges: each replaces the one before. */

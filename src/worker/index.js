@@ -11,7 +11,8 @@ import { decodedView, decodeRaw, PAYLOAD_FIELD, previewNotDecoded } from "./deco
 import { byCode, countMessage, countUnroutable, deviceHealth, fleetFigures, fleetHealth, fleetStats, HEALTH_COLUMNS, IGNORED, knows } from "./fleet.js";
 import { group } from "./group.js";
 import { groupOf } from "./placement.js";
-import { exposition, METRICS_CONTENT_TYPE } from "./metrics.js";
+import { exposition } from "./metrics.js";
+import { METRICS_CONTENT_TYPE } from "./prometheus-text.js";
 import { openApiJson } from "./openapi.js";
 import { CHIRPSTACK_EVENTS, FORGET_KEY_CHARS, PAGE_ROWS, REDRIVE_KEYS, UPLINK_ROUTES } from "./routes.js";
 

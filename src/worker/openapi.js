@@ -18,22 +18,24 @@
 // JSON text (`openApiJson`).
 //
 // Facts owned elsewhere are read from their owner, never restated: the codecs, those
-// that need a reporting period, the configuration's ranges and a rejection's codes and
-// fields (the core's `limits()`), the window's totals (the core's SeqWindow), the codes
-// and field of a payload's rejection (decode.js, raw-uplinks.js), the health columns and
-// /v1/stats' counters (fleet.js), the webhook routes, ChirpStack's events and the sizes
-// of the API (routes.js, backfill.js, raw-uplinks.js), the metrics' media type
-// (metrics.js). The document is built on its first request (`openApiJson`).
-// What cannot be read is checked against its owner by tests/worker/openapi.test.mjs:
-// the version (package.json), the paths (index.js's router), the codes the worker's
-// source names. The tests read the document the worker serves.
+// that need a reporting period, the configuration's ranges and a rejection's fields
+// (the core's `limits()`), the window's totals (the core's SeqWindow), every rejection
+// code (raw-uplinks.js `REJECTION_CODES`) and the field of a payload's rejection
+// (decode.js), the health columns and /v1/stats' counters (fleet.js), the webhook
+// routes, ChirpStack's events and the sizes of the API (routes.js, backfill.js,
+// raw-uplinks.js), the metrics' media type (prometheus-text.js), the version
+// (version.js). The document is built on its first request (`openApiJson`). What
+// cannot be read is checked against its owner by tests/worker/openapi.test.mjs: the
+// version (version.js's, against package.json), the paths (index.js's router), the
+// codes the worker's source names. The tests read the document the worker serves.
 
 import { limits, SeqWindow } from "./core.js";
 import { RECENT_SHOWN } from "./backfill.js";
 import { BACKFILL_OUTCOMES, BACKLOG, COUNTERS, HEALTH_COLUMNS, HEALTH_COUNTS, HEALTH_RATIOS } from "./fleet.js";
-import { METRICS_CONTENT_TYPE } from "./metrics.js";
-import { PAYLOAD_FIELD, UNREADABLE } from "./decode.js";
-import { PARKING_FULL, UNPARK_PER_CALL } from "./raw-uplinks.js";
+import { METRICS_CONTENT_TYPE } from "./prometheus-text.js";
+import { VERSION } from "./version.js";
+import { PAYLOAD_FIELD } from "./decode.js";
+import { REJECTION_CODES, UNPARK_PER_CALL } from "./raw-uplinks.js";
 import { CHIRPSTACK_EVENTS, FORGET_KEY_CHARS, PAGE_ROWS, REDRIVE_KEYS, UPLINK_ROUTES } from "./routes.js";
 
 const schema = (name) => ({ $ref: `#/components/schemas/${name}` });
@@ -185,7 +187,7 @@ function openApi() {
     openapi: "3.1.0",
     info: {
       title: "reconnect-dedupe",
-      version: "0.1.0",
+      version: VERSION,
       summary: "Removes replayed LoRaWAN sensor readings at the edge.",
       description: [
         "Webhook routes for The Things Stack, ChirpStack, Helium and LORIOT, a native burst route, and per-device reads and operator controls. docs/http-api.md is the long form of this document.",
@@ -630,7 +632,7 @@ function openApi() {
         RejectionCode: {
           type: "string",
           description: "Why a reading was rejected (docs/http-api.md \"Readings and rejections\", \"Supported sensors\"): it can never be stored as sent.",
-          enum: [...rejection.codes, ...UNREADABLE, PARKING_FULL],
+          enum: REJECTION_CODES,
         },
         Parked: {
           type: "object",

@@ -5,9 +5,9 @@
 // PUT, which decodes it (`unpark`). After a stored decoded burst, the device's history
 // request moves on (`askForMissing`, backfill.js).
 import { config } from "./config.js";
-import { auditLine, guarded, hex, logNothingStored } from "./core.js";
+import { auditLine, guarded, hex, limits, logNothingStored } from "./core.js";
 import { backfillStep } from "./backfill.js";
-import { decodeRaw, decodedView } from "./decode.js";
+import { decodeRaw, decodedView, UNREADABLE } from "./decode.js";
 import { byCode } from "./fleet.js";
 import { admit, countedAlready, countedWithoutRows, scheduleAfterCommit, STORE_WRITES } from "./admission.js";
 import { deviceConfig } from "./stored.js";
@@ -21,6 +21,13 @@ import { decodedWindowSeqs, withWindow } from "./window.js";
 export const MAX_PARKED_PER_DEVICE = 10_000;
 /** The code of a raw uplink a device keeping MAX_PARKED_PER_DEVICE already cannot keep: its readings are rejected with it. */
 export const PARKING_FULL = "parking_full";
+/**
+ * Every code a reading can be rejected with: the core's (a reading's fields), those of
+ * a payload its codec cannot read (decode.js), and PARKING_FULL. A rejection's `code`
+ * in a reply; /v1/stats `rejected_by_code` counts by them (and `not_recorded`), and
+ * /v1/metrics shows each as a `code` label from the first scrape.
+ */
+export const REJECTION_CODES = [...limits().rejection.codes, ...UNREADABLE, PARKING_FULL];
 /** What a device needs before its raw uplinks can be decoded, as the PUT body names it. */
 const CONFIG_CALL = "PUT /v1/devices/{device_id}/config";
 /** Parked uplinks one configuration call decodes; a PUT of the same configuration continues. */

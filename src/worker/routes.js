@@ -7,6 +7,8 @@ export const UPLINK_ROUTES = limits().formats.filter((f) => f !== "readings");
 
 /** The events ChirpStack's HTTP integration posts (`?event=`); only `up` carries readings. */
 export const CHIRPSTACK_EVENTS = ["up", "join", "ack", "txack", "log", "status", "location", "integration"];
+/** The ChirpStack events the worker acknowledges unread and counts as ignored (index.js `acknowledge`). */
+export const CHIRPSTACK_IGNORED = CHIRPSTACK_EVENTS.filter((e) => e !== "up");
 
 /** Rows per page of a paged read (`limit`). */
 export const PAGE_ROWS = { min: 1, max: 1000, default: 100 };

@@ -4,14 +4,16 @@
 // local origin that refuses every delivery, so that a backlog waits.
 import { test } from "node:test";
 import assert from "node:assert/strict";
+import fs from "node:fs";
 import { isDeepStrictEqual } from "node:util";
 import parsePrometheusTextFormat from "parse-prometheus-text-format";
 import { acrossRestart, start, post, origin, until, fixture, gapsOf, putConfig, statsOf, readingsOf, databases, sqlite, TOKEN } from "../support/harness.mjs";
 import { groupName } from "../../src/worker/placement.js";
 import { EM500, history, live, PERIOD, tts } from "../support/em500.mjs";
-import { family } from "../../src/worker/metrics.js";
+import { family } from "../../src/worker/prometheus-text.js";
 
 const CONTENT_TYPE = "text/plain; version=0.0.4; charset=utf-8";
+const VERSION = JSON.parse(fs.readFileSync(new URL("../../package.json", import.meta.url), "utf8")).version;
 const QUIET_MS = 120_000;
 // What Prometheus 3 sends by default (scrape/scrape.go `acceptHeader` over
 // config.DefaultScrapeProtocols, escaping allow-utf-8).
@@ -40,39 +42,59 @@ function samples(families, name) {
 /** A family's one sample without labels. */
 const one = (families, name) => samples(families, name)[""];
 
-/** /v1/stats as a Prometheus scrape shows each of its figures (docs/operations.md "Metrics (Prometheus)"). */
-function asMetrics(s) {
+/**
+ * What a labelled family shows at 0 before its first count, as the document the worker
+ * serves names the values (GET /v1/openapi.json): every rejection code, and every
+ * ChirpStack `?event=` but `up` (the uplink; the others are acknowledged unread).
+ */
+async function labelValues(call) {
+  const doc = await (await call("/v1/openapi.json")).json();
+  const events = doc.paths["/v1/uplinks/chirpstack"].post.parameters.find((p) => p.name === "event").schema.enum;
+  return { codes: doc.components.schemas.RejectionCode.enum, ignored: events.filter((e) => e !== "up").map((e) => `chirpstack/${e}`) };
+}
+
+/** `names` at 0, then `counts` over them. */
+const fromZero = (names, counts) => ({ ...Object.fromEntries(names.map((n) => [n, 0])), ...counts });
+
+/** /v1/stats as a Prometheus scrape shows each of its figures (docs/operations.md "Metrics (Prometheus)"); `known` from `labelValues`. */
+function asMetrics(s, known) {
   return {
     devices: { "": s.devices },
     readings_received_total: { "": s.received },
     readings_unique_total: { "": s.unique },
-    duplicates_suppressed_total: { "": s.duplicates_suppressed },
-    cross_path_duplicates_total: { "": s.cross_path_duplicates },
-    rejected_total: Object.fromEntries(Object.entries(s.rejected_by_code).map(([code, n]) => [`code=${code}`, n])),
+    readings_duplicate_total: { "": s.duplicates_suppressed },
+    readings_cross_path_duplicate_total: { "": s.cross_path_duplicates },
+    readings_rejected_total: Object.fromEntries(Object.entries(fromZero(known.codes, s.rejected_by_code)).map(([code, n]) => [`code=${code}`, n])),
     readings_parked_total: { "": s.parked },
     seqs_recovered_total: { "": s.recovered_seqs },
     seq_resets_total: { "": s.seq_resets },
-    seq_reuses_total: { "": s.seq_reuses },
-    missing_seqs: { "": s.missing_seqs },
+    readings_seq_reused_total: { "": s.seq_reuses },
+    seqs_missing: { "": s.missing_seqs },
     delivery_backlog: { "": s.pending_deliveries },
     delivery_failed_attempts: { "": s.failed_attempts },
-    delivered_readings: { "": s.delivered },
+    ledger_rows_delivered: { "": s.delivered },
     ledger_rows: { "": s.ledger_rows },
-    refused_by_origin: { "": s.refused_by_origin },
-    parked_uplinks: { "": s.parked_uplinks },
-    ignored_events_total: Object.fromEntries(Object.entries(s.ignored_events).map(([name, n]) => [`route=${name.split("/")[0]},event=${name.split("/")[1]}`, n])),
-    simulated_uplinks_total: { "": s.simulated_uplinks },
+    delivery_refused: { "": s.refused_by_origin },
+    uplinks_parked: { "": s.parked_uplinks },
+    events_ignored_total: Object.fromEntries(
+      Object.entries(fromZero(known.ignored, s.ignored_events)).map(([name, n]) => [`route=${name.split("/")[0]},event=${name.split("/")[1]}`, n]),
+    ),
+    uplinks_simulated_total: { "": s.simulated_uplinks },
     backfill_requests_total: { "": s.backfill_requests.requested },
     backfill_requests_sent_total: { "": s.backfill_requests.sent },
     backfill_requests_closed_total: Object.fromEntries(["answered", "expired", "failed", "cancelled"].map((o) => [`outcome=${o}`, s.backfill_requests[o]])),
     stats_flush_interval_seconds: { "": s.stats_flush_ms / 1000 },
+    build_info: { [`version=${VERSION}`]: 1 },
   };
 }
 
 /** Every family but the two read at scrape time (ages, the last flush), as `asMetrics` names them. */
 function steady(families) {
-  return Object.fromEntries(Object.keys(asMetrics(EMPTY_STATS)).map((name) => [name, samples(families, name)]));
+  return Object.fromEntries(Object.keys(asMetrics(EMPTY_STATS, { codes: [], ignored: [] })).map((name) => [name, samples(families, name)]));
 }
+
+/** A family's samples without those at 0: what was counted. */
+const counted = (families, name) => Object.fromEntries(Object.entries(samples(families, name)).filter(([, n]) => n !== 0));
 
 const EMPTY_STATS = {
   devices: 0, received: 0, unique: 0, duplicates_suppressed: 0, cross_path_duplicates: 0, rejected_by_code: {}, parked: 0, seq_reuses: 0,
@@ -134,16 +156,16 @@ test("a known workload: every family has the exact value /v1/stats has, parsed b
     assert.deepEqual(pick(after), pick(before), "nothing moved while scraping");
 
     // Exact values, family by family, and the same as /v1/stats.
-    assert.deepEqual(steady(families), asMetrics(after));
-    assert.deepEqual(samples(families, "rejected_total"), { "code=invalid_fill_pct": 1, "code=invalid_payload": 1, "code=invalid_ts": 1, "code=missing_device_id": 1 });
-    assert.deepEqual(samples(families, "ignored_events_total"), { "route=chirpstack,event=join": 1, "route=chirpstack,event=status": 2 });
-    assert.equal(one(families, "readings_received_total"), one(families, "readings_unique_total") + one(families, "duplicates_suppressed_total") + 4 + one(families, "readings_parked_total"));
+    assert.deepEqual(steady(families), asMetrics(after, await labelValues(w.call)));
+    assert.deepEqual(counted(families, "readings_rejected_total"), { "code=invalid_fill_pct": 1, "code=invalid_payload": 1, "code=invalid_ts": 1, "code=missing_device_id": 1 });
+    assert.deepEqual(counted(families, "events_ignored_total"), { "route=chirpstack,event=join": 1, "route=chirpstack,event=status": 2 });
+    assert.equal(one(families, "readings_received_total"), one(families, "readings_unique_total") + one(families, "readings_duplicate_total") + 4 + one(families, "readings_parked_total"));
 
     // The backlog's oldest reading is m-A's or m-B's first (one burst, one admission
     // time): its age is read at scrape time, from its admission.
     const admitted = Math.min(...[...(await readingsOf(w.call, "m-A")), ...(await readingsOf(w.call, "m-B"))].map((r) => Date.parse(r.admitted_at)));
     assert.ok(admitted >= t0 - 1 && admitted <= t1, `admitted at ${admitted}, between ${t0} and ${t1}`);
-    const age = one(families, "oldest_undelivered_age_seconds");
+    const age = one(families, "delivery_backlog_oldest_age_seconds");
     assert.ok(age >= (t1 - admitted) / 1000 - 0.001 && age <= (t2 - admitted) / 1000 + 0.001, `age ${age} s: scraped between ${(t1 - admitted) / 1000} and ${(t2 - admitted) / 1000} s after the admission`);
     assert.ok(age * 1000 >= before.oldest_undelivered_age_ms && age * 1000 <= after.oldest_undelivered_age_ms + 1, "between the ages /v1/stats gave before and after");
     // The roll-up's staleness: when the newest flush arrived, as /v1/stats says.
@@ -155,18 +177,27 @@ test("a known workload: every family has the exact value /v1/stats has, parsed b
   }
 });
 
-test("a fleet that never reported: every family, zeros, no age, no flush time", async () => {
+test("a fleet that never reported: every family and every label value, zeros, no age, no flush time; the build", async () => {
   const w = await start({ vars: { STATS_FLUSH_MS: "50" } });
   try {
     const { text, families } = await scrape(w.call);
-    assert.deepEqual(steady(families), asMetrics(EMPTY_STATS));
-    assert.equal(one(families, "oldest_undelivered_age_seconds"), 0);
+    const known = await labelValues(w.call);
+    assert.deepEqual(steady(families), asMetrics(EMPTY_STATS, known));
+    // A rate() or a dashboard panel has a series before the first count: each code
+    // and event at 0, each outcome too. The codes are the core's, the codecs' and the
+    // parking's; the events ChirpStack's.
+    for (const code of ["invalid_fill_pct", "invalid_payload", "parking_full"]) assert.ok(known.codes.includes(code), code);
+    assert.ok(known.ignored.includes("chirpstack/join") && !known.ignored.includes("chirpstack/up"));
+    assert.deepEqual(samples(families, "readings_rejected_total"), Object.fromEntries(known.codes.map((code) => [`code=${code}`, 0])));
+    assert.deepEqual(samples(families, "events_ignored_total"), Object.fromEntries(known.ignored.map((name) => [`route=chirpstack,event=${name.split("/")[1]}`, 0])));
+    assert.deepEqual(samples(families, "build_info"), { [`version=${VERSION}`]: 1 }, "package.json's version");
+    assert.equal(one(families, "delivery_backlog_oldest_age_seconds"), 0);
     assert.deepEqual(families.reconnect_dedupe_stats_last_flush_timestamp_seconds?.metrics ?? [], [], "no sample before the first flush");
     // The format's rules: HELP and TYPE first in every family, families in name order,
     // counters (and only they) end in _total, every line ends with \n.
     assert.ok(text.endsWith("\n"));
     const names = [...text.matchAll(/^# TYPE (\S+) (\S+)$/gm)].map((m) => [m[1], m[2]]);
-    assert.equal(names.length, 25);
+    assert.equal(names.length, 26);
     assert.deepEqual(names.map(([n]) => n), names.map(([n]) => n).sort());
     for (const [name, type] of names) {
       assert.equal(name.endsWith("_total"), type === "counter", name);
@@ -229,7 +260,7 @@ test("no label value comes from the request: a hostile ChirpStack event is refus
     }
     assert.equal((await post(w.call, "/v1/uplinks/chirpstack?event=join", fixture("chirpstack/join.json"))).status, 200);
     const { families } = await scrape(w.call);
-    assert.deepEqual(samples(families, "ignored_events_total"), { "route=chirpstack,event=join": 1 });
+    assert.deepEqual(counted(families, "events_ignored_total"), { "route=chirpstack,event=join": 1 });
     assert.equal(one(families, "devices"), 0);
   } finally {
     await w.mf.dispose();
@@ -238,19 +269,19 @@ test("no label value comes from the request: a hostile ChirpStack event is refus
 
 test("label values and HELP text are escaped as the format says: a hostile value cannot add a line", () => {
   const hostile = 'a"b\\c\nreconnect_dedupe_devices 999\n# TYPE x gauge';
-  const text = family("reconnect_dedupe_rejected_total", "counter", "back\\slash and\nnewline", [[{ code: hostile }, 2], [{ code: "plain" }, 1]]);
+  const text = family("reconnect_dedupe_readings_rejected_total", "counter", "back\\slash and\nnewline", [[{ code: hostile }, 2], [{ code: "plain" }, 1]]);
   assert.equal(
     text,
-    "# HELP reconnect_dedupe_rejected_total back\\\\slash and\\nnewline\n" +
-      "# TYPE reconnect_dedupe_rejected_total counter\n" +
-      'reconnect_dedupe_rejected_total{code="a\\"b\\\\c\\nreconnect_dedupe_devices 999\\n# TYPE x gauge"} 2\n' +
-      'reconnect_dedupe_rejected_total{code="plain"} 1\n',
+    "# HELP reconnect_dedupe_readings_rejected_total back\\\\slash and\\nnewline\n" +
+      "# TYPE reconnect_dedupe_readings_rejected_total counter\n" +
+      'reconnect_dedupe_readings_rejected_total{code="a\\"b\\\\c\\nreconnect_dedupe_devices 999\\n# TYPE x gauge"} 2\n' +
+      'reconnect_dedupe_readings_rejected_total{code="plain"} 1\n',
   );
   assert.equal(text.split("\n").length, 5, "four lines and the final line feed");
   const parsed = parsePrometheusTextFormat(text);
   assert.deepEqual(
     parsed.map((f) => [f.name, f.type, f.metrics.map((m) => [m.labels.code, m.value])]),
-    [["reconnect_dedupe_rejected_total", "COUNTER", [[hostile, "2"], ["plain", "1"]]]],
+    [["reconnect_dedupe_readings_rejected_total", "COUNTER", [[hostile, "2"], ["plain", "1"]]]],
   );
   assert.equal(parsed[0].help, "back\\slash and\nnewline");
 });
@@ -294,7 +325,7 @@ test("rejections counted without their codes (an earlier version's shards, devic
       const s = await settle(second.call, (s) => s.rejected === 6 && s.unique === 1, "the new rejections");
       assert.deepEqual(s.rejected_by_code, { invalid_fill_pct: 1, not_recorded: 5 });
       const { families } = await scrape(second.call);
-      assert.deepEqual(samples(families, "rejected_total"), { "code=invalid_fill_pct": 1, "code=not_recorded": 5 });
+      assert.deepEqual(counted(families, "readings_rejected_total"), { "code=invalid_fill_pct": 1, "code=not_recorded": 5 });
       assert.equal(one(families, "readings_received_total"), 7);
     },
   });
@@ -311,7 +342,7 @@ test("a change of reporting_period_s that drops a device's open gaps reaches the
     assert.equal((await putConfig(w.call, eui, { ...EM500, reporting_period_s: PERIOD / 2 })).status, 200);
     await until(async () => {
       const { families } = await scrape(w.call);
-      return one(families, "missing_seqs") === 0;
+      return one(families, "seqs_missing") === 0;
     }, "the dropped gap in the roll-up");
     assert.equal((await statsOf(w.call)).missing_seqs, 0);
   } finally {
@@ -353,7 +384,7 @@ test("history requests by outcome: requested, sent, then answered, expired, fail
       assert.deepEqual(s.backfill_requests, expected),
     );
     const { families } = await scrape(w.call);
-    assert.deepEqual(steady(families), asMetrics(await statsOf(w.call)));
+    assert.deepEqual(steady(families), asMetrics(await statsOf(w.call), await labelValues(w.call)));
     assert.deepEqual(
       [one(families, "backfill_requests_total"), one(families, "backfill_requests_sent_total"), samples(families, "backfill_requests_closed_total")],
       [4, 3, { "outcome=answered": 1, "outcome=cancelled": 1, "outcome=expired": 1, "outcome=failed": 1 }],
