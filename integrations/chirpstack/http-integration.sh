@@ -1,13 +1,14 @@
 #!/usr/bin/env bash
 # Points a ChirpStack v4 application's HTTP integration at reconnect-dedupe: every
 # event is posted as JSON to <WORKER_URL>/v1/uplinks/chirpstack?event=<type>, with
-# the worker's token. Run it from any machine that reaches ChirpStack's REST API:
+# the worker's token. Run it from any machine that reaches ChirpStack's REST API and
+# the worker at WORKER_URL:
 #
 #   CHIRPSTACK_URL=http://chirpstack-rest-api:8090 CHIRPSTACK_API_TOKEN=<API key> \
 #   APPLICATION_ID=<application UUID> WORKER_URL=https://rd.example.workers.dev \
 #   INGEST_TOKEN=<token> bash http-integration.sh
 #
-# First it asks the worker, as ChirpStack will reach it: GET /v1/health must answer
+# First it asks the worker, at the URL ChirpStack will post to: GET /v1/health must answer
 # {"ok":true}, and GET /v1/stats with the token 200. When either does not (the worker
 # is down, WORKER_URL is not a worker, the worker has no token, INGEST_TOKEN is not
 # its token), it says which and why, and exits 1 having changed nothing in ChirpStack.
