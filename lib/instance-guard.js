@@ -8,7 +8,8 @@
 //   is reading): "attempted to take ownership of Rust value while it was borrowed"
 //   thrown through that call, the instance unusable after and its memory never freed;
 // * an instance made before the module's Wasm instance started over (the glue's
-//   `__wbg_reset_state`, which the worker calls after a trap): its calls throw
+//   `__wbg_reset_state`, exported as `reinstantiate`, which the worker calls after a
+//   trap): its calls throw
 //   "Invalid stale object from previous Wasm instance", and its free() frees memory of
 //   the new instance, which the next allocation then overwrites.
 // Here the first throws `instance_freed` naming the call; the second throws

@@ -22,9 +22,9 @@ export function guarded(fn) {
     return fn();
   } catch (e) {
     if (e instanceof WebAssembly.RuntimeError) {
-      // `__wbg_reset_state` exists because the build runs wasm-bindgen with
-      // --experimental-reset-state-function (scripts/bin/wasm-bindgen).
-      core.__wbg_reset_state();
+      // wasm-bindgen's reset (the build runs it with --experimental-reset-state-function,
+      // scripts/bin/wasm-bindgen), exported as `reinstantiate` by scripts/lib-pkg.mjs.
+      core.reinstantiate();
       generation += 1;
       throw new HttpError(500, "wasm_trap", "the core trapped; it was re-instantiated, retry the request");
     }

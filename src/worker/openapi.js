@@ -196,6 +196,13 @@ function openApi() {
       ].join("\n"),
       license: { name: "MIT", identifier: "MIT" },
     },
+    // The worker that serves this document: OpenAPI resolves a relative server URL
+    // against where the document was fetched from, so a viewer or generator given
+    // https://<worker>/v1/openapi.json calls that worker, whatever its host (workers.dev,
+    // a custom domain, a self-hosted workerd behind a proxy). It states OpenAPI's
+    // default (no `servers` means `/`), which linters want written out; a templated
+    // host would make every operator type in what the document's own URL already says.
+    servers: [{ url: "/", description: "The origin this document is served from (GET /v1/openapi.json)." }],
     tags: [
       { name: "ingest", description: "Readings in: webhooks and native bursts." },
       { name: "devices", description: "Per-device reads: ledger, gaps, configuration, health." },

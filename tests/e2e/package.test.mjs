@@ -77,6 +77,7 @@ after(() => {
 
 test('the tarball holds the package files and nothing else, at the version of Cargo.toml', async () => {
   assert.deepEqual(packed.files.map((f) => f.path).sort(), [
+    'CHANGELOG.md',
     'LICENSE',
     'README.md',
     'node.js',
@@ -95,6 +96,11 @@ test('the tarball holds the package files and nothing else, at the version of Ca
     assert.equal(installed[field], undefined, `the published package has no ${field}`);
   }
   assert.equal(readme, fs.readFileSync(path.join(root, 'lib/README.md'), 'utf8'), 'the README is the library\'s');
+  const changelog = fs.readFileSync(path.join(app, 'node_modules/reconnect-dedupe/CHANGELOG.md'), 'utf8');
+  assert.equal(changelog, fs.readFileSync(path.join(root, 'CHANGELOG.md'), 'utf8'), 'the version history is the repository\'s');
+  // Its release's section: the version's own heading (until a release renames
+  // "Unreleased", the version is the last release's).
+  assert.ok(changelog.split('\n').includes(`## ${crate.version}`), `CHANGELOG.md has a "## ${crate.version}" section`);
   assert.deepEqual(Object.keys(examples(readme)).sort(), ['dedupe.mjs', 'index.html', 'page.js', 'src/index.js']);
 });
 

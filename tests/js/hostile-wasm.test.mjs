@@ -512,7 +512,7 @@ test('a frozen or non-extensible instance works as any other', () => {
 test('an instance left from before the Wasm instance started over: free() frees nothing, a call throws instance_stale', () => {
   const old = new pkg.SeqWindow();
   old.observe(3, NOW);
-  pkg.__wbg_reset_state();
+  pkg.reinstantiate();
   const live = new pkg.SeqWindow();
   live.observe(7, NOW);
   old.free();
@@ -522,7 +522,7 @@ test('an instance left from before the Wasm instance started over: free() frees 
   assert.equal(next.highest, 5000);
   assert.throws(() => old.observe(4, NOW), { code: 'instance_freed' });
   const stale = new Deduplicator();
-  pkg.__wbg_reset_state();
+  pkg.reinstantiate();
   assert.throws(() => stale.stats(), (e) => e.code === 'instance_stale' && /^Deduplicator\.stats: this Deduplicator is from before the Wasm instance started over/.test(e.message));
   stale.free();
   assert.equal(new Deduplicator().stats().keys, 0);

@@ -17,8 +17,10 @@ const root = new URL("../../", import.meta.url).pathname;
 const read = (p) => fs.readFileSync(path.join(root, p), "utf8");
 
 let w;
+let workerUrl; // where the worker listens on loopback, as http://127.0.0.1:<port>/
 before(async () => {
   w = await start();
+  workerUrl = (await w.mf.ready).href;
 });
 after(() => w?.mf.dispose());
 
@@ -208,19 +210,33 @@ test("a webhook made from the template, as the Console makes it, delivers uplink
  *   NotFound (src/storage/error.rs), so it is Internal (src/api/error.rs) → 500;
  * - PUT, UpdateHttpIntegration: updates the row (`update_integration`); when there is
  *   none, diesel's NotFound → NotFound → 404.
+ * And the device profiles of `profiles` (id → profile, without its id):
+ * - GET /api/device-profiles/{id}, DeviceProfileService_Get: `{deviceProfile, createdAt,
+ *   updatedAt}`; an id it does not hold → NotFound → 404;
+ * - PUT /api/device-profiles/{id}, DeviceProfileService_Update: the body's
+ *   `deviceProfile` replaces the stored one whole (src/api/device_profile.rs `update`
+ *   writes every field, the ones not sent at their defaults: here, absent).
  * Every request is recorded.
  */
-async function chirpstackApi({ key = "cs-api-key", integration = null } = {}) {
-  const api = { requests: [], integration };
+async function chirpstackApi({ key = "cs-api-key", integration = null, profiles = {} } = {}) {
+  const api = { requests: [], integration, profiles: structuredClone(profiles) };
   const answer = (res, status, body) => res.writeHead(status, { "content-type": "application/json" }).end(JSON.stringify(body));
   const error = (res, status, code, message) => answer(res, status, { code, message, details: [] });
   const server = http.createServer((req, res) => {
     let data = "";
     req.on("data", (c) => (data += c));
     req.on("end", () => {
-      const body = JSON.parse(data);
+      const body = data ? JSON.parse(data) : null;
       api.requests.push({ method: req.method, path: req.url, headers: req.headers, body });
       if (req.headers["grpc-metadata-authorization"] !== `Bearer ${key}`) return error(res, 401, 16, "InvalidToken");
+      const profile = req.url.match(/^\/api\/device-profiles\/([^/?]+)$/);
+      if (profile) {
+        const id = decodeURIComponent(profile[1]);
+        if (!Object.hasOwn(api.profiles, id)) return error(res, 404, 5, `Object does not exist (id: ${id})`);
+        if (req.method === "PUT") api.profiles[id] = body.deviceProfile;
+        else return answer(res, 200, { deviceProfile: { id, ...api.profiles[id] }, createdAt: "2026-07-01T08:00:00Z", updatedAt: "2026-07-01T08:00:00Z" });
+        return answer(res, 200, {});
+      }
       if (req.method === "POST" && api.integration) {
         return error(res, 500, 13, 'duplicate key value violates unique constraint "application_integration_pkey"');
       }
@@ -236,22 +252,23 @@ async function chirpstackApi({ key = "cs-api-key", integration = null } = {}) {
   return api;
 }
 
-/** Runs integrations/chirpstack/http-integration.sh with `env`: `{code, stdout, stderr}`. */
-function runSnippet(env) {
+/** Runs `program` with `args` and `env` (and no proxy: every server is on loopback): `{code, stdout, stderr}`. */
+function runProgram(program, args, env) {
   const clean = Object.fromEntries(Object.entries(process.env).filter(([k]) => !/proxy/i.test(k)));
   return new Promise((resolve) => {
-    execFile("bash", [path.join(root, "integrations/chirpstack/http-integration.sh")], { env: { ...clean, ...env } }, (err, stdout, stderr) =>
-      resolve({ code: err ? err.code : 0, stdout, stderr }),
-    );
+    execFile(program, args, { env: { ...clean, ...env } }, (err, stdout, stderr) => resolve({ code: err ? err.code : 0, stdout, stderr }));
   });
 }
+/** Runs integrations/chirpstack/http-integration.sh with `env`. */
+const runSnippet = (env) => runProgram("bash", [path.join(root, "integrations/chirpstack/http-integration.sh")], env);
 
 const APP = "17c82e96-be03-4f38-aef3-f83d48582d97";
+// The worker the snippet checks and points ChirpStack at: this file's, over real HTTP.
 const snippetEnv = (api) => ({
   CHIRPSTACK_URL: api.url,
   CHIRPSTACK_API_TOKEN: "cs-api-key",
   APPLICATION_ID: APP,
-  WORKER_URL: "https://rd.example.workers.dev/",
+  WORKER_URL: workerUrl,
   INGEST_TOKEN: TOKEN,
 });
 // Swagger 2.0 names formats (int64, ...) JSON Schema does not define: not checked.
@@ -260,21 +277,22 @@ const integrationBody = ajv.compile(JSON.parse(read("tests/fixtures/chirpstack-r
 
 test("the ChirpStack snippet creates the HTTP integration through ChirpStack's REST API, and replaces it when run again", async () => {
   const api = await chirpstackApi();
-  const integration = (token) => ({ encoding: "JSON", eventEndpointUrl: "https://rd.example.workers.dev/v1/uplinks/chirpstack", headers: { Authorization: `Bearer ${token}` } });
+  const integration = (endpoint) => ({ encoding: "JSON", eventEndpointUrl: endpoint, headers: { Authorization: `Bearer ${TOKEN}` } });
   const methods = [];
-  // The second run replaces the first's integration, here with a new token.
-  for (const token of ["old-token", TOKEN]) {
-    const run = await runSnippet({ ...snippetEnv(api), INGEST_TOKEN: token });
+  // The second run replaces the first's integration, here with another URL of the worker.
+  for (const url of [workerUrl, workerUrl.replace("127.0.0.1", "localhost")]) {
+    const endpoint = `${url}v1/uplinks/chirpstack`;
+    const run = await runSnippet({ ...snippetEnv(api), WORKER_URL: url });
     assert.equal(run.code, 0, run.stderr);
-    assert.equal(run.stdout, `http-integration.sh: application ${APP} now posts its events to https://rd.example.workers.dev/v1/uplinks/chirpstack\n`);
-    assert.deepEqual(api.integration, integration(token));
+    assert.equal(run.stdout, `http-integration.sh: application ${APP} now posts its events to ${endpoint}\n`);
+    assert.deepEqual(api.integration, integration(endpoint));
     const requests = api.requests.splice(0);
     methods.push(requests.map((r) => r.method));
     for (const r of requests) {
       assert.equal(r.path, `/api/applications/${APP}/integrations/http`);
       assert.equal(r.headers["grpc-metadata-authorization"], "Bearer cs-api-key");
       assert.ok(integrationBody(r.body), JSON.stringify(integrationBody.errors));
-      assert.deepEqual(r.body, { integration: integration(token) });
+      assert.deepEqual(r.body, { integration: integration(endpoint) });
     }
   }
   await api.close();
@@ -285,8 +303,14 @@ test("the ChirpStack snippet creates the HTTP integration through ChirpStack's R
 
 test("the ChirpStack snippet escapes a token for JSON, and refuses to start without its settings or over http", async () => {
   const api = await chirpstackApi();
-  const run = await runSnippet({ ...snippetEnv(api), INGEST_TOKEN: 'a"b\\c' });
-  assert.equal(run.code, 0, run.stderr);
+  // A worker whose token needs escaping in JSON (and none in the header it checks).
+  const quoted = await start({ vars: { INGEST_TOKEN: 'a"b\\c' } });
+  try {
+    const run = await runSnippet({ ...snippetEnv(api), WORKER_URL: (await quoted.mf.ready).href, INGEST_TOKEN: 'a"b\\c' });
+    assert.equal(run.code, 0, run.stderr);
+  } finally {
+    await quoted.mf.dispose();
+  }
   assert.equal(api.integration.headers.Authorization, 'Bearer a"b\\c');
   const made = api.requests.length;
   const missing = await runSnippet({ ...snippetEnv(api), APPLICATION_ID: "" });
@@ -298,17 +322,52 @@ test("the ChirpStack snippet escapes a token for JSON, and refuses to start with
     assert.equal(plain.code, 2, url);
     assert.match(plain.stderr, /must start with https:\/\//);
   }
-  for (const url of ["http://localhost:8787", "http://127.0.0.1:8787/", "http://localhost"]) {
+  const port = new URL(workerUrl).port;
+  for (const url of [`http://localhost:${port}`, `http://127.0.0.1:${port}/`, `http://localhost:${port}/`]) {
     const local = await runSnippet({ ...snippetEnv(api), WORKER_URL: url });
     assert.equal(local.code, 0, `${url}: ${local.stderr}`);
   }
-  assert.equal(api.integration.eventEndpointUrl, "http://localhost/v1/uplinks/chirpstack");
+  assert.equal(api.integration.eventEndpointUrl, `http://localhost:${port}/v1/uplinks/chirpstack`);
   // ChirpStack's reply to a key it does not know, passed on.
   const failed = await runSnippet({ ...snippetEnv(api), CHIRPSTACK_API_TOKEN: "x" });
   assert.equal(failed.code, 1);
   assert.equal(failed.stderr, 'http-integration.sh: ChirpStack answered 401: {"code":16,"message":"InvalidToken","details":[]}\n');
   await api.close();
   assert.equal(api.requests.length, made + 3 + 1, "nothing sent without its settings or over http; nothing after a refusal");
+});
+
+test("the ChirpStack snippet asks the worker first, and stops with what is wrong, before ChirpStack is asked anything", async () => {
+  const api = await chirpstackApi();
+  const stopped = async (env, message) => {
+    const run = await runSnippet({ ...snippetEnv(api), ...env });
+    assert.equal(run.code, 1, run.stderr);
+    assert.match(run.stderr, message);
+    assert.match(run.stderr, /; nothing was changed in ChirpStack\n$/);
+    assert.equal(run.stdout, "");
+  };
+  // Nothing listens: a port that was free a moment ago.
+  const closed = http.createServer();
+  await new Promise((r) => closed.listen(0, "127.0.0.1", r));
+  const down = `http://127.0.0.1:${closed.address().port}`;
+  await new Promise((r) => closed.close(r));
+  await stopped({ WORKER_URL: down }, new RegExp(`^http-integration.sh: the worker does not answer at ${down}/v1/health \\(curl: \\(7\\) [^\\n]+\\); check WORKER_URL and that the worker runs`));
+  // Another server at that URL.
+  const other = http.createServer((req, res) => res.writeHead(200, { "content-type": "text/html" }).end("<html>it works</html>"));
+  await new Promise((r) => other.listen(0, "127.0.0.1", r));
+  const otherUrl = `http://127.0.0.1:${other.address().port}`;
+  await stopped({ WORKER_URL: otherUrl }, /answered 200, not reconnect-dedupe's \{"ok":true\}: <html>it works<\/html>;/);
+  await new Promise((r) => other.close(r));
+  // The worker, without a token of its own: its health says so.
+  const tokenless = await start({ vars: { INGEST_TOKEN: "" } });
+  try {
+    await stopped({ WORKER_URL: (await tokenless.mf.ready).href }, /answered 503, not reconnect-dedupe's \{"ok":true\}: \{"error":\{"code":"auth_not_configured","message":"INGEST_TOKEN is not set/);
+  } finally {
+    await tokenless.mf.dispose();
+  }
+  // The worker, and a token that is not its own.
+  await stopped({ INGEST_TOKEN: "not-the-token" }, /^http-integration.sh: the worker refuses INGEST_TOKEN \(401 to GET \/v1\/stats\): \{"error":\{"code":"unauthorized",.*; set INGEST_TOKEN to the worker's token;/);
+  await api.close();
+  assert.deepEqual(api.requests, [], "ChirpStack was asked nothing");
 });
 
 test("the ChirpStack snippet puts no secret on a command line, where any local user reads it (ps, /proc/<pid>/cmdline)", async (t) => {
@@ -319,13 +378,14 @@ test("the ChirpStack snippet puts no secret on a command line, where any local u
   const real = execFileSync("bash", ["-c", "command -v curl"], { encoding: "utf8" }).trim();
   fs.writeFileSync(path.join(dir, "curl"), `#!/bin/sh\nprintf '%s\\n' "$@" >> "${dir}/argv"\nexec ${real} "$@"\n`, { mode: 0o755 });
   const api = await chirpstackApi({ key: "cs-api-key-4f1d" });
-  const run = await runSnippet({ ...snippetEnv(api), CHIRPSTACK_API_TOKEN: "cs-api-key-4f1d", INGEST_TOKEN: "ingest-token-9c2e", PATH: `${dir}:${process.env.PATH}` });
+  const run = await runSnippet({ ...snippetEnv(api), CHIRPSTACK_API_TOKEN: "cs-api-key-4f1d", PATH: `${dir}:${process.env.PATH}` });
   await api.close();
   assert.equal(run.code, 0, run.stderr);
   const argv = fs.readFileSync(path.join(dir, "argv"), "utf8");
-  assert.match(argv, /\/api\/applications\//, "the spy saw curl's arguments");
+  // Its calls of the worker (the token in /v1/stats's) and of ChirpStack's API.
+  for (const url of ["/v1/health", "/v1/stats", "/api/applications/"]) assert.ok(argv.includes(url), `the spy saw curl's arguments for ${url}`);
   assert.equal(argv.includes("cs-api-key-4f1d"), false, "the ChirpStack API key is on curl's command line");
-  assert.equal(argv.includes("ingest-token-9c2e"), false, "the ingest token is on curl's command line");
+  assert.equal(argv.includes(TOKEN), false, "the ingest token is on curl's command line");
   assert.equal(api.requests.at(-1).headers["grpc-metadata-authorization"], "Bearer cs-api-key-4f1d");
 });
 
@@ -355,6 +415,72 @@ test("every ChirpStack event fixture, posted as the configured integration posts
     if (event === "up") assertReconciles(reply.body);
     else assert.deepEqual([reply.body.ignored, reply.body.event], [true, event]);
   }
+});
+
+test("device-profiles.py applies the settings to existing device profiles, keeping every other field, and changes nothing when one cannot be", async () => {
+  // Two profiles as an operator made them: their radio settings are the network's.
+  const made = (name, tags) => ({
+    tenantId: "52f14cd4-c6f1-4fbd-8f87-4025e1d49242",
+    name,
+    description: "",
+    region: "EU868",
+    macVersion: "LORAWAN_1_0_3",
+    regParamsRevision: "RP002_1_0_3",
+    adrAlgorithmId: "default",
+    payloadCodecRuntime: "JS",
+    payloadCodecScript: "function decodeUplink(input) { return { data: {} }; }",
+    flushQueueOnActivate: true,
+    uplinkInterval: 3600,
+    deviceStatusReqInterval: 1,
+    supportsOtaa: true,
+    supportsClassB: false,
+    supportsClassC: false,
+    tags,
+    measurements: {},
+    autoDetectMeasurements: true,
+  });
+  const DF703 = "0b9f3e4c-7a52-4d0e-9b6f-3c1d2e4f5a60";
+  const EM500 = "6a7b8c9d-0e1f-4a2b-8c3d-4e5f6a7b8c9d";
+  const profiles = { [DF703]: made("DF703 EU868", { site: "north" }), [EM500]: made("EM500-UDL EU868", {}) };
+  const api = await chirpstackApi({ profiles });
+  const env = { CHIRPSTACK_URL: api.url, CHIRPSTACK_API_TOKEN: "cs-api-key" };
+  const script = path.join(root, "integrations/chirpstack/device-profiles.py");
+  const run = (args, more = {}) => runProgram("python3", [script, ...args], { ...env, ...more });
+  const args = [`${DF703}=dingtek/df703`, `${EM500}=milesight-iot/em500-udl`];
+  const expected = {
+    [DF703]: { ...profiles[DF703], payloadCodecRuntime: "NONE", tags: { site: "north", codec: "dingtek/df703" } },
+    [EM500]: { ...profiles[EM500], payloadCodecRuntime: "NONE", tags: { codec: "milesight-iot/em500-udl" } },
+  };
+  const schema = ajv.compile({ ...JSON.parse(read("tests/fixtures/chirpstack-rest-api/device-profile.schema.json")), additionalProperties: false });
+  // Twice: the second run finds the settings made and writes the same.
+  for (let i = 0; i < 2; i++) {
+    const done = await run(args);
+    assert.equal(done.code, 0, done.stderr);
+    assert.equal(done.stdout, `device-profiles.py: device profile 'DF703 EU868' (${DF703}): codec None, tag codec=dingtek/df703\ndevice-profiles.py: device profile 'EM500-UDL EU868' (${EM500}): codec None, tag codec=milesight-iot/em500-udl\n`);
+    assert.deepEqual(api.profiles, expected);
+    const requests = api.requests.splice(0);
+    assert.deepEqual(requests.map((r) => `${r.method} ${r.path}`), [`GET /api/device-profiles/${DF703}`, `GET /api/device-profiles/${EM500}`, `PUT /api/device-profiles/${DF703}`, `PUT /api/device-profiles/${EM500}`]);
+    for (const r of requests.filter((q) => q.method === "PUT")) assert.ok(schema(r.body.deviceProfile), JSON.stringify(schema.errors));
+    assert.ok(requests.every((r) => r.headers["grpc-metadata-authorization"] === "Bearer cs-api-key"));
+  }
+  // An id ChirpStack does not hold, after one it does: read first, so nothing is written.
+  api.profiles = structuredClone(profiles);
+  const unknown = "00000000-0000-4000-8000-000000000000";
+  const missing = await run([`${DF703}=dingtek/df703`, `${unknown}=dingtek/df703`]);
+  assert.equal(missing.code, 1);
+  assert.match(missing.stderr, new RegExp(`^device-profiles.py: ChirpStack answered 404 to GET ${api.url}/api/device-profiles/${unknown}: .*"Object does not exist.*; nothing was changed\\n$`));
+  const refused = await run(args, { CHIRPSTACK_API_TOKEN: "x" });
+  assert.equal(refused.code, 1);
+  assert.match(refused.stderr, /answered 401 to GET .*InvalidToken.*; nothing was changed\n$/);
+  assert.deepEqual(api.requests.splice(0).map((r) => r.method), ["GET", "GET", "GET"]);
+  assert.deepEqual(api.profiles, profiles);
+  // A codec device-profiles.json does not have, or no settings: refused before any request.
+  const codec = await run([`${DF703}=dingtek/df999`]);
+  assert.deepEqual([codec.code, codec.stderr], [2, `device-profiles.py: 'dingtek/df999' is not a codec of device-profiles.json: ${Object.keys(JSON.parse(read("integrations/chirpstack/device-profiles.json")).profiles).join(", ")}\n`]);
+  const unset = await run(args, { CHIRPSTACK_URL: "" });
+  assert.deepEqual([unset.code, unset.stderr], [2, "device-profiles.py: set CHIRPSTACK_URL (see the top of this file)\n"]);
+  await api.close();
+  assert.deepEqual(api.requests, []);
 });
 
 test("the device-profile settings name every codec the worker has, and decode the fixtures' raw bytes", async () => {

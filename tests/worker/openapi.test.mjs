@@ -1,5 +1,6 @@
 // The OpenAPI document (src/worker/openapi.js) itself: valid by the official OAS 3.1
-// schema (@seriousme/openapi-schema-validator), complete enough to generate a client
+// schema (@seriousme/openapi-schema-validator), lint-clean under redocly's recommended
+// rules (@redocly/cli, with redocly.yaml), complete enough to generate a client
 // from (unique operationIds, every $ref resolving, every component used, every schema
 // compiling in strict ajv), served at /v1/openapi.json as it is, and the same routes
 // as index.js's router both ways: every documented path answers its documented methods
@@ -10,6 +11,9 @@
 import { test, after } from "node:test";
 import assert from "node:assert/strict";
 import fs from "node:fs";
+import os from "node:os";
+import path from "node:path";
+import { execFileSync } from "node:child_process";
 import { Validator } from "@seriousme/openapi-schema-validator";
 import { start, TOKEN } from "../support/harness.mjs";
 import { checkReply, templateOf, useDocument, validatorAt } from "../support/openapi-replies.mjs";
@@ -53,6 +57,59 @@ test("the document is valid OpenAPI 3.1 by the official schema", async () => {
   assert.deepEqual(res.errors, undefined);
   assert.equal(res.valid, true);
   assert.equal(validator.version, "3.1");
+});
+
+/**
+ * `redocly lint` of `document` (written to a temp file) under redocly's recommended
+ * rules and the repository's redocly.yaml: its problems, `[{ruleId, severity, pointer}]`.
+ */
+function redoclyProblems(document) {
+  const dir = fs.mkdtempSync(path.join(os.tmpdir(), "rd-redocly-"));
+  try {
+    const file = path.join(dir, "openapi.json");
+    fs.writeFileSync(file, typeof document === "string" ? document : JSON.stringify(document));
+    const cli = new URL("node_modules/@redocly/cli/bin/cli.js", root).pathname;
+    // Exits non-zero on an error: the report is read either way.
+    let out;
+    try {
+      out = execFileSync(process.execPath, [cli, "lint", "--extends=recommended", "--config", "redocly.yaml", "--format=json", file], {
+        cwd: root.pathname,
+        encoding: "utf8",
+        stdio: ["ignore", "pipe", "pipe"],
+        env: { ...process.env, REDOCLY_TELEMETRY: "off", REDOCLY_SUPPRESS_UPDATE_NOTICE: "true" },
+      });
+    } catch (e) {
+      if (!e.stdout) throw e;
+      out = e.stdout;
+    }
+    const report = JSON.parse(out);
+    const problems = report.problems.map((p) => ({ ruleId: p.ruleId, severity: p.severity, pointer: p.location[0]?.pointer, message: p.message }));
+    assert.deepEqual([report.totals.errors, report.totals.warnings], [problems.filter((p) => p.severity === "error").length, problems.filter((p) => p.severity === "warn").length]);
+    return problems;
+  } finally {
+    fs.rmSync(dir, { recursive: true, force: true });
+  }
+}
+
+test("the document is lint-clean under redocly's recommended rules (redocly.yaml), and the open routes' exemption is that narrow", () => {
+  assert.deepEqual(redoclyProblems(OPENAPI_JSON), []);
+  // redocly.yaml replaces operation-4xx-response by the same check on every operation
+  // but the open ones, which take nothing a client can get wrong. Both halves bite: a
+  // token-checked operation without its 401, and an open one given a parameter.
+  const changed = structuredClone(OPENAPI);
+  delete changed.paths["/v1/stats"].get.responses["401"];
+  changed.paths["/v1/health"].get.parameters = [{ name: "verbose", in: "query", schema: { type: "string" } }];
+  delete changed.servers;
+  assert.deepEqual(
+    redoclyProblems(changed)
+      .map(({ ruleId, pointer }) => [ruleId, pointer])
+      .sort(),
+    [
+      ["no-empty-servers", "#/openapi"],
+      ["rule/operation-4xx-response", "#/paths/~1v1~1stats/get/responses"],
+      ["rule/open-operation-takes-no-parameter", "#/paths/~1v1~1health/get/parameters"],
+    ].sort(),
+  );
 });
 
 test("a client can be generated: unique operationIds, every $ref resolves, every component is used, every schema compiles (strict)", () => {

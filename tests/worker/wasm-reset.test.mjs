@@ -1,5 +1,5 @@
 // The re-instantiation the worker relies on (src/worker/core.js `guarded`): after a
-// trap the pkg/ glue's __wbg_reset_state() gives a working instance, and objects of
+// trap the pkg/ glue's reinstantiate() gives a working instance, and objects of
 // the trapped instance refuse use instead of touching the new memory.
 import { test } from "node:test";
 import assert from "node:assert/strict";
@@ -10,13 +10,13 @@ const pkg = await import(new URL("reconnect_dedupe.js", pkgUrl));
 const exports = pkg.initSync({ module: fs.readFileSync(new URL("reconnect_dedupe_bg.wasm", pkgUrl)) });
 const burst = [{ device_id: "bin-T", seq: 1, ts: "2026-07-16T09:00:00Z", fill_pct: 1 }];
 
-test("a trap is a WebAssembly.RuntimeError and __wbg_reset_state recovers", () => {
-  assert.equal(typeof pkg.__wbg_reset_state, "function", "build with scripts/bin/wasm-bindgen (npm run build)");
+test("a trap is a WebAssembly.RuntimeError and reinstantiate recovers", () => {
+  assert.equal(typeof pkg.reinstantiate, "function", "build with scripts/bin/wasm-bindgen, then scripts/lib-pkg.mjs (npm run build)");
   const old = new pkg.Deduplicator();
   old.processBurst(burst, 1);
   // A pointer far outside linear memory: the kind of fault a core bug would cause.
   assert.throws(() => exports.deduplicator_confirm(0xfffffff0, 1), WebAssembly.RuntimeError);
-  pkg.__wbg_reset_state();
+  pkg.reinstantiate();
   const fresh = new pkg.Deduplicator();
   assert.equal(fresh.processBurst(burst, 1).unique.length, 1);
   assert.equal(fresh.processBurst(burst, 2).duplicates_suppressed, 1);
