@@ -99,9 +99,12 @@ if $all; then
 fi
 
 # --- Node dependencies ---------------------------------------------------------
-command -v npm >/dev/null 2>&1 || die "node/npm not found (need node >= 20.12)"
-node -e 'const [a, b] = process.versions.node.split(".").map(Number); process.exit(a > 20 || (a === 20 && b >= 12) ? 0 : 1)' \
-  || die "node >= 20.12 required (package.json engines), found $(node --version)"
+# The oldest Node is package.json's `engines.node` (">=MAJOR.MINOR"), read, not restated.
+node_min=$(node -p 'require("./package.json").engines.node.replace(">=", "")' 2>/dev/null) \
+  || die "node/npm not found (need the node of package.json engines)"
+command -v npm >/dev/null 2>&1 || die "npm not found (need node >= $node_min)"
+node -e 'const [a, b] = process.versions.node.split(".").map(Number); const [x, y] = process.argv[1].split(".").map(Number); process.exit(a > x || (a === x && b >= y) ? 0 : 1)' "$node_min" \
+  || die "node >= $node_min required (package.json engines), found $(node --version)"
 if [ ! -f node_modules/.package-lock.json ] || [ package-lock.json -nt node_modules/.package-lock.json ]; then
   doing "npm ci"
   npm ci --no-audit --no-fund
