@@ -21,6 +21,10 @@ use crate::dedupe::json::{Json, Object};
 /// The server's name in messages.
 pub(super) const LABEL: &str = "Helium";
 
+/// The events acknowledged unread ([`Format::ignored_events`](super::Format::ignored_events)):
+/// a `join`, and every other `type` but `uplink` as `other`.
+pub(super) const IGNORED: [&str; 2] = ["join", "other"];
+
 /// The uplink's device, decoded payload, frame counter and report time; a message
 /// whose `type` is not `uplink` (a `join`) is acknowledged, not read. The frame's
 /// identity is `devaddr`, `fcnt`, `port` and `payload`.
@@ -31,8 +35,8 @@ pub(super) fn message<'a>(root: &'a Object<'a>) -> Result<Message<'a>, Error> {
     match root.get("type") {
         None => {}
         Some(Json::Str(t)) if t == "uplink" => {}
-        Some(Json::Str(t)) if t == "join" => return Ok(Message::Ignored("join")),
-        Some(Json::Str(_)) => return Ok(Message::Ignored("other")),
+        Some(Json::Str(t)) if t == IGNORED[0] => return Ok(Message::Ignored(IGNORED[0])),
+        Some(Json::Str(_)) => return Ok(Message::Ignored(IGNORED[1])),
         Some(_) => {
             return Err(Error::InvalidBurst(
                 "Helium message \"type\" must be a string".into(),

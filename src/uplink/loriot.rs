@@ -38,6 +38,14 @@ pub(super) const NO_DECODER: &str = ": LORIOT sends no decoded payload; the work
 /// `txd` confirms a downlink.)
 const OTHER_COMMANDS: [&str; 3] = ["tx", "txd", "cq"];
 
+/// The event of a `cmd` LORIOT does not document.
+const OTHER: &str = "other";
+
+/// The events acknowledged unread ([`Format::ignored_events`](super::Format::ignored_events)).
+pub(super) fn ignored_events() -> impl Iterator<Item = &'static str> {
+    OTHER_COMMANDS.iter().copied().chain([OTHER])
+}
+
 /// The message's device, frame counter and receive time, for an `rx` or a `gw` (the
 /// same frame with gateway details: one reading); any other `cmd` is acknowledged,
 /// not read. LORIOT documents no decoded payload, so the envelope has none. The
@@ -52,7 +60,7 @@ pub(super) fn message<'a>(root: &'a Object<'a>) -> Result<Message<'a>, Error> {
         Some(Json::Str(c)) if c == "gw" => "gw",
         Some(Json::Str(c)) => {
             let known = OTHER_COMMANDS.iter().find(|k| **k == &**c);
-            return Ok(Message::Ignored(known.copied().unwrap_or("other")));
+            return Ok(Message::Ignored(known.copied().unwrap_or(OTHER)));
         }
         Some(_) => {
             return Err(Error::InvalidBurst(

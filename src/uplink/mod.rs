@@ -130,6 +130,19 @@ impl Format {
     /// left out): `ttn`, `chirpstack`, `helium`, `loriot`, `readings`.
     pub const NAMES: &'static [&'static str] = &NAMES;
 
+    /// The `event`s of the messages of this format a plan acknowledges unread
+    /// (`ignored`), every one it can name: The Things Stack's other message types and
+    /// `unknown`, Helium's `join` and `other`, LORIOT's other commands and `other`.
+    /// ChirpStack's are the worker's (its `event` query); a native burst has none.
+    pub fn ignored_events(self) -> Vec<&'static str> {
+        match self {
+            Format::Tts => ttn::ignored_events().collect(),
+            Format::Helium => helium::IGNORED.to_vec(),
+            Format::Loriot => loriot::ignored_events().collect(),
+            Format::ChirpStack | Format::Readings => vec![],
+        }
+    }
+
     /// The format for a route name: one of [`Format::NAMES`], or the alias `tts`.
     ///
     /// ```
@@ -634,6 +647,44 @@ mod tests {
     use crate::dedupe::reading::parse_reading;
     use serde::Deserialize;
     use serde_json::{json, Value};
+
+    #[test]
+    fn the_ignored_events_listed_are_the_events_of_the_messages_acknowledged() {
+        // A message of each event listed plans as that event, acknowledged unread.
+        let body = |format: Format, event: &str| match format {
+            Format::Tts if event == "unknown" => {
+                r#"{"end_device_ids":{"device_id":"d"}}"#.to_owned()
+            }
+            Format::Tts => format!(r#"{{"end_device_ids":{{"device_id":"d"}},"{event}":{{}}}}"#),
+            Format::Helium | Format::Loriot if event == "other" => {
+                let member = if format == Format::Helium {
+                    "type"
+                } else {
+                    "cmd"
+                };
+                format!(r#"{{"{member}":"something-new"}}"#)
+            }
+            Format::Helium => format!(r#"{{"type":"{event}"}}"#),
+            _ => format!(r#"{{"cmd":"{event}"}}"#),
+        };
+        for format in [Format::Tts, Format::Helium, Format::Loriot] {
+            let events = format.ignored_events();
+            assert!(!events.is_empty(), "{format:?}");
+            for event in events {
+                let p = plan_of(format, &body(format, event));
+                assert_eq!((p.event, p.ignored), (event, true), "{format:?}");
+            }
+        }
+        // The uplinks themselves are never among them.
+        assert!(!Format::Tts.ignored_events().contains(&"uplink_message"));
+        assert!(["rx", "gw"]
+            .iter()
+            .all(|e| !Format::Loriot.ignored_events().contains(e)));
+        assert!(
+            Format::ChirpStack.ignored_events().is_empty()
+                && Format::Readings.ignored_events().is_empty()
+        );
+    }
 
     #[test]
     fn formats_have_one_table_of_names() {

@@ -60,6 +60,15 @@ const EVENTS: [&str; 11] = [
     "service_data",
 ];
 
+/// The event of a message with none of [`EVENTS`] (acknowledged, not read).
+const UNKNOWN: &str = "unknown";
+
+/// The events acknowledged unread ([`Format::ignored_events`](super::Format::ignored_events)):
+/// every message type but the uplink, and [`UNKNOWN`].
+pub(super) fn ignored_events() -> impl Iterator<Item = &'static str> {
+    EVENTS[1..].iter().copied().chain([UNKNOWN])
+}
+
 /// The members every `ApplicationUp` may have besides its message: a body with one
 /// of them (or none at all) is a The Things Stack message even when a field mask
 /// removed its message member.
@@ -90,7 +99,7 @@ pub(super) fn message<'a>(root: &'a Object<'a>) -> Result<Message<'a>, Error> {
         return match event {
             Some(event) => Ok(Message::Ignored(event)),
             None if root.is_empty() || COMMON.iter().any(|m| root.get(m).is_some()) => {
-                Ok(Message::Ignored("unknown"))
+                Ok(Message::Ignored(UNKNOWN))
             }
             None => Err(Error::InvalidBurst(
                 "not a The Things Stack message: none of end_device_ids, correlation_ids, \

@@ -41,6 +41,24 @@ pub struct Limits {
     device_config: DeviceConfigLimits,
     /// What a rejected reading's `code` and `field` can be.
     rejection: RejectionNames,
+    /// By format name, the `event`s of the messages `parseUplink` acknowledges
+    /// unread (`ignored`): every one it can name.
+    #[tsify(type = "Record<string, string[]>")]
+    ignored_events: EveryFormat,
+}
+
+/// Every format's [`Format::ignored_events`], written as an object keyed by format name.
+pub struct EveryFormat;
+
+impl Serialize for EveryFormat {
+    fn serialize<S: serde::Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
+        // Every name is a format's (`Format::NAMES`): the filter drops nothing.
+        s.collect_map(Format::NAMES.iter().filter_map(|&name| {
+            Format::from_name(name)
+                .ok()
+                .map(|f| (name, f.ignored_events()))
+        }))
+    }
 }
 
 /// `limits().rejection`: the codes and fields of a reading's rejection.
@@ -106,7 +124,7 @@ pub struct DeviceConfigLimits {
 /// The limits and names every layer reads from here: TTL and cap ranges, the
 /// readings-per-request cap, the webhook format names, the codecs and what each
 /// one's sensor does (`codecInfo`), the ranges of a device configuration, the codes
-/// and fields of a reading's rejection.
+/// and fields of a reading's rejection, the events each format acknowledges unread.
 #[wasm_bindgen(unchecked_return_type = "Limits")]
 pub fn limits() -> Result<JsValue, JsValue> {
     to_value(&Limits {
@@ -137,5 +155,6 @@ pub fn limits() -> Result<JsValue, JsValue> {
             codes: &Error::REJECTION_CODES,
             fields: &Error::REJECTION_FIELDS,
         },
+        ignored_events: EveryFormat,
     })
 }

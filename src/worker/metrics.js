@@ -16,16 +16,15 @@
 //
 // A labelled family shows every value it can take from the first scrape, at 0 until
 // counted (a rate needs a sample before the first increase, and a dashboard a series
-// to draw): every rejection code (raw-uplinks.js REJECTION_CODES), every ChirpStack
-// event the worker acknowledges (routes.js CHIRPSTACK_IGNORED), every closed backfill
-// outcome (fleet.js BACKFILL_CLOSED). Fleet-level families only: a label per device
-// would make thousands of series. Every label value comes from a fixed set (those, and
-// the other network servers' event names the core knows, which appear with their first
-// count); they are escaped all the same.
+// to draw): every rejection code (raw-uplinks.js REJECTION_CODES), every event the
+// worker acknowledges unread (routes.js IGNORED_EVENTS: the core's per network server,
+// ChirpStack's), every closed backfill outcome (fleet.js BACKFILL_CLOSED). Fleet-level
+// families only: a label per device would make thousands of series. Every label value
+// comes from those fixed sets; they are escaped all the same.
 import { BACKFILL_CLOSED } from "./fleet.js";
 import { family } from "./prometheus-text.js";
 import { REJECTION_CODES } from "./raw-uplinks.js";
-import { CHIRPSTACK_IGNORED } from "./routes.js";
+import { IGNORED_EVENTS } from "./routes.js";
 import { VERSION } from "./version.js";
 
 const PREFIX = "reconnect_dedupe_";
@@ -50,7 +49,7 @@ const FAMILIES = [
   ["delivery_refused", "gauge", "Readings the origin refused, waiting for a re-drive.", (f) => f.refused_by_origin],
   ["devices", "gauge", "Devices whose figures reached the roll-up.", (f) => f.devices],
   ["events_ignored_total", "counter", "Network-server messages that are not uplinks, acknowledged and not stored, by route and event.", (f) =>
-    Object.entries(fromZero(CHIRPSTACK_IGNORED.map((event) => `chirpstack/${event}`), f.ignored_events)).map(([name, n]) => {
+    Object.entries(fromZero(IGNORED_EVENTS, f.ignored_events)).map(([name, n]) => {
       const [route, ...event] = name.split("/"); // `<route>/<event>` (index.js `acknowledge`)
       return [{ route, event: event.join("/") }, n];
     })],

@@ -10,6 +10,15 @@ export const CHIRPSTACK_EVENTS = ["up", "join", "ack", "txack", "log", "status",
 /** The ChirpStack events the worker acknowledges unread and counts as ignored (index.js `acknowledge`). */
 export const CHIRPSTACK_IGNORED = CHIRPSTACK_EVENTS.filter((e) => e !== "up");
 
+/**
+ * Every `<route>/<event>` the worker acknowledges unread (index.js `acknowledge`): the
+ * core's, per format (`limits().ignoredEvents`), and ChirpStack's (CHIRPSTACK_IGNORED).
+ */
+export const IGNORED_EVENTS = [
+  ...Object.entries(limits().ignoredEvents).flatMap(([route, events]) => events.map((event) => `${route}/${event}`)),
+  ...CHIRPSTACK_IGNORED.map((event) => `chirpstack/${event}`),
+];
+
 /** Rows per page of a paged read (`limit`). */
 export const PAGE_ROWS = { min: 1, max: 1000, default: 100 };
 

@@ -92,7 +92,7 @@ export const shapes = {
     memory_bytes: true, ttl_ms: true, max_keys: true,
   } satisfies Members<DeduplicatorStats>,
   range: { min: true, max: true, default: true } satisfies Members<Range>,
-  limits: { ttlMs: true, maxKeys: true, maxReadings: true, formats: true, codecs: true, codecInfo: true, deviceConfig: true, rejection: true } satisfies Members<Limits>,
+  limits: { ttlMs: true, maxKeys: true, maxReadings: true, formats: true, codecs: true, codecInfo: true, deviceConfig: true, rejection: true, ignoredEvents: true } satisfies Members<Limits>,
   codecInfo: { needsPeriod: true, seqIsCounter: true, historyFPort: true } satisfies Members<CodecInfo>,
   deviceConfig: { bin_depth_mm: true, offset_mm: true, reporting_period_s: true } satisfies Members<DeviceConfigLimits>,
   rejectionNames: { codes: true, fields: true } satisfies Members<RejectionNames>,

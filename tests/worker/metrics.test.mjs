@@ -12,6 +12,10 @@ import { groupName } from "../../src/worker/placement.js";
 import { EM500, history, live, PERIOD, tts } from "../support/em500.mjs";
 import { family } from "../../src/worker/prometheus-text.js";
 
+const pkgUrl = new URL("../../pkg/", import.meta.url);
+const { initSync, limits } = await import(new URL("reconnect_dedupe.js", pkgUrl));
+initSync({ module: fs.readFileSync(new URL("reconnect_dedupe_bg.wasm", pkgUrl)) });
+
 const CONTENT_TYPE = "text/plain; version=0.0.4; charset=utf-8";
 const VERSION = JSON.parse(fs.readFileSync(new URL("../../package.json", import.meta.url), "utf8")).version;
 const QUIET_MS = 120_000;
@@ -43,14 +47,16 @@ function samples(families, name) {
 const one = (families, name) => samples(families, name)[""];
 
 /**
- * What a labelled family shows at 0 before its first count, as the document the worker
- * serves names the values (GET /v1/openapi.json): every rejection code, and every
- * ChirpStack `?event=` but `up` (the uplink; the others are acknowledged unread).
+ * What a labelled family shows at 0 before its first count: every rejection code, as
+ * the document the worker serves names them (GET /v1/openapi.json); every ChirpStack
+ * `?event=` but `up` (the uplink; the others are acknowledged unread), as that document
+ * names them, and every event the core acknowledges unread per route (`limits()`).
  */
 async function labelValues(call) {
   const doc = await (await call("/v1/openapi.json")).json();
   const events = doc.paths["/v1/uplinks/chirpstack"].post.parameters.find((p) => p.name === "event").schema.enum;
-  return { codes: doc.components.schemas.RejectionCode.enum, ignored: events.filter((e) => e !== "up").map((e) => `chirpstack/${e}`) };
+  const core = Object.entries(limits().ignoredEvents).flatMap(([route, names]) => names.map((e) => `${route}/${e}`));
+  return { codes: doc.components.schemas.RejectionCode.enum, ignored: [...core, ...events.filter((e) => e !== "up").map((e) => `chirpstack/${e}`)] };
 }
 
 /** `names` at 0, then `counts` over them. */
@@ -185,11 +191,13 @@ test("a fleet that never reported: every family and every label value, zeros, no
     assert.deepEqual(steady(families), asMetrics(EMPTY_STATS, known));
     // A rate() or a dashboard panel has a series before the first count: each code
     // and event at 0, each outcome too. The codes are the core's, the codecs' and the
-    // parking's; the events ChirpStack's.
+    // parking's; the events every network server's.
     for (const code of ["invalid_fill_pct", "invalid_payload", "parking_full"]) assert.ok(known.codes.includes(code), code);
-    assert.ok(known.ignored.includes("chirpstack/join") && !known.ignored.includes("chirpstack/up"));
+    for (const event of ["chirpstack/join", "ttn/join_accept", "helium/join", "loriot/tx"]) assert.ok(known.ignored.includes(event), event);
+    assert.ok(!known.ignored.includes("chirpstack/up") && !known.ignored.includes("ttn/uplink_message"));
     assert.deepEqual(samples(families, "readings_rejected_total"), Object.fromEntries(known.codes.map((code) => [`code=${code}`, 0])));
-    assert.deepEqual(samples(families, "events_ignored_total"), Object.fromEntries(known.ignored.map((name) => [`route=chirpstack,event=${name.split("/")[1]}`, 0])));
+    const label = (name) => `route=${name.split("/")[0]},event=${name.split("/")[1]}`;
+    assert.deepEqual(samples(families, "events_ignored_total"), Object.fromEntries(known.ignored.map((name) => [label(name), 0])));
     assert.deepEqual(samples(families, "build_info"), { [`version=${VERSION}`]: 1 }, "package.json's version");
     assert.equal(one(families, "delivery_backlog_oldest_age_seconds"), 0);
     assert.deepEqual(families.reconnect_dedupe_stats_last_flush_timestamp_seconds?.metrics ?? [], [], "no sample before the first flush");
