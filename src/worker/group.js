@@ -303,16 +303,37 @@ export class GroupObject extends DurableObject {
    * another: their answers, in order. A device whose call throws answers 503
    * `device_unavailable` (its readings not stored); the others are not held back by it.
    */
-  async ingestMany(calls) {
+  ingestMany(calls) {
+    return this.eachDevice(calls, (c) => this.ingest(c), (c) => {
+      // As index.js when a whole call fails: a raw uplink's refused readings are its readings.
+      const refused = c.refused ?? 0;
+      logNothingStored({ device_id: c.device_id, route: c.route, burst_id: c.burst_id }, c.readings.length + (c.raw ? refused : 0), c.raw ? 0 : refused, "device_unavailable");
+    });
+  }
+
+  /**
+   * Device `configure` for each of `calls` (a bulk configuration's devices in this
+   * group: index.js `configureAll`), one after another: their answers, in order. A
+   * device whose call throws answers 503 `device_unavailable` (nothing stored for it);
+   * the others are not held back by it.
+   */
+  configureMany(calls) {
+    return this.eachDevice(calls, (c) => this.configure(c), () => {});
+  }
+
+  /**
+   * `call(c)` for each of `calls`, in order, after registering their new devices with
+   * their shard in one call (`registerNew`): the answers. One that throws is answered
+   * 503 `device_unavailable`, after `failed(c)`.
+   */
+  async eachDevice(calls, call, failed) {
     await this.registerNew(calls.map((c) => c.device_id));
     const out = [];
     for (const c of calls) {
       try {
-        out.push(await this.ingest(c));
+        out.push(await call(c));
       } catch (e) {
-        // As index.js when a whole call fails: a raw uplink's refused readings are its readings.
-        const refused = c.refused ?? 0;
-        logNothingStored({ device_id: c.device_id, route: c.route, burst_id: c.burst_id }, c.readings.length + (c.raw ? refused : 0), c.raw ? 0 : refused, "device_unavailable");
+        failed(c);
         out.push({ ok: false, status: 503, code: "device_unavailable", message: String(e?.message ?? e) });
       }
     }
