@@ -317,8 +317,11 @@ export class GroupObject extends DurableObject {
    * device whose call throws answers 503 `device_unavailable` (nothing stored for it);
    * the others are not held back by it.
    */
-  configureMany(calls) {
-    return this.eachDevice(calls, (c) => this.configure(c), () => {});
+  async configureMany(calls) {
+    const registering = this.registers(calls);
+    const out = await this.eachDevice(calls, (c) => this.withDevice(c.device_id, (d) => d.configure(c)), () => {});
+    if (registering) await this.configured();
+    return out;
   }
 
   /**
@@ -348,8 +351,33 @@ export class GroupObject extends DurableObject {
     return this.withDevice(args.device_id, (d) => d.preview(args));
   }
 
-  configure(args) {
-    return this.withDevice(args.device_id, (d) => d.configure(args));
+  async configure(args) {
+    const registering = this.registers([args]);
+    const out = await this.withDevice(args.device_id, (d) => d.configure(args));
+    if (registering) await this.configured();
+    return out;
+  }
+
+  /** Whether one of `calls` names a device this group has not registered (`register`). */
+  registers(calls) {
+    this.prepare();
+    return calls.some((c) => !this.figures.has(c.device_id));
+  }
+
+  /**
+   * After configuring devices it registered: they count in /v1/stats (`devices`) once
+   * the group reports, which its alarm does (`schedule`); a configured device that
+   * has not reported yet would otherwise wait for another write's alarm. Only then:
+   * a configuration of known devices leaves the figures as they were, and an object
+   * started afresh (whose backlog is to report anyway) need not report for it. The
+   * configuration is stored already: a failure here is logged, not answered.
+   */
+  async configured() {
+    try {
+      await this.schedule(config(this.env));
+    } catch (e) {
+      console.log(JSON.stringify({ level: "ERROR", event: "schedule_failed", error: String(e?.message ?? e) }));
+    }
   }
 
   configuration({ device_id }) {
