@@ -840,8 +840,10 @@ async function configureAll(request, env, cfg) {
   }
   for (const named of rowsOf.values()) {
     if (named.length < 2) continue;
+    // A few of its rows: a device in every row of a large file must not make each message list them all.
+    const where = `rows ${named.slice(0, 5).join(", ")}${named.length > 5 ? ` and ${named.length - 5} more` : ""}`;
     for (const i of named) {
-      results[i] = resultOf(results[i], { device_id: results[i].device_id, ok: false, code: "duplicate_device_id", message: `device ${JSON.stringify(results[i].device_id)} is in rows ${named.join(", ")}; give each device once` });
+      results[i] = resultOf(results[i], { device_id: results[i].device_id, ok: false, code: "duplicate_device_id", message: `device ${JSON.stringify(results[i].device_id)} is in ${where}; give each device once` });
     }
   }
   const calls = new Map(); // group → the rows of its devices

@@ -139,6 +139,7 @@ test("a JSON body: the PUT's rules by row, an unknown member or another shape re
       { device_id: "json-6", codec: null, bin_depth_mm: 900, offset_mm: null, reporting_period_s: null, backfill: null },
       { device_id: "j".repeat(129), bin_depth_mm: 900 },
       { device_id: "json-8" },
+      ...Array.from({ length: 7 }, () => ({ device_id: "json-dup", bin_depth_mm: 900 })),
     ],
   });
   assert.equal(status, 200);
@@ -151,7 +152,10 @@ test("a JSON body: the PUT's rules by row, an unknown member or another shape re
     [5, "json-6", null],
     [6, "j".repeat(129), "invalid_device_id"],
     [7, "json-8", "invalid_bin_depth"],
+    ...[8, 9, 10, 11, 12, 13, 14].map((row) => [row, "json-dup", "duplicate_device_id"]),
   ]);
+  // A device in many rows: each message names a few of them.
+  assert.ok(body.results.slice(8).every((r) => r.message === 'device "json-dup" is in rows 8, 9, 10, 11, 12 and 2 more; give each device once'));
   assert.ok(body.results.every((r) => r.line === undefined), "a JSON row has no line");
   assert.match(body.results[1].message, /unknown member "depth"; the members are device_id, codec, bin_depth_mm/);
   assert.match(body.results[2].message, /device_id must be the device's id, a string; got 17/);
