@@ -2,11 +2,17 @@
 // "Configuring many devices at once") in workerd: a city's 10 000 bins from one CSV, all
 // stored and read back, in one call per group object; the same call again changes
 // nothing (one history event and one log line per device); bad rows answered by row
-// with their codes while the others are applied; a JSON body; the uplinks parked while
-// the devices had no configuration decoded; the limits on rows and bytes; and a group
+// with their codes while the others are applied; a JSON body; the documented curl
+// one-liner importing the documented CSV; the uplinks parked while the devices had no
+// configuration decoded; the limits on rows and bytes; and a group
 // object that fails answering its rows `device_unavailable`, the others applied.
 import { test, after } from "node:test";
 import assert from "node:assert/strict";
+import { execFile } from "node:child_process";
+import fs from "node:fs";
+import os from "node:os";
+import path from "node:path";
+import { promisify } from "node:util";
 import { acrossRestart, databases, get, logged, logSettled, readingsOf, sqlite, start, statsOf, TOKEN, until } from "../support/harness.mjs";
 import { EM500, live, tts } from "../support/em500.mjs";
 import { GROUPS, groupOf } from "../../src/worker/placement.js";
@@ -203,6 +209,29 @@ test("a CSV body whose columns or quoting cannot be read is refused whole, nothi
   // Another media type is refused before the body is read.
   const plain = await bulk(worker, "device_id,bin_depth_mm\ncsv-2,1200\n", "text/plain");
   assert.deepEqual([plain.status, plain.body.error.code], [415, "unsupported_media_type"]);
+});
+
+test("the documented one-liner imports the documented CSV (docs/devices.md)", async () => {
+  const page = fs.readFileSync(new URL("../../docs/devices.md", import.meta.url), "utf8");
+  const section = page.slice(page.indexOf("### Configuring many devices at once"));
+  const command = section.match(/```sh\n([\s\S]*?)```/)[1];
+  const sample = section.match(/```text\n([\s\S]*?)```/)[1];
+  const dir = fs.mkdtempSync(path.join(os.tmpdir(), "rd-bulk-"));
+  try {
+    fs.writeFileSync(path.join(dir, "bins.csv"), sample);
+    // Run as an operator would, curl against the worker's own address (not through `call`).
+    const address = String(await worker.mf.ready).replace(/\/$/, "");
+    const { stdout } = await promisify(execFile)("bash", ["-c", command], { cwd: dir, env: { ...process.env, URL: address, TOKEN } });
+    const reply = JSON.parse(stdout);
+    assert.deepEqual(reply.results.map(brief), [
+      [0, "24E124136B502217", null],
+      [1, "A84041000181A2B3", null],
+    ]);
+    const tekelek = (await configOf("A84041000181A2B3")).body;
+    assert.deepEqual([tekelek.codec, tekelek.bin_depth_mm, tekelek.offset_mm, tekelek.reporting_period_s, tekelek.backfill], ["tekelek/tek766", 1500, 80, 900, false]);
+  } finally {
+    fs.rmSync(dir, { recursive: true, force: true });
+  }
 });
 
 test("the uplinks parked while the devices had no configuration are decoded, once", async () => {
