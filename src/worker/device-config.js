@@ -17,9 +17,10 @@ import { restartWindow, windowRestarted } from "./window.js";
  * (INFO `device_config`, `before` and `after`). The same values again change
  * nothing, `updated_at` included. Then decodes the uplinks parked while the device
  * had no usable configuration (`unpark`; a call with the same values continues
- * where the last one stopped). Returns `{ok: true, config, unparked}` (`config` as
- * `deviceConfig`, `unparked` as `unpark`), or `{ok: false, status, code,
- * message}` when nothing was stored.
+ * where the last one stopped). Returns `{ok: true, config, unparked, changed}`
+ * (`config` as `deviceConfig`, `unparked` as `unpark`, `changed`: whether this call
+ * changed the stored configuration), or `{ok: false, status, code, message}` when
+ * nothing was stored.
  */
 export async function configure(device, { device_id, codec, bin_depth_mm, offset_mm, reporting_period_s, backfill = null }) {
   device.prepare();
@@ -30,7 +31,8 @@ export async function configure(device, { device_id, codec, bin_depth_mm, offset
   }
   const wanted = { device_id, codec, bin_depth_mm, offset_mm, reporting_period_s, backfill };
   const before = deviceConfig(device);
-  if (!before || Object.keys(wanted).some((k) => before[k] !== wanted[k])) {
+  const changed = !before || Object.keys(wanted).some((k) => before[k] !== wanted[k]);
+  if (changed) {
     const now = Date.now();
     let after;
     let restarted = null;
@@ -64,7 +66,7 @@ export async function configure(device, { device_id, codec, bin_depth_mm, offset
   }
   const unparked = await unpark(device);
   if (unparked.uplinks) console.log(JSON.stringify({ level: "INFO", event: "parked_uplinks_decoded", device_id, ...unparked }));
-  return { ok: true, config: deviceConfig(device), unparked };
+  return { ok: true, config: deviceConfig(device), unparked, changed };
 }
 
 /** The stored configuration (GET /v1/devices/{id}/config), or null. Reads only. */

@@ -303,16 +303,40 @@ export class GroupObject extends DurableObject {
    * another: their answers, in order. A device whose call throws answers 503
    * `device_unavailable` (its readings not stored); the others are not held back by it.
    */
-  async ingestMany(calls) {
+  ingestMany(calls) {
+    return this.eachDevice(calls, (c) => this.ingest(c), (c) => {
+      // As index.js when a whole call fails: a raw uplink's refused readings are its readings.
+      const refused = c.refused ?? 0;
+      logNothingStored({ device_id: c.device_id, route: c.route, burst_id: c.burst_id }, c.readings.length + (c.raw ? refused : 0), c.raw ? 0 : refused, "device_unavailable");
+    });
+  }
+
+  /**
+   * Device `configure` for each of `calls` (a bulk configuration's devices in this
+   * group: index.js `configureAll`), one after another: their answers, in order. A
+   * device whose call throws answers 503 `device_unavailable` (nothing stored for it);
+   * the others are not held back by it.
+   */
+  async configureMany(calls) {
+    const registering = this.registers(calls);
+    const out = await this.eachDevice(calls, (c) => this.withDevice(c.device_id, (d) => d.configure(c)), () => {});
+    if (registering) await this.configured();
+    return out;
+  }
+
+  /**
+   * `call(c)` for each of `calls`, in order, after registering their new devices with
+   * their shard in one call (`registerNew`): the answers. One that throws is answered
+   * 503 `device_unavailable`, after `failed(c)`.
+   */
+  async eachDevice(calls, call, failed) {
     await this.registerNew(calls.map((c) => c.device_id));
     const out = [];
     for (const c of calls) {
       try {
-        out.push(await this.ingest(c));
+        out.push(await call(c));
       } catch (e) {
-        // As index.js when a whole call fails: a raw uplink's refused readings are its readings.
-        const refused = c.refused ?? 0;
-        logNothingStored({ device_id: c.device_id, route: c.route, burst_id: c.burst_id }, c.readings.length + (c.raw ? refused : 0), c.raw ? 0 : refused, "device_unavailable");
+        failed(c);
         out.push({ ok: false, status: 503, code: "device_unavailable", message: String(e?.message ?? e) });
       }
     }
@@ -327,8 +351,33 @@ export class GroupObject extends DurableObject {
     return this.withDevice(args.device_id, (d) => d.preview(args));
   }
 
-  configure(args) {
-    return this.withDevice(args.device_id, (d) => d.configure(args));
+  async configure(args) {
+    const registering = this.registers([args]);
+    const out = await this.withDevice(args.device_id, (d) => d.configure(args));
+    if (registering) await this.configured();
+    return out;
+  }
+
+  /** Whether one of `calls` names a device this group has not registered (`register`). */
+  registers(calls) {
+    this.prepare();
+    return calls.some((c) => !this.figures.has(c.device_id));
+  }
+
+  /**
+   * After configuring devices it registered: they count in /v1/stats (`devices`) once
+   * the group reports, which its alarm does (`schedule`); a configured device that
+   * has not reported yet would otherwise wait for another write's alarm. Only then:
+   * a configuration of known devices leaves the figures as they were, and an object
+   * started afresh (whose backlog is to report anyway) need not report for it. The
+   * configuration is stored already: a failure here is logged, not answered.
+   */
+  async configured() {
+    try {
+      await this.schedule(config(this.env));
+    } catch (e) {
+      console.log(JSON.stringify({ level: "ERROR", event: "schedule_failed", error: String(e?.message ?? e) }));
+    }
   }
 
   configuration({ device_id }) {

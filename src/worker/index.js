@@ -5,7 +5,8 @@
 import { authenticate, requireConfiguredToken } from "./auth.js";
 import { downlinkTarget } from "./backfill.js";
 import { config } from "./config.js";
-import { ADMITTED, auditLine, checkDeviceId, CODEC_INFO, CONFLICT, DUPLICATE, guarded, HttpError, isoTime, limits, logNothingStored, parseUplink, readObject, SeqWindow } from "./core.js";
+import { ADMITTED, auditLine, checkDeviceId, CONFLICT, DUPLICATE, guarded, HttpError, isoTime, logNothingStored, parseUplink, SeqWindow } from "./core.js";
+import { bulkRow, bulkRows, CONFIG_MEMBERS, configOf, readMembers } from "./device-config-body.js";
 import { mapAtMost, yieldToIo } from "./fanout.js";
 import { decodedView, decodeRaw, PAYLOAD_FIELD, previewNotDecoded } from "./decode.js";
 import { byCode, countMessage, countUnroutable, deviceHealth, fleetFigures, fleetHealth, fleetStats, HEALTH_COLUMNS, IGNORED, knows } from "./fleet.js";
@@ -14,7 +15,7 @@ import { groupOf } from "./placement.js";
 import { exposition } from "./metrics.js";
 import { METRICS_CONTENT_TYPE } from "./prometheus-text.js";
 import { openApiJson } from "./openapi.js";
-import { CHIRPSTACK_EVENTS, FORGET_KEY_CHARS, PAGE_ROWS, REDRIVE_KEYS, UPLINK_ROUTES } from "./routes.js";
+import { BULK_CONFIG_ROWS, CHIRPSTACK_EVENTS, FORGET_KEY_CHARS, PAGE_ROWS, REDRIVE_KEYS, UPLINK_ROUTES } from "./routes.js";
 
 export { FleetObject } from "./fleet.js";
 export { GroupObject } from "./group.js";
@@ -123,6 +124,7 @@ async function route(request, env) {
   if ((m = path.match(/^\/v1\/devices\/([^/]*)\/history$/))) {
     return only(method, "GET", () => history(env, deviceIdOf(m[1]), url.searchParams));
   }
+  if (path === "/v1/devices/config") return only(method, "POST", () => configureAll(request, env, cfg));
   if ((m = path.match(/^\/v1\/devices\/([^/]*)\/config$/))) {
     return byMethod(method, {
       GET: () => configuration(env, deviceIdOf(m[1])),
@@ -308,23 +310,13 @@ async function ingest(request, env, cfg, format, routeName) {
       const raw = rawOf(plan, device_id);
       return { device_id, readings, refused: refused.length, refused_codes: byCode(refused), raw, downlink: raw ? downlink : null, ...context };
     });
-    // A call that threw is made again, with a new stub (DEVICE_CALL_ATTEMPTS in all,
-    // unless the object is overloaded: Cloudflare advises against adding load). It
-    // may have stored the burst before its answer was lost: `attempt` > 0 makes the
-    // object answer such readings as admitted (ingest.js, ingest).
-    let error;
-    for (let attempt = 0; attempt < DEVICE_CALL_ATTEMPTS && !error?.overloaded; attempt++) {
-      // Before each call, the runtime reads its sockets (fanout.js): health, stats and
-      // other senders' requests are answered while a fleet's uplinks keep it busy.
-      await yieldToIo();
-      try {
-        const answers = await group(env, args[0].device_id).ingestMany(args.map((a) => ({ ...a, attempt })));
-        members.forEach((i, k) => (replies[i] = answers[k]));
-        return;
-      } catch (e) {
-        error = e;
-        console.log(JSON.stringify({ level: "WARN", event: "device_call_failed", devices: args.map((a) => a.device_id), burst_id, attempt, error: String(e?.message ?? e) }));
-      }
+    // A retried call may have stored the burst before its answer was lost: `attempt` >
+    // 0 makes the object answer such readings as admitted (ingest.js, ingest).
+    const failed = (e, attempt) => console.log(JSON.stringify({ level: "WARN", event: "device_call_failed", devices: args.map((a) => a.device_id), burst_id, attempt, error: String(e?.message ?? e) }));
+    const { answers, error } = await callGroup(env, args[0].device_id, (stub, attempt) => stub.ingestMany(args.map((a) => ({ ...a, attempt }))), failed);
+    if (answers) {
+      members.forEach((i, k) => (replies[i] = answers[k]));
+      return;
     }
     // No outcome at all: nothing of these devices' readings is known to be stored (a
     // raw uplink's refused readings are its readings: the reply lists them in not_stored).
@@ -352,6 +344,28 @@ async function ingest(request, env, cfg, format, routeName) {
     return json(503, { ...answer, not_stored: notStored, errors, error }, { "retry-after": "1" });
   }
   return json(200, answer);
+}
+
+/**
+ * `call(stub, attempt)` on the group object of `device_id`: `{answers}`, what it
+ * answered, or `{error}` when every attempt threw. A call that threw is made again, with
+ * a new stub (DEVICE_CALL_ATTEMPTS in all, unless the object is overloaded: Cloudflare
+ * advises against adding load); `failed(error, attempt)` hears of each that threw.
+ */
+async function callGroup(env, device_id, call, failed) {
+  let error;
+  for (let attempt = 0; attempt < DEVICE_CALL_ATTEMPTS && !error?.overloaded; attempt++) {
+    // Before each call, the runtime reads its sockets (fanout.js): health, stats and
+    // other senders' requests are answered while a fleet's uplinks keep it busy.
+    await yieldToIo();
+    try {
+      return { answers: await call(group(env, device_id), attempt) };
+    } catch (e) {
+      error = e;
+      failed(e, attempt);
+    }
+  }
+  return { error };
 }
 
 /** The plan's raw uplink when it is `device_id`'s (the readings without a fill level are its), else null. */
@@ -784,28 +798,82 @@ function decimal(params, name, dflt) {
 
 // --- device configuration -------------------------------------------------------
 
-// The codecs the core decodes, by the TTN device repository's `brand_id/model_id`, and
-// the ranges of a configuration's numbers, defined once in the core (src/codec/readings.rs).
-const { codecs: CODECS, deviceConfig: RANGES } = limits();
-// The numeric members of a device's configuration: code, range and unit, and the value
-// when absent or null (undefined: required).
-const CONFIG_NUMBERS = {
-  bin_depth_mm: { code: "invalid_bin_depth", ...RANGES.bin_depth_mm, unit: "millimetres" },
-  offset_mm: { code: "invalid_offset", ...RANGES.offset_mm, unit: "millimetres", absent: 0 },
-  reporting_period_s: { code: "invalid_reporting_period", ...RANGES.reporting_period_s, unit: "seconds", absent: null },
-};
-const CONFIG_MEMBERS = ["codec", ...Object.keys(CONFIG_NUMBERS), "backfill"];
-
 /**
  * PUT /v1/devices/{device_id}/config: the body validated here, then stored by the
  * device's object (which registers with its roll-up shard first, like a first
  * write). Answers the stored configuration.
  */
 async function configure(request, env, cfg, path) {
-  const wanted = deviceConfigOf(await readJson(request, cfg));
-  const reply = await fromDevice(() => group(env, path.id).configure({ device_id: path.id, ...wanted }));
+  const wanted = configOf(jsonObjectOf(await readJson(request, cfg), CONFIG_MEMBERS, "invalid_config_body"));
+  if (!wanted.ok) throw new HttpError(400, wanted.code, wanted.message);
+  const reply = await fromDevice(() => group(env, path.id).configure({ device_id: path.id, ...wanted.config }));
   if (!reply.ok) throw new HttpError(reply.status, reply.code, reply.message, { "retry-after": "1" });
   return json(200, { ...reply.config, unparked: reply.unparked });
+}
+
+/**
+ * POST /v1/devices/config: many devices' configurations, a JSON body `{"devices":
+ * [row, ...]}` or CSV (device-config-body.js `bulkRows`), at most BULK_CONFIG_ROWS rows
+ * (else 413 `too_many_rows`, nothing applied). Each row is checked as a PUT of its
+ * device would be (`bulkRow`), and a device named by more than one row is refused in
+ * each (`duplicate_device_id`: which one was meant is not known). The valid rows go to
+ * their group objects, one call per group carrying all its rows (group.js
+ * `configureMany`), DEVICE_CALLS_AT_ONCE at a time: at most GROUPS calls, within a
+ * Worker's subrequest limit even with every retry. Answers 200 with one result per row
+ * in the body's order, and the totals; a row refused or not applied says why (`code`).
+ * Applying a configuration again changes nothing (device-config.js), so the whole call
+ * may be retried.
+ */
+async function configureAll(request, env, cfg) {
+  const type = mediaType(request);
+  const csv = type === "text/csv";
+  if (!csv && !isJson(type)) throw new HttpError(415, "unsupported_media_type", "send Content-Type: application/json or text/csv");
+  const { rows } = bulkRows(await readBody(request, cfg.MAX_BODY_BYTES), csv);
+  if (rows.length > BULK_CONFIG_ROWS) throw new HttpError(413, "too_many_rows", `the body has ${rows.length} rows; at most ${BULK_CONFIG_ROWS} per request, nothing was applied`);
+  // A result names its row (and a CSV record's line), its device, then what became of it.
+  const resultOf = ({ row, line }, { device_id, ok, ...rest }) => ({ row, ...(line !== undefined && { line }), device_id, ok, ...rest });
+  const results = rows.map(({ line, text, refused }, row) => resultOf({ row, line }, refused ?? bulkRow(text)));
+  const rowsOf = new Map(); // device id → its rows
+  for (const r of results) {
+    if (!r.ok) continue;
+    if (!rowsOf.has(r.device_id)) rowsOf.set(r.device_id, []);
+    rowsOf.get(r.device_id).push(r.row);
+  }
+  for (const named of rowsOf.values()) {
+    if (named.length < 2) continue;
+    // A few of its rows: a device in every row of a large file must not make each message list them all.
+    const where = `rows ${named.slice(0, 5).join(", ")}${named.length > 5 ? ` and ${named.length - 5} more` : ""}`;
+    for (const i of named) {
+      results[i] = resultOf(results[i], { device_id: results[i].device_id, ok: false, code: "duplicate_device_id", message: `device ${JSON.stringify(results[i].device_id)} is in ${where}; give each device once` });
+    }
+  }
+  const calls = new Map(); // group → the rows of its devices
+  for (const r of results) {
+    if (!r.ok) continue;
+    const g = groupOf(r.device_id);
+    if (!calls.has(g)) calls.set(g, []);
+    calls.get(g).push(r.row);
+  }
+  await mapAtMost(DEVICE_CALLS_AT_ONCE, [...calls.values()], async (members) => {
+    const args = members.map((i) => ({ device_id: results[i].device_id, ...results[i].config }));
+    const failed = (e, attempt) => console.log(JSON.stringify({ level: "WARN", event: "device_call_failed", devices: args.map((a) => a.device_id), route: "devices/config", attempt, error: String(e?.message ?? e) }));
+    const { answers, error } = await callGroup(env, args[0].device_id, (stub) => stub.configureMany(args), failed);
+    members.forEach((i, k) => {
+      const { device_id } = results[i];
+      const a = answers?.[k] ?? { ok: false, code: "device_unavailable", message: `could not reach the device's group object: ${error?.message ?? error}; retry` };
+      results[i] = resultOf(results[i], a.ok ? { device_id, ok: true, changed: a.changed, config: a.config, unparked: a.unparked } : { device_id, ok: false, code: a.code, message: a.message });
+    });
+  });
+  const configured = results.filter((r) => r.ok);
+  const totals = {
+    received: results.length,
+    configured: configured.length,
+    changed: configured.filter((r) => r.changed).length,
+    failed: results.length - configured.length,
+    unparked_uplinks: configured.reduce((n, r) => n + r.unparked.uplinks, 0),
+  };
+  console.log(JSON.stringify({ level: "INFO", event: "devices_configured", format: csv ? "csv" : "json", ...totals, group_calls: calls.size }));
+  return json(200, { ...totals, results });
 }
 
 /** GET /v1/devices/{device_id}/config; 404 `not_configured` without starting an unknown device's object. */
@@ -826,67 +894,15 @@ async function fromDevice(call) {
 }
 
 /**
- * The configuration a PUT body gives: `{codec, bin_depth_mm, offset_mm,
- * reporting_period_s, backfill}`, absent or null members as their defaults. Throws a coded
- * 400 naming the member and the rule it breaks (the first in that order).
- */
-function deviceConfigOf(bytes) {
-  const members = jsonObjectOf(bytes, CONFIG_MEMBERS, "invalid_config_body");
-  const given = (name) => (members[name]?.kind === "null" ? undefined : members[name]);
-  const named = given("codec");
-  const codec = named?.value ?? null;
-  if (named && (named.kind !== "string" || !CODECS.includes(codec))) {
-    throw new HttpError(400, "unknown_codec", `codec must be null (chosen from the uplink) or one of ${CODECS.join(", ")}; got ${shown(named.text)}`);
-  }
-  const out = { codec };
-  for (const [name, rule] of Object.entries(CONFIG_NUMBERS)) out[name] = wholeMember(name, rule, given(name));
-  // The device's own history-request switch (docs/sequence-health.md "Asking the sensor for what is missing"); null: BACKFILL decides.
-  const backfill = given("backfill");
-  if (backfill && backfill.kind !== "boolean") {
-    throw new HttpError(400, "invalid_backfill", `backfill must be true, false or null (BACKFILL decides); got ${shown(backfill.text)}`);
-  }
-  out.backfill = backfill ? backfill.value : null;
-  if (codec !== null && CODEC_INFO[codec].needsPeriod && out.reporting_period_s === null) {
-    throw new HttpError(400, "missing_reporting_period", `codec ${codec} needs reporting_period_s: it times the readings of each uplink by the period`);
-  }
-  return out;
-}
-
-/**
  * The members (by name: `{name, kind, value, whole, text}`) of a body that must be a JSON
- * object with only `members`, none twice, read by the core's JSON reader (`readObject`)
- * by the rules of every other body (docs/http-api.md "Readings and rejections"): not
- * JSON is 400 `invalid_json`; another shape, an unknown member or one given twice is 400
- * `code`.
+ * object with only `members`, none twice, read by the core's JSON reader
+ * (device-config-body.js `readMembers`) by the rules of every other body: not JSON is
+ * 400 `invalid_json`; another shape, an unknown member or one given twice is 400 `code`.
  */
 function jsonObjectOf(bytes, members, code) {
-  let out;
-  try {
-    out = guarded(() => readObject(new Uint8Array(bytes), members));
-  } catch (e) {
-    if (e?.code === "invalid_json") throw new HttpError(400, "invalid_json", `the body is not JSON: ${e.message.replace(/^body is not valid JSON: /, "")}`);
-    throw e;
-  }
+  const out = readMembers(bytes, members);
   if (out.refused !== undefined) throw new HttpError(400, code, out.refused);
-  return Object.fromEntries(out.members.map((m) => [m.name, m]));
-}
-
-/** A numeric member (absent: undefined): a whole number within its range, or its default when absent or null. */
-function wholeMember(name, { code, min, max, unit, absent }, member) {
-  const rule = `${name} must be a whole number of ${unit}, ${min} … ${max}`;
-  if (member === undefined) {
-    if (absent === undefined) throw new HttpError(400, code, `${rule}; it is required`);
-    return absent;
-  }
-  if (member.kind !== "number" || !member.whole || !(member.value >= min && member.value <= max)) {
-    throw new HttpError(400, code, `${rule}; got ${shown(member.text)}`);
-  }
-  return member.value + 0; // -0 is 0
-}
-
-/** A member's text in a message, at most 64 characters. */
-function shown(text) {
-  return text.length > 64 ? `${text.slice(0, 63)}…` : text;
+  return out.members;
 }
 
 // --- responses ------------------------------------------------------------------

@@ -23,11 +23,13 @@
 // code (raw-uplinks.js `REJECTION_CODES`) and the field of a payload's rejection
 // (decode.js), the health columns and /v1/stats' counters (fleet.js), the webhook
 // routes, ChirpStack's events and the sizes of the API (routes.js, backfill.js,
-// raw-uplinks.js), the metrics' media type (prometheus-text.js), the version
-// (version.js). The document is built on its first request (`openApiJson`). What
-// cannot be read is checked against its owner by tests/worker/openapi.test.mjs: the
-// version (version.js's, against package.json), the paths (index.js's router), the
-// codes the worker's source names. The tests read the document the worker serves.
+// raw-uplinks.js), a configuration's codes and a bulk row's members
+// (device-config-body.js), the number of groups (placement.js), the metrics' media type
+// (prometheus-text.js), the version (version.js). The document is built on its first
+// request (`openApiJson`). What cannot be read is checked against its owner by
+// tests/worker/openapi.test.mjs: the version (version.js's, against package.json), the
+// paths (index.js's router), the codes the worker's source names. The tests read the
+// document the worker serves.
 
 import { limits, SeqWindow } from "./core.js";
 import { RECENT_SHOWN } from "./backfill.js";
@@ -36,7 +38,9 @@ import { METRICS_CONTENT_TYPE } from "./prometheus-text.js";
 import { VERSION } from "./version.js";
 import { PAYLOAD_FIELD } from "./decode.js";
 import { REJECTION_CODES, UNPARK_PER_CALL } from "./raw-uplinks.js";
-import { CHIRPSTACK_EVENTS, FORGET_KEY_CHARS, PAGE_ROWS, REDRIVE_KEYS, UPLINK_ROUTES } from "./routes.js";
+import { CONFIG_CODES, ROW_MEMBERS } from "./device-config-body.js";
+import { GROUPS } from "./placement.js";
+import { BULK_CONFIG_ROWS, CHIRPSTACK_EVENTS, FORGET_KEY_CHARS, PAGE_ROWS, REDRIVE_KEYS, UPLINK_ROUTES } from "./routes.js";
 
 const schema = (name) => ({ $ref: `#/components/schemas/${name}` });
 const nullable = (s) => ({ oneOf: [s, { type: "null" }] });
@@ -168,6 +172,26 @@ function webhook({ id, summary, description, body, parameters, codes = {}, ok = 
   });
 }
 
+/**
+ * A device id as readings give it: the core's rules (src/dedupe/reading.rs
+ * `check_device_id`) as far as a schema can say them: not the 128 bytes (128 characters
+ * is the most they can be), nor the invisible characters.
+ */
+const DEVICE_ID_RULE = {
+  type: "string",
+  minLength: 1,
+  maxLength: 128,
+  pattern: "^[^\\u0000-\\u001f\\u007f-\\u009f]*$",
+  not: { enum: [".", ".."] },
+  description: "1-128 UTF-8 bytes without control or invisible (format, U+2028, U+2029) characters; not `.` or `..`.",
+};
+
+/** Where a bulk configuration's result stands in the body: its row, and a CSV record's line. */
+const BULK_ROW_PLACE = {
+  row: integer(0, "The row's place among the body's rows, from 0 (a CSV body: among its records after the header, blank ones skipped)."),
+  line: integer(2, "A CSV body's: the line of the file the record starts on (the header is line 1), as a spreadsheet numbers its rows."),
+};
+
 /** A configuration number's schema: its range from the core's `limits().deviceConfig`. */
 const within = ({ min, max }, more = {}) => ({ type: "integer", minimum: min, maximum: max, ...more });
 
@@ -181,6 +205,24 @@ function openApi() {
   const SEQ_TOTALS = Object.keys(window.totals());
   window.free();
   const routes = UPLINK_ROUTES.join("|");
+  // A configuration as a request gives it (PUT's body; with `device_id`, a bulk row).
+  const configRequest = (more, description) => ({
+    type: "object",
+    ...(description && { description }),
+    required: [...Object.keys(more), "bin_depth_mm"],
+    additionalProperties: false,
+    properties: {
+      ...more,
+      codec: nullable(schema("Codec")),
+      bin_depth_mm: within(deviceConfig.bin_depth_mm, { description: "The bin's depth, from its full level to its bottom, millimetres." }),
+      offset_mm: nullable(within(deviceConfig.offset_mm, { default: 0, description: "The sensor's height above the full level, millimetres." })),
+      reporting_period_s: nullable(within(deviceConfig.reporting_period_s, { description: `Required with ${NEEDS_PERIOD.map((c) => `\`${c}\``).join(", ")}.` })),
+      backfill: nullable({ type: "boolean", description: "This device's switch for history requests; null: BACKFILL decides." }),
+    },
+    // A codec that times its readings by the reporting period needs one (else 400 `missing_reporting_period`).
+    if: { required: ["codec"], properties: { codec: { enum: NEEDS_PERIOD } } },
+    then: { required: ["reporting_period_s"], properties: { reporting_period_s: { type: "integer" } } },
+  });
   // The whole numbers of /v1/stats: the devices, the counters and gauges (fleet.js), simulated uplinks.
   const statsIntegers = ["devices", ...COUNTERS, ...BACKLOG, "simulated_uplinks"];
   return {
@@ -427,10 +469,33 @@ function openApi() {
           body: jsonBody(schema("DeviceConfigRequest"), "A JSON object with only these members, none twice; absent and null are the same."),
           ok: { [JSON_TYPE]: schema("StoredConfig") },
           codes: {
-            400: ["invalid_device_id", ...ERRORS_BODY, "invalid_config_body", "unknown_codec", "invalid_bin_depth", "invalid_offset", "invalid_reporting_period", "missing_reporting_period", "invalid_backfill"],
+            400: ["invalid_device_id", ...ERRORS_BODY, "invalid_config_body", ...CONFIG_CODES],
             413: ["body_too_large"],
             415: ["unsupported_media_type"],
             503: ["device_unavailable", "storage_unavailable"],
+          },
+        },
+      }),
+      "/v1/devices/config": item({
+        post: {
+          id: "configureDevices",
+          tag: "operator",
+          summary: "Store many devices' bins and sensors at once (JSON or CSV); decodes their parked uplinks",
+          description: [
+            `At most ${BULK_CONFIG_ROWS} rows (else 413 \`too_many_rows\`, nothing applied) and \`MAX_BODY_BYTES\`. Each row is checked as a PUT of its device's configuration would be; a device in more than one row is refused in each (\`duplicate_device_id\`). The rows that break no rule are applied, the others not; one call per group object (at most ${GROUPS}).`,
+            "The reply has a result per row, in the body's order. Applying the same configuration again changes nothing (`changed` false, no history event), so a whole call may be retried: a row answered `device_unavailable` or `storage_unavailable` is applied by the retry.",
+          ].join("\n\n"),
+          body: {
+            required: true,
+            description: "JSON (`application/json` or any `+json` type), or CSV (`text/csv`).",
+            content: { [JSON_TYPE]: { schema: schema("BulkConfigRequest") }, "text/csv": { schema: schema("BulkConfigCsv") } },
+          },
+          ok: { [JSON_TYPE]: schema("BulkConfigReply") },
+          okDescription: "A result per row: applied (`ok`, the stored configuration, the parked uplinks decoded) or refused with its code.",
+          codes: {
+            400: [...ERRORS_BODY, "invalid_config_body", "invalid_csv"],
+            413: ["body_too_large", "too_many_rows"],
+            415: ["unsupported_media_type"],
           },
         },
       }),
@@ -492,7 +557,8 @@ function openApi() {
             ["invalid_query", "400: a bad `limit`, `after`, `format` or `key` parameter."],
             ["unknown_event", "400: a ChirpStack `event` it does not document, or given twice."],
             ["field_mask_incomplete", "400: a The Things Stack uplink whose field mask removed `end_device_ids`."],
-            ["invalid_config_body", "400: a configuration body that is not an object of its members."],
+            ["invalid_config_body", "400: a configuration body that is not an object of its members (a bulk body: not `{\"devices\": [...]}`)."],
+            ["invalid_csv", "400: a bulk configuration's CSV body that is not UTF-8 RFC 4180 with a header row of known columns, `device_id` among them."],
             ["invalid_forget_body", "400: a forget body that is not `{\"key\": \"<string>\"}`."],
             ["unknown_codec", "400: a configuration's `codec` the core does not decode."],
             ["invalid_bin_depth", "400: a configuration's `bin_depth_mm` out of range or not whole."],
@@ -510,6 +576,7 @@ function openApi() {
             ["body_too_large", "413: the body is over MAX_BODY_BYTES."],
             ["too_many_readings", "413: over MAX_READINGS readings."],
             ["too_many_devices", "413: over MAX_DEVICES_PER_REQUEST devices; nothing was stored."],
+            ["too_many_rows", `413: a bulk configuration of over ${BULK_CONFIG_ROWS} rows; nothing was applied.`],
             ["unsupported_media_type", "415: not JSON (the Protobuf encodings included); on reset and redrive, a form body."],
             ["invalid_config", "500: the worker's configuration is invalid; every route answers this."],
             ["wasm_trap", "500: the core trapped and was re-instantiated; retry."],
@@ -532,18 +599,9 @@ function openApi() {
           description: "A reading; other members are ignored. A reading that breaks a rule is rejected (listed in the reply), not the request.",
           required: ["device_id", "seq", "ts", "fill_pct"],
           properties: {
-            // The core's rules (src/dedupe/reading.rs `check_device_id`, timestamp.rs
-            // `parse_rfc3339`) as far as a schema can say them: not the 128 bytes (128
-            // characters is the most they can be), nor the invisible characters.
-            device_id: {
-              type: "string",
-              minLength: 1,
-              maxLength: 128,
-              pattern: "^[^\\u0000-\\u001f\\u007f-\\u009f]*$",
-              not: { enum: [".", ".."] },
-              description: "1-128 UTF-8 bytes without control or invisible (format, U+2028, U+2029) characters; not `.` or `..`.",
-            },
+            device_id: DEVICE_ID_RULE,
             seq: { type: "integer", minimum: -9007199254740991, maximum: 9007199254740991 },
+            // The core's rule (timestamp.rs `parse_rfc3339`) as far as a schema can say it.
             ts: {
               type: "string",
               format: "date-time",
@@ -820,21 +878,7 @@ function openApi() {
             { type: "object", required: ["at", "event", "detail"], additionalProperties: false, properties: { at: schema("Time"), event: { const: "device_reset" }, detail: { allOf: [schema("ResetMembers")], unevaluatedProperties: false } } },
           ],
         },
-        DeviceConfigRequest: {
-          type: "object",
-          required: ["bin_depth_mm"],
-          additionalProperties: false,
-          properties: {
-            codec: nullable(schema("Codec")),
-            bin_depth_mm: within(deviceConfig.bin_depth_mm, { description: "The bin's depth, from its full level to its bottom, millimetres." }),
-            offset_mm: nullable(within(deviceConfig.offset_mm, { default: 0, description: "The sensor's height above the full level, millimetres." })),
-            reporting_period_s: nullable(within(deviceConfig.reporting_period_s, { description: `Required with ${NEEDS_PERIOD.map((c) => `\`${c}\``).join(", ")}.` })),
-            backfill: nullable({ type: "boolean", description: "This device's switch for history requests; null: BACKFILL decides." }),
-          },
-          // A codec that times its readings by the reporting period needs one (else 400 `missing_reporting_period`).
-          if: { required: ["codec"], properties: { codec: { enum: NEEDS_PERIOD } } },
-          then: { required: ["reporting_period_s"], properties: { reporting_period_s: { type: "integer" } } },
-        },
+        DeviceConfigRequest: configRequest({}),
         DeviceConfigMembers: {
           type: "object",
           required: ["device_id", "codec", "bin_depth_mm", "offset_mm", "reporting_period_s", "backfill", "updated_at"],
@@ -852,16 +896,70 @@ function openApi() {
         StoredConfig: {
           allOf: [schema("DeviceConfigMembers")],
           required: ["unparked"],
-          properties: {
-            unparked: {
-              type: "object",
-              description: `The parked uplinks this call decoded (at most ${UNPARK_PER_CALL}; a PUT of the same values continues).`,
-              required: ["uplinks", "received", "unique", "duplicates_suppressed", "rejected", "still_parked"],
-              additionalProperties: false,
-              properties: Object.fromEntries(["uplinks", "received", "unique", "duplicates_suppressed", "rejected", "still_parked"].map((n) => [n, integer()])),
-            },
-          },
+          properties: { unparked: schema("Unparked") },
           unevaluatedProperties: false,
+        },
+        Unparked: {
+          type: "object",
+          description: `The parked uplinks this call decoded for the device (at most ${UNPARK_PER_CALL}; a call with the same values continues).`,
+          required: ["uplinks", "received", "unique", "duplicates_suppressed", "rejected", "still_parked"],
+          additionalProperties: false,
+          properties: Object.fromEntries(["uplinks", "received", "unique", "duplicates_suppressed", "rejected", "still_parked"].map((n) => [n, integer()])),
+        },
+        BulkConfigRequest: {
+          type: "object",
+          required: ["devices"],
+          additionalProperties: false,
+          properties: { devices: { type: "array", maxItems: BULK_CONFIG_ROWS, items: schema("BulkConfigRow") } },
+        },
+        BulkConfigRow: configRequest({ device_id: DEVICE_ID_RULE }, "A device's configuration, as its PUT body, with its `device_id`; a DevEUI in any case is the device in upper case."),
+        BulkConfigCsv: {
+          type: "string",
+          description: `RFC 4180 CSV in UTF-8 (a leading byte order mark is dropped): a header row naming columns among ${ROW_MEMBERS.join(", ")} (\`device_id\` required, each at most once), then a record per device (at most ${BULK_CONFIG_ROWS}). An empty cell is an absent member; a number column's cell is read as a JSON number; \`backfill\` is \`true\` or \`false\` in any case. A record of empty cells only is skipped.`,
+        },
+        BulkConfigReply: {
+          type: "object",
+          description: "`received = configured + failed`: a result per row, in the body's order.",
+          required: ["received", "configured", "changed", "failed", "unparked_uplinks", "results"],
+          additionalProperties: false,
+          properties: {
+            received: integer(0, "Rows in the body."),
+            configured: integer(0, "Rows applied: their device's configuration is stored."),
+            changed: integer(0, "Among them, those whose stored configuration this call changed."),
+            failed: integer(0, "Rows refused or not applied (`code`)."),
+            unparked_uplinks: integer(0, "Parked uplinks decoded, over every device."),
+            results: { type: "array", maxItems: BULK_CONFIG_ROWS, items: { oneOf: [schema("BulkConfigApplied"), schema("BulkConfigRefused")] } },
+          },
+        },
+        BulkConfigApplied: {
+          type: "object",
+          required: ["row", "device_id", "ok", "changed", "config", "unparked"],
+          additionalProperties: false,
+          properties: {
+            ...BULK_ROW_PLACE,
+            device_id: { type: "string" },
+            ok: { const: true },
+            changed: { type: "boolean", description: "Whether this call changed the stored configuration (false: the same values were stored already)." },
+            config: schema("DeviceConfig"),
+            unparked: schema("Unparked"),
+          },
+        },
+        BulkConfigRefused: {
+          type: "object",
+          required: ["row", "device_id", "ok", "code", "message"],
+          additionalProperties: false,
+          properties: {
+            ...BULK_ROW_PLACE,
+            device_id: nullable({ type: "string", description: "As the row gives it (checked: as readings name the device); null when it gives none that is a string." }),
+            ok: { const: false },
+            code: schema("BulkConfigRowCode"),
+            message: { type: "string" },
+          },
+        },
+        BulkConfigRowCode: {
+          type: "string",
+          description: "Why a row was not applied: a rule of the configuration (as the PUT's 400s), `invalid_config_body` (not an object of the row's members; a CSV record with another number of fields than the header), `invalid_device_id`, `duplicate_device_id` (a device in more than one row), or its group object's failure (`device_unavailable`, `storage_unavailable`: retry).",
+          enum: ["invalid_config_body", "invalid_device_id", "duplicate_device_id", ...CONFIG_CODES, "device_unavailable", "storage_unavailable"],
         },
         Stats: {
           type: "object",

@@ -27,3 +27,12 @@ export const REDRIVE_KEYS = 1000;
 
 /** The longest key a forget body may name, in characters (code points). */
 export const FORGET_KEY_CHARS = 1024;
+
+/**
+ * Rows one bulk configuration request (POST /v1/devices/config) takes: a city's 10 000
+ * bins in one call. Its CSV is ~0.6 MB, within MAX_BODY_BYTES' default; its rows reach
+ * at most GROUPS group objects, one call each, whatever their number. Bounded because
+ * the reply holds a result per row and each group's call configures its share one
+ * device after another (each decoding up to UNPARK_PER_CALL parked uplinks).
+ */
+export const BULK_CONFIG_ROWS = 10_000;

@@ -75,7 +75,7 @@ export async function start({ vars = {}, persist, log = false, script = WORKER, 
   const call = async (p, init = {}) => {
     const target = new URL(p, url);
     const res = await mf.dispatchFetch(target, init);
-    if (validate) await assertDocumented(init.method ?? "GET", target, typeof init.body === "string" ? init.body : undefined, res.clone());
+    if (validate) await assertDocumented(init.method ?? "GET", target, typeof init.body === "string" ? init.body : undefined, new Headers(init.headers).get("content-type"), res.clone());
     return res;
   };
   return { mf, call, lines };
@@ -104,9 +104,9 @@ async function loadDocument(mf, url) {
   useDocument(JSON.parse(got.text));
 }
 
-/** Asserts that `res`, the reply to `method` `url` with `requestBody` (text or undefined), is as the OpenAPI document says (openapi-replies.mjs). */
-async function assertDocumented(method, url, requestBody, res) {
-  checkReply({ method, url, requestBody, status: res.status, headers: res.headers, body: await res.text() });
+/** Asserts that `res`, the reply to `method` `url` with `requestBody` (text or undefined) of `requestType` (or null), is as the OpenAPI document says (openapi-replies.mjs). */
+async function assertDocumented(method, url, requestBody, requestType, res) {
+  checkReply({ method, url, requestBody, requestType, status: res.status, headers: res.headers, body: await res.text() });
 }
 
 function assertBuilt() {

@@ -101,12 +101,13 @@ function sameType(key, contentType) {
 }
 
 /**
- * Asserts that a reply matches the document. `method`, `url` (a URL) and `requestBody`
- * (text, when the request had one as text) are the request's; `status`, `headers` (a
+ * Asserts that a reply matches the document. `method`, `url` (a URL), `requestBody`
+ * (text, when the request had one as text) and `requestType` (its Content-Type, or
+ * null) are the request's; `status`, `headers` (a
  * Headers) and `body` (text) the reply's. Throws an AssertionError naming the route, the
  * status and what does not match.
  */
-export function checkReply({ method, url, requestBody, status, headers, body }) {
+export function checkReply({ method, url, requestBody, requestType = null, status, headers, body }) {
   method = method.toUpperCase();
   const template = templateOf(url.pathname);
   const pathItem = template === null ? null : OPENAPI.paths[template];
@@ -128,7 +129,7 @@ export function checkReply({ method, url, requestBody, status, headers, body }) 
   const response = operation.responses[status];
   if (!response) fail(`status ${status} is not documented (documented: ${Object.keys(operation.responses).join(", ")})`);
   checkResponse(fail, [template, method.toLowerCase()], response, status, headers, body, method);
-  if (requestBody !== undefined && operation.requestBody) checkTaken(fail, pointerOf("paths", template, method.toLowerCase(), "requestBody"), requestBody, status, body);
+  if (requestBody !== undefined && operation.requestBody) checkTaken(fail, pointerOf("paths", template, method.toLowerCase(), "requestBody"), operation.requestBody, requestBody, requestType, status, body);
   if (method === "HEAD") {
     // HEAD answers GET's headers: its Content-Type is one GET documents for that status.
     const { value: get } = deref("", pathItem.get.responses[status]);
@@ -163,16 +164,20 @@ function checkResponse(fail, [template, method], response, status, headers, body
  * A request body the worker took (a 2xx reply) is one the operation's request schema
  * accepts: the document tells clients what to send, and must not refuse what works.
  * Not a message acknowledged unread (`ignored`: ChirpStack's events other than `up`),
- * nor a burst with rejected readings (those broke a reading's rule, and the reply
- * says which).
+ * nor a burst with rejected readings, nor a bulk configuration with failed rows (those
+ * broke a reading's or a row's rule, and the reply says which). The body is checked
+ * against the schema of the request's media type where the operation documents it
+ * (a CSV body as text), else as JSON.
  */
-function checkTaken(fail, pointer, requestBody, status, replyText) {
+function checkTaken(fail, pointer, documented, requestBody, requestType, status, replyText) {
   if (status < 200 || status > 299) return;
   const reply = safeJson(replyText);
-  if (reply?.ignored === true || reply?.rejected?.length) return;
-  const data = safeJson(requestBody);
+  if (reply?.ignored === true || reply?.rejected?.length || reply?.failed) return;
+  const key = (requestType !== null && Object.keys(documented.content).find((k) => sameType(k, requestType))) || JSON_TYPE;
+  const isJson = /^application\/(.+\+)?json$/.test(mediaType(key).essence);
+  const data = isJson ? safeJson(requestBody) : requestBody;
   if (data === undefined) fail("a request body that is not JSON was taken");
-  const v = validatorAt(`${pointer}/content/${escape(JSON_TYPE)}/schema`);
+  const v = validatorAt(`${pointer}/content/${escape(key)}/schema`);
   if (!v(data)) fail(`the request body was taken, but the document's request schema refuses it: ${ajv.errorsText(v.errors, { dataVar: "request", separator: "\n    " })}\n  request: ${requestBody.slice(0, 600)}`);
 }
 

@@ -7,9 +7,9 @@
 // reply against the document (openapi-replies.mjs) and throws when it does not match.
 // No reply may be a 500: bad input gets a coded 4xx. And the document's request side
 // agrees with the worker: a device configuration or forget body (which the worker
-// checks whole) is taken exactly when the operation's request schema accepts it, and a
-// query parameter, sent as a generated client (openapi-fetch) serializes it, exactly
-// when its parameter schema does.
+// checks whole), and a bulk configuration's rows, are taken exactly when the
+// operation's request schema accepts them, and a query parameter, sent as a generated
+// client (openapi-fetch) serializes it, exactly when its parameter schema does.
 import { test, after } from "node:test";
 import assert from "node:assert/strict";
 import { start, fixture, TOKEN } from "../support/harness.mjs";
@@ -228,6 +228,23 @@ async function requestSchemaAgrees({ seed, n, bodyOf, method, path, template, ta
 test("a device configuration is stored exactly when the document's request schema accepts it", async () => {
   const template = "/v1/devices/{device_id}/config";
   await requestSchemaAgrees({ seed: 7, n: 300, bodyOf: configBody, method: "PUT", path: "/v1/devices/fz-config/config", template, taken: (status) => status === 200, min: 20 });
+});
+
+test("a bulk configuration is applied whole exactly when the document's request schema accepts it", async () => {
+  // Rows as configBody makes them, each with a device id of its own (a device named
+  // twice is a rule no schema says), valid, absent or breaking the rule.
+  let n = 0;
+  const bulkBody = (r) => {
+    const rows = Array.from({ length: 1 + r.int(3) }, () => {
+      const config = configBody(r);
+      if (!config.startsWith("{")) return config;
+      const id = r.int(5) ? JSON.stringify(`fz-bulk-${++n}`) : r.pick(['""', '"."', "17", "null", JSON.stringify("b".repeat(129))]);
+      return r.int(8) ? `{"device_id": ${id}, ${config.slice(1)}` : config;
+    });
+    return `{"devices": [${rows.join(", ")}]${r.int(10) === 0 ? ', "more": 1' : ""}}`;
+  };
+  const taken = (status, reply) => status === 200 && reply.failed === 0;
+  await requestSchemaAgrees({ seed: 17, n: 150, bodyOf: bulkBody, method: "POST", path: "/v1/devices/config", template: "/v1/devices/config", taken, min: 10 });
 });
 
 test("a forget body is taken exactly when the document's request schema accepts it", async () => {

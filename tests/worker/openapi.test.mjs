@@ -114,7 +114,7 @@ test("the document is lint-clean under redocly's recommended rules (redocly.yaml
 
 test("a client can be generated: unique operationIds, every $ref resolves, every component is used, every schema compiles (strict)", () => {
   const ids = operations().map(({ op }) => op.operationId);
-  assert.equal(ids.length, 29);
+  assert.equal(ids.length, 30);
   assert.ok(ids.every((id) => /^[a-z][A-Za-z]+$/.test(id)), ids.join(", "));
   assert.equal(new Set(ids).size, ids.length, "operationIds are unique");
   const refs = refsOf(OPENAPI);
@@ -147,7 +147,7 @@ test("the document holds its owners' facts: the core's codecs and configuration 
   const s = OPENAPI.components.schemas;
   assert.deepEqual(s.Codec.enum, LIMITS.codecs);
   for (const [name, { min, max }] of Object.entries(LIMITS.deviceConfig)) {
-    for (const shape of [s.DeviceConfigRequest.properties[name], s.DeviceConfigMembers.properties[name]]) {
+    for (const shape of [s.DeviceConfigRequest.properties[name], s.BulkConfigRow.properties[name], s.DeviceConfigMembers.properties[name]]) {
       const range = shape.oneOf?.[0] ?? shape;
       assert.deepEqual([range.minimum, range.maximum], [min, max], name);
     }
@@ -165,6 +165,7 @@ test("every stable code the worker's source names is in the document", () => {
     ...OPENAPI.components.schemas.ErrorCode.oneOf.map((c) => c.const),
     ...OPENAPI.components.schemas.RejectionCode.enum,
     ...OPENAPI.components.schemas.DeviceError.properties.code.enum,
+    ...OPENAPI.components.schemas.BulkConfigRowCode.enum,
     OPENAPI.components.schemas.Parked.properties.code.const,
   ]);
   const named = new Set();
