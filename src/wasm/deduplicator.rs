@@ -10,8 +10,8 @@ use wasm_bindgen::prelude::*;
 
 use super::audit::audit_context;
 use super::js_value::{
-    body_bytes, flag_arg, is_plain_object, keys_arg, members, refused_arg, threw, ticket_arg,
-    time_arg, times_arg, type_name, u8_arg,
+    body_bytes, flag_arg, is_plain_object, keys_arg, members, refused_arg, stored_bytes_arg, threw,
+    ticket_arg, time_arg, times_arg, type_name,
 };
 use super::reading::{read_burst, reading_arg, JsReading};
 use super::{to_js, to_value};
@@ -282,8 +282,7 @@ impl JsDeduplicator {
         #[wasm_bindgen(unchecked_param_type = "Uint8Array")] bytes: JsValue,
         #[wasm_bindgen(unchecked_optional_param_type = "DeduplicatorOptions")] options: JsValue,
     ) -> Result<JsDeduplicator, JsValue> {
-        let bytes = u8_arg(&bytes, "the snapshot")
-            .ok_or_else(|| to_js(Error::InvalidSnapshot("a snapshot is a Uint8Array")))??;
+        let bytes = stored_bytes_arg(&bytes, "the snapshot", "a snapshot is a Uint8Array")?;
         let (ttl, max) = options_from(&options, "restore's second argument (the options)")?;
         Deduplicator::restore(&bytes, ttl, max)
             .map(|inner| JsDeduplicator { inner })

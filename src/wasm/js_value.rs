@@ -280,6 +280,16 @@ pub(super) fn u8_arg(v: &JsValue, what: &str) -> Option<Result<Vec<u8>, JsValue>
     })
 }
 
+/// Stored bytes read back (`fromBytes`, `restore`): a `Uint8Array`'s copy; anything
+/// else is `invalid_snapshot` saying `refusal`.
+pub(super) fn stored_bytes_arg(
+    v: &JsValue,
+    what: &str,
+    refusal: &'static str,
+) -> Result<Vec<u8>, JsValue> {
+    u8_arg(v, what).ok_or_else(|| to_js(Error::InvalidSnapshot(refusal)))?
+}
+
 /// `admitKeys`' `refused`: absent (0) or a whole JS number within `0 ..= 2^32 − 1`.
 pub(super) fn refused_arg(v: &JsValue) -> Result<usize, JsValue> {
     if v.is_undefined() || v.is_null() {

@@ -23,6 +23,7 @@
 //! | `reading.rs` | the `Reading` and `Burst` shapes, `idempotencyKey`, `checkDeviceId` |
 //! | `deduplicator.rs` | the class `Deduplicator`, its options, stats and key admissions |
 //! | `window.rs` | the class `SeqWindow` |
+//! | `fill.rs` | the class `FillTracker` |
 //! | `audit.rs` | `auditLine`, `isoTime`, and the audit context every line takes |
 //! | `uplink.rs` | `parseUplink`, `checkUplinkOptions` |
 //! | `codec.rs` | `decodePayload`, `readingsFromPayload`, `historyRequest` |
@@ -40,6 +41,7 @@ mod audit;
 mod body;
 mod codec;
 mod deduplicator;
+mod fill;
 mod js_value;
 mod limits;
 mod reading;
@@ -59,6 +61,7 @@ pub use codec::{
 pub use deduplicator::{
     DeduplicatorOptions, DeduplicatorStats, JsDeduplicator, KeyAdmission, Verdicts,
 };
+pub use fill::{FillCollection, FillObservation, FillSample, FillState, JsFillTracker};
 pub use limits::{limits, Bounds, CodecInfo, DeviceConfigLimits, Limits, Range};
 #[cfg(feature = "bench")]
 pub use reading::bench_hash_floor;

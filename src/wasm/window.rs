@@ -8,7 +8,7 @@ use serde::Serialize;
 use tsify::Tsify;
 use wasm_bindgen::prelude::*;
 
-use super::js_value::{seq_arg, time_arg, u8_arg};
+use super::js_value::{seq_arg, stored_bytes_arg, time_arg};
 use super::{serializer, to_js, to_value};
 
 /// What a seq meant to a [`SeqWindow`] (`observe`): the core's `Observation`.
@@ -180,11 +180,11 @@ impl JsSeqWindow {
     pub fn from_bytes(
         #[wasm_bindgen(unchecked_param_type = "Uint8Array")] bytes: JsValue,
     ) -> Result<JsSeqWindow, JsValue> {
-        let bytes = u8_arg(&bytes, "the window's bytes").ok_or_else(|| {
-            to_js(Error::InvalidSnapshot(
-                "a sequence window's bytes are a Uint8Array",
-            ))
-        })??;
+        let bytes = stored_bytes_arg(
+            &bytes,
+            "the window's bytes",
+            "a sequence window's bytes are a Uint8Array",
+        )?;
         SeqWindow::from_bytes(&bytes)
             .map(|inner| JsSeqWindow { inner })
             .map_err(to_js)

@@ -193,6 +193,23 @@ test('readingsFromPayload returns a PayloadReadings, with and without a frame id
   conforms(plain, type, 'readingsFromPayload');
 });
 
+test('FillTracker returns its declared types: newest, late, a collection, a glitch, the state', () => {
+  const t = new pkg.FillTracker(30);
+  const key = (seq) => `bin-7:${seq}:0123456789abcdef`;
+  const seen = [
+    [1, '2026-07-16T08:00:00Z', 90], [2, '2026-07-16T08:10:00Z', 5], [3, '2026-07-16T07:00:00Z', 50],
+    [4, '2026-07-16T08:20:00Z', 6], [5, '2026-07-16T08:30:00Z', 70], [6, '2026-07-16T08:40:00Z', 2], [7, '2026-07-16T08:50:00Z', 71],
+  ].map(([seq, ts, fill]) => t.observe(ts, fill, key(seq)));
+  assert.deepEqual(seen.map((o) => [o.arrival, o.collection !== null, o.glitch]), [
+    ['newest', false, false], ['newest', false, false], ['late', false, false], ['newest', true, false],
+    ['newest', false, false], ['newest', false, false], ['newest', false, true],
+  ]);
+  for (const o of seen) conforms(o, returns('FillTracker', 'observe'), `observe (${o.arrival})`);
+  conforms(t.state(), returns('FillTracker', 'state'), 'state');
+  conforms(new pkg.FillTracker(30).state(), returns('FillTracker', 'state'), 'state, empty');
+  t.free();
+});
+
 test('SeqWindow returns its declared types: observations of every kind, gaps, totals', () => {
   const w = new SeqWindow();
   // 5 000 is a jump beyond the window (2048) from 2 000: a reset, not a gap.

@@ -23,6 +23,7 @@ import init, {
   limits,
   parseUplink,
   SeqWindow,
+  FillTracker,
 } from "../../pkg/reconnect_dedupe.js";
 import type {
   Admitted,
@@ -57,6 +58,10 @@ import type {
   SeqKind,
   SeqObservation,
   SeqWindowTotals,
+  FillCollection,
+  FillObservation,
+  FillSample,
+  FillState,
   Rejection,
   UplinkOptions,
   UplinkPlan,
@@ -362,4 +367,31 @@ export const seqShapes = {
     missing: true, recovered: true, repeats: true, resets: true, too_old: true,
     gaps_dropped: true, missing_dropped: true, closed_by_reset: true,
   } satisfies Members<SeqWindowTotals>,
+};
+
+/** A bin's fill by device time: readings in admission order, the state, a collection. */
+export function binState(readings: { ts: string; fill_pct: number; key: string }[]): string | null {
+  const tracker = new FillTracker(30);
+  const seen: FillObservation[] = readings.map((r) => tracker.observe(r.ts, r.fill_pct, r.key));
+  const late: (number | null)[] = seen.map((o) => (o.arrival === "late" ? o.late_by_ms : null));
+  const emptied: (FillCollection | null)[] = seen.map((o) => o.collection);
+  const state: FillState = tracker.state();
+  const period: number | null = state.period_s;
+  const newest: FillSample | null = state.newest;
+  const copy: FillTracker = FillTracker.fromBytes(tracker.toBytes(), 30);
+  copy.free();
+  tracker.free();
+  // @ts-expect-error a time is RFC 3339 text
+  new FillTracker(30).observe(1784190000000, 50, "bin-7:1:0123456789abcdef");
+  // @ts-expect-error an arrival is newest or late
+  const wrong: FillObservation["arrival"] = "early";
+  void [late, emptied, period, wrong];
+  return newest?.key ?? null;
+}
+
+export const fillShapes = {
+  observation: { arrival: true, late_by_ms: true, collection: true, glitch: true } satisfies Members<FillObservation>,
+  state: { newest: true, previous: true, suspected: true, period_s: true } satisfies Members<FillState>,
+  sample: { ts: true, fill_pct: true, key: true } satisfies Members<FillSample>,
+  collection: { before: true, after: true } satisfies Members<FillCollection>,
 };
