@@ -172,8 +172,9 @@ const NUMBER = /^-?(0|[1-9][0-9]*)(\.[0-9]+)?([eE][+-]?[0-9]+)?$/;
 
 /**
  * CSV (RFC 4180, UTF-8; a leading byte order mark, as spreadsheets write it, is
- * dropped): a header row naming columns of ROW_MEMBERS (device_id among them, each at
- * most once, no other: else 400 `invalid_csv`), then a record per device. Each record
+ * dropped): a header row naming every column of ROW_MEMBERS once, in any order, no
+ * other (else 400 `invalid_csv`: a column left out would reset that setting on every
+ * device of the file), then a record per device. Each record
  * becomes the JSON object its cells spell (`bulkRow` reads it): an empty cell is an
  * absent member; `device_id` and `codec` are strings; a number column's cell is a
  * number when it is one in JSON's grammar (`1200`, `1e3`), else the text it is, which
@@ -193,16 +194,23 @@ function csvRows(bytes) {
   if (!records.length) throw new HttpError(400, "invalid_csv", `the CSV body has no header row; the first row names the columns: ${ROW_MEMBERS.join(", ")}`);
   const [{ cells: header }, ...data] = records;
   const unknown = header.filter((name) => !ROW_MEMBERS.includes(name));
-  if (unknown.length) throw new HttpError(400, "invalid_csv", `unknown column ${shown(JSON.stringify(unknown[0]))} in the header row; the columns are ${ROW_MEMBERS.join(", ")} (device_id required, the others optional)`);
+  if (unknown.length) throw new HttpError(400, "invalid_csv", `unknown column ${shown(JSON.stringify(unknown[0]))} in the header row; the columns are ${ROW_MEMBERS.join(", ")}, each once`);
   const twice = header.find((name, i) => header.indexOf(name) !== i);
   if (twice !== undefined) throw new HttpError(400, "invalid_csv", `column ${JSON.stringify(twice)} appears twice in the header row`);
-  if (!header.includes("device_id")) throw new HttpError(400, "invalid_csv", `the header row has no device_id column; the columns are ${ROW_MEMBERS.join(", ")}`);
+  // Every column, so that a column left out of a spreadsheet never resets a setting to
+  // its default on every device of the file (a row replaces a configuration, as a PUT).
+  const missing = ROW_MEMBERS.filter((name) => !header.includes(name));
+  if (missing.length) {
+    throw new HttpError(400, "invalid_csv", `the header row has no column ${missing.join(", ")}; it names every column, ${ROW_MEMBERS.join(", ")}, in any order (an empty cell is the member's default: a row replaces the device's configuration, as a PUT does)`);
+  }
   const encoder = new TextEncoder();
   const rows = [];
   for (const { line, cells } of data) {
     if (cells.every((c) => c === "")) continue;
     if (cells.length !== header.length) {
-      rows.push({ line, refused: { ok: false, device_id: null, code: "invalid_config_body", message: `the record has ${cells.length} fields; the header row names ${header.length}` } });
+      // Its device, when its cell is there: the reply names it, and a second row of it is found.
+      const device_id = cells[header.indexOf("device_id")] || null;
+      rows.push({ line, refused: { ok: false, device_id, code: "invalid_config_body", message: `the record has ${cells.length} fields; the header row names ${header.length}` } });
       continue;
     }
     const members = [];

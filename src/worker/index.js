@@ -833,17 +833,22 @@ async function configureAll(request, env, cfg) {
   // A result names its row (and a CSV record's line), its device, then what became of it.
   const resultOf = ({ row, line }, { device_id, ok, ...rest }) => ({ row, ...(line !== undefined && { line }), device_id, ok, ...rest });
   const results = rows.map(({ line, text, refused }, row) => resultOf({ row, line }, refused ?? bulkRow(text)));
+  // A device in two rows, valid or not (which one was meant is not known): each of its
+  // rows that would be applied is refused. Ids compare as readings name the device.
   const rowsOf = new Map(); // device id → its rows
   for (const r of results) {
-    if (!r.ok) continue;
-    if (!rowsOf.has(r.device_id)) rowsOf.set(r.device_id, []);
-    rowsOf.get(r.device_id).push(r.row);
+    if (typeof r.device_id !== "string") continue;
+    const id = sameDevice(r.device_id);
+    if (!rowsOf.has(id)) rowsOf.set(id, []);
+    rowsOf.get(id).push(r.row);
   }
   for (const named of rowsOf.values()) {
     if (named.length < 2) continue;
-    // A few of its rows: a device in every row of a large file must not make each message list them all.
-    const where = `rows ${named.slice(0, 5).join(", ")}${named.length > 5 ? ` and ${named.length - 5} more` : ""}`;
+    // A few of its rows, by their lines in a CSV: a device in every row of a large file must not make each message list them all.
+    const places = named.slice(0, 5).map((i) => results[i].line ?? i);
+    const where = `${csv ? "lines" : "rows"} ${places.join(", ")}${named.length > 5 ? ` and ${named.length - 5} more` : ""}`;
     for (const i of named) {
+      if (!results[i].ok) continue;
       results[i] = resultOf(results[i], { device_id: results[i].device_id, ok: false, code: "duplicate_device_id", message: `device ${JSON.stringify(results[i].device_id)} is in ${where}; give each device once` });
     }
   }
@@ -874,6 +879,15 @@ async function configureAll(request, env, cfg) {
   };
   console.log(JSON.stringify({ level: "INFO", event: "devices_configured", format: csv ? "csv" : "json", ...totals, group_calls: calls.size }));
   return json(200, { ...totals, results });
+}
+
+/** A device id as readings name the device (a DevEUI upper-cased), or as given when it is no valid id. */
+function sameDevice(id) {
+  try {
+    return guarded(() => checkDeviceId(id));
+  } catch {
+    return id;
+  }
 }
 
 /** GET /v1/devices/{device_id}/config; 404 `not_configured` without starting an unknown device's object. */

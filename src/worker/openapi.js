@@ -915,7 +915,7 @@ function openApi() {
         BulkConfigRow: configRequest({ device_id: DEVICE_ID_RULE }, "A device's configuration, as its PUT body, with its `device_id`; a DevEUI in any case is the device in upper case."),
         BulkConfigCsv: {
           type: "string",
-          description: `RFC 4180 CSV in UTF-8 (a leading byte order mark is dropped): a header row naming columns among ${ROW_MEMBERS.join(", ")} (\`device_id\` required, each at most once), then a record per device (at most ${BULK_CONFIG_ROWS}). An empty cell is an absent member; a number column's cell is read as a JSON number; \`backfill\` is \`true\` or \`false\` in any case. A record of empty cells only is skipped.`,
+          description: `RFC 4180 CSV in UTF-8 (a leading byte order mark is dropped): a header row naming every column of ${ROW_MEMBERS.join(", ")} once, in any order (a column left out would reset that setting on every device: a row replaces a configuration), then a record per device (at most ${BULK_CONFIG_ROWS}). An empty cell is an absent member; a number column's cell is read as a JSON number; \`backfill\` is \`true\` or \`false\` in any case. A record of empty cells only is skipped.`,
         },
         BulkConfigReply: {
           type: "object",

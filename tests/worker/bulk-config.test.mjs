@@ -112,7 +112,7 @@ test("bad rows are answered by row with their codes, and every other row is appl
     [9, "bad-8", null],
     [10, 'bad,9 "quoted"', null],
     [11, "bad-10", "invalid_bin_depth"],
-    [12, null, "invalid_config_body"],
+    [12, "bad-11", "invalid_config_body"],
     [13, "bad-12", "invalid_backfill"],
   ]);
   // Lines as a spreadsheet numbers them: the blank row is skipped, not renumbered.
@@ -122,7 +122,8 @@ test("bad rows are answered by row with their codes, and every other row is appl
   assert.match(messages[1], /codec must be null .* got "acme\/bin-9000"/);
   assert.match(messages[2], /bin_depth_mm must be a whole number of millimetres, 1 … 100000; got 100001/);
   assert.match(messages[3], /codec tekelek\/tek766 needs reporting_period_s/);
-  assert.match(messages[6], /device "bad-6" is in rows 6, 8; give each device once/);
+  // Named by the lines a spreadsheet shows.
+  assert.match(messages[6], /device "bad-6" is in lines 8, 10; give each device once/);
   assert.match(messages[11], /got "12 00"/);
   assert.match(messages[12], /the record has 5 fields; the header row names 6/);
   assert.match(messages[13], /backfill must be true, false or null .*; got "maybe"/);
@@ -134,6 +135,40 @@ test("bad rows are answered by row with their codes, and every other row is appl
   for (const id of ["bad-2", "bad-3", "bad-4", "bad-6", "bad-10", "bad-12"]) assert.deepEqual([id, (await configOf(id)).status], [id, 404]);
 });
 
+
+test("a device in two rows is refused in each it would be applied in, also when its other row breaks a rule or has another field count", async () => {
+  const csv = [
+    HEADER,
+    "dup-mixed,,0,,,", // breaks a rule
+    "dup-mixed,,1000,,,",
+    "dup-count,,1000,,,",
+    "dup-count,,1000,,", // a field short
+    "dup-case-a0b1c2d3e4f5a6b7,,1000,,,",
+  ].join("\n");
+  const { status, body } = await bulk(worker, `${csv}\n`);
+  assert.equal(status, 200);
+  assert.deepEqual(body.results.map(brief), [
+    [0, "dup-mixed", "invalid_bin_depth"],
+    [1, "dup-mixed", "duplicate_device_id"],
+    [2, "dup-count", "duplicate_device_id"],
+    [3, "dup-count", "invalid_config_body"],
+    [4, "dup-case-a0b1c2d3e4f5a6b7", null],
+  ]);
+  for (const id of ["dup-mixed", "dup-count"]) assert.equal((await configOf(id)).status, 404, id);
+  // A DevEUI in two cases is one device.
+  const eui = await bulk(worker, `${HEADER}\nA0B1C2D3E4F5A6B8,,1000,,,\na0b1c2d3e4f5a6b8,,1200,,,\n`);
+  assert.deepEqual(eui.body.results.map((r) => r.code), ["duplicate_device_id", "duplicate_device_id"]);
+  assert.match(eui.body.results[0].message, /is in lines 2, 3/);
+});
+
+test("a CSV names every column: one left out would reset that setting on every device of the file", async () => {
+  assert.equal((await bulk(worker, `${HEADER}\nkeep-1,tekelek/tek766,1500,80,900,\n`)).body.configured, 1);
+  const r = await bulk(worker, "device_id,bin_depth_mm\nkeep-1,1600\n");
+  assert.deepEqual([r.status, r.body.error.code], [400, "invalid_csv"]);
+  assert.match(r.body.error.message, /the header row has no column codec, offset_mm, reporting_period_s, backfill/);
+  const kept = (await configOf("keep-1")).body;
+  assert.deepEqual([kept.codec, kept.bin_depth_mm, kept.offset_mm, kept.reporting_period_s], ["tekelek/tek766", 1500, 80, 900]);
+});
 test("a JSON body: the PUT's rules by row, an unknown member or another shape refused in its row, a DevEUI in any case", async () => {
   const { status, body } = await bulk(worker, {
     devices: [
@@ -188,7 +223,7 @@ test("a JSON body: the PUT's rules by row, an unknown member or another shape re
 test("a CSV body whose columns or quoting cannot be read is refused whole, nothing applied", async () => {
   const cases = [
     ["device_id,codec,depth\ncsv-1,,1200\n", /unknown column "depth" in the header row; the columns are device_id, codec, bin_depth_mm/],
-    ["codec,bin_depth_mm\n,1200\n", /no device_id column/],
+    ["codec,bin_depth_mm,offset_mm,reporting_period_s,backfill\n,1200,,,\n", /the header row has no column device_id;/],
     ["device_id,bin_depth_mm,bin_depth_mm\ncsv-1,1200,1200\n", /column "bin_depth_mm" appears twice/],
     ['device_id,bin_depth_mm\ncsv-1,1200\n"csv-2,1200\n', /line 3 of the CSV body: a quoted field is never closed/],
     ['device_id,bin_depth_mm\ncsv-1,12"00\n', /line 2 of the CSV body: a quote inside an unquoted field/],
@@ -204,7 +239,7 @@ test("a CSV body whose columns or quoting cannot be read is refused whole, nothi
   assert.deepEqual([latin1.status, (await latin1.json()).error.code], [400, "invalid_csv"]);
   assert.equal((await configOf("csv-1")).status, 404);
   // A spreadsheet's byte order mark and bare LFs are read; the header's columns in any order.
-  const ok = await bulk(worker, "\uFEFFbin_depth_mm,device_id\n1200,csv-1\n");
+  const ok = await bulk(worker, "\uFEFFbin_depth_mm,device_id,codec,offset_mm,reporting_period_s,backfill\n1200,csv-1,,,,\n");
   assert.deepEqual(ok.body.results.map(brief), [[0, "csv-1", null]]);
   // Another media type is refused before the body is read.
   const plain = await bulk(worker, "device_id,bin_depth_mm\ncsv-2,1200\n", "text/plain");
@@ -238,7 +273,7 @@ test("the uplinks parked while the devices had no configuration are decoded, onc
   const ids = ["24E124136B500001", "24E124136B500002"];
   // Its codec from the uplink (version_ids), no bin: each uplink is parked.
   for (const id of ids) for (const mm of [400, 500, 600]) assert.equal((await tts(worker, id, `dev-${id}`, live(mm))).parked?.[0]?.code, "device_not_configured");
-  const csv = `device_id,bin_depth_mm\n${ids.map((id) => `${id},2000`).join("\n")}\n`;
+  const csv = `${HEADER}\n${ids.map((id) => `${id},,2000,,,`).join("\n")}\n`;
   const first = await bulk(worker, csv);
   assert.equal(first.body.unparked_uplinks, 6);
   for (const r of first.body.results) assert.deepEqual(r.unparked, { uplinks: 3, received: 3, unique: 3, duplicates_suppressed: 0, rejected: 0, still_parked: 0 });
@@ -283,14 +318,14 @@ test("a group object that fails answers its rows device_unavailable; the other g
   await acrossRestart({
     before: async (w) => {
       // The group's storage exists once one of its devices is configured.
-      const res = await bulk(w, `device_id,bin_depth_mm\n${home},1000\n`);
+      const res = await bulk(w, `${HEADER}\n${home},,1000,,,\n`);
       assert.equal(res.body.configured, 1);
     },
     // A real fault: the group's registration of a device fails (SQLite raises).
     between: (dir) => sqlite(databases(dir, "GroupObject"), "CREATE TRIGGER no_devices BEFORE INSERT ON devices BEGIN SELECT RAISE(ABORT, 'injected fault'); END;"),
     after: async (w) => {
       const ids = [...inGroup, ...elsewhere];
-      const { status, body } = await bulk(w, `device_id,bin_depth_mm\n${ids.map((id) => `${id},1000`).join("\n")}\n`);
+      const { status, body } = await bulk(w, `${HEADER}\n${ids.map((id) => `${id},,1000,,,`).join("\n")}\n`);
       assert.equal(status, 200);
       assert.deepEqual(body.results.map(brief), ids.map((id, i) => [i, id, inGroup.includes(id) ? "device_unavailable" : null]));
       assert.deepEqual([body.configured, body.failed], [2, 3]);

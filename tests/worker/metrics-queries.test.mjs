@@ -21,6 +21,8 @@ const RULE_TESTS = path.join(DIR, "alerts.test.yml");
 const DASHBOARD = JSON.parse(fs.readFileSync(path.join(DIR, "grafana-dashboard.json"), "utf8"));
 // The labels Prometheus gives every series it scrapes (its target's).
 const TARGET_LABELS = ["instance", "job"];
+// The series Prometheus writes itself for each target: `up` (1 when the scrape worked).
+const PROMETHEUS_OWN = { up: { labels: new Set(TARGET_LABELS), values: {} } };
 // What Grafana puts in place of its variables before it sends a query: `$__rate_interval`
 // a duration, `$instance` (the dashboard's variable, a regex matcher's value) all instances.
 const GRAFANA_VARIABLES = { __rate_interval: "5m", instance: ".*" };
@@ -100,7 +102,7 @@ async function scrapeFresh() {
   try {
     const res = await w.call("/v1/metrics", { headers: { authorization: `Bearer ${TOKEN}` } });
     assert.equal(res.status, 200);
-    return exported(await res.text());
+    return { ...exported(await res.text()), ...PROMETHEUS_OWN };
   } finally {
     await w.mf.dispose();
   }
