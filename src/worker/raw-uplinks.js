@@ -171,8 +171,9 @@ function parkedRaw(row) {
 
 /**
  * Decodes and admits the parked uplinks the device's configuration now allows
- * (one its codec does not read stays parked, WARN parked_not_decoded), oldest
- * first, at most UNPARK_PER_CALL per call: each as a burst of its own under the
+ * (one its codec does not read stays parked, counted in one WARN
+ * parked_not_decoded a call, and holds back none after it), oldest first, at most
+ * UNPARK_PER_CALL decoded per call: each as a burst of its own under the
  * burst id its parking reply gave (a later duplicate names the burst the sender
  * saw; a retried call of that burst recognises the rows; its second audit line
  * counts the samples as received), its row deleted in that burst's transaction.
@@ -182,33 +183,47 @@ function parkedRaw(row) {
 export async function unpark(device) {
   const done = { uplinks: 0, received: 0, unique: 0, duplicates_suppressed: 0, rejected: 0, still_parked: 0 };
   if (!device.prepared) return done;
-  const rows = device.sql.exec(`SELECT ${RAW_COLUMNS.join(", ")}, rows, route, burst_id FROM parked WHERE device_id = ? ORDER BY parked_at, rowid LIMIT ?`, device.id, UNPARK_PER_CALL).toArray();
-  for (const row of rows) {
-    const raw = parkedRaw(row);
-    const context = { device_id: raw.device_id, route: row.route, burst_id: row.burst_id };
-    let out;
-    try {
-      const decoded = decode(device, raw);
-      if (decoded.parked) continue;
-      if (decoded.refused) {
-        // The codec now configured does not read it (the wrong sensor?): it stays
-        // parked for a configuration that does, rather than rejected and deleted.
-        const { code, message, codec } = decoded.refused;
-        console.log(JSON.stringify({ level: "WARN", event: "parked_not_decoded", ...context, codec, f_port: raw.f_port, code, message }));
+  // Page after page, oldest first: the uplinks the codec does not read stay parked at
+  // the head of that order, and must not hold back the ones behind them. At most
+  // MAX_PARKED_PER_DEVICE rows are read, once each.
+  const page = `SELECT rowid AS id, parked_at, ${RAW_COLUMNS.join(", ")}, rows, route, burst_id FROM parked WHERE device_id = ? AND (parked_at, rowid) > (?, ?) ORDER BY parked_at, rowid LIMIT ?`;
+  const unread = { uplinks: 0, codes: {}, codec: null };
+  let after = [-Infinity, 0];
+  for (;;) {
+    const rows = device.sql.exec(page, device.id, ...after, UNPARK_PER_CALL).toArray();
+    for (const row of rows) {
+      if (done.uplinks === UNPARK_PER_CALL) break;
+      after = [row.parked_at, row.id];
+      const raw = parkedRaw(row);
+      const context = { device_id: raw.device_id, route: row.route, burst_id: row.burst_id };
+      let out;
+      try {
+        const decoded = decode(device, raw);
+        if (decoded.parked) continue;
+        if (decoded.refused) {
+          // The codec now configured does not read it (the wrong sensor?): it stays
+          // parked for a configuration that does, rather than rejected and deleted.
+          unread.uplinks += 1;
+          unread.codes[decoded.refused.code] = (unread.codes[decoded.refused.code] ?? 0) + 1;
+          unread.codec = decoded.refused.codec;
+          continue;
+        }
+        console.log(JSON.stringify({ level: "INFO", event: "uplink_unparked", ...context }));
+        out = await admitDecoded(device, context, raw, decoded, row.rows, { unpark: row.frame });
+      } catch (e) {
+        out = { ok: false, code: e?.code ?? "internal_error", message: String(e?.message ?? e) };
+      }
+      if (!out.ok) {
+        console.log(JSON.stringify({ level: "WARN", event: "unpark_failed", ...context, code: out.code, error: out.message }));
         continue;
       }
-      console.log(JSON.stringify({ level: "INFO", event: "uplink_unparked", ...context }));
-      out = await admitDecoded(device, context, raw, decoded, row.rows, { unpark: row.frame });
-    } catch (e) {
-      out = { ok: false, code: e?.code ?? "internal_error", message: String(e?.message ?? e) };
+      done.uplinks += 1;
+      for (const name of ["received", "unique", "duplicates_suppressed", "rejected"]) done[name] += out.counts?.[name] ?? 0;
     }
-    if (!out.ok) {
-      console.log(JSON.stringify({ level: "WARN", event: "unpark_failed", ...context, code: out.code, error: out.message }));
-      continue;
-    }
-    done.uplinks += 1;
-    for (const name of ["received", "unique", "duplicates_suppressed", "rejected"]) done[name] += out.counts?.[name] ?? 0;
+    if (rows.length < UNPARK_PER_CALL || done.uplinks === UNPARK_PER_CALL) break;
   }
+  // One line a call, not one an uplink: a device may keep thousands its codec does not read.
+  if (unread.uplinks) console.log(JSON.stringify({ level: "WARN", event: "parked_not_decoded", device_id: device.id, codec: unread.codec, uplinks: unread.uplinks, codes: unread.codes }));
   done.still_parked = device.sql.exec("SELECT COUNT(*) AS n FROM parked WHERE device_id = ?", device.id).one().n;
   return done;
 }

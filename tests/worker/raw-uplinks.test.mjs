@@ -167,6 +167,21 @@ test("an unconfigured device's uplinks are parked, not lost, and decoded when it
   await until(async () => (await stats()).parked_uplinks === before.parked_uplinks, "no parked uplink in /v1/stats");
 });
 
+test("uplinks the configured codec does not read stay parked without holding back the ones after them: a PUT decodes past a full page of them", async () => {
+  const rx = raw("loriot-df703-rx.json");
+  const id = "A0B1C2D3E4F5C0DE";
+  const frame = (fcnt, port) => ({ ...rx, EUI: id, fcnt, port });
+  // More uplinks on a port the DF703 sends no levels on than one call decodes
+  // (UNPARK_PER_CALL), then one it reads; all parked (no configuration yet).
+  const unread = 1_000;
+  for (let fcnt = 1; fcnt <= unread; fcnt++) assert.equal((await send("loriot", frame(fcnt, 85))).body.parked?.[0]?.code, "device_not_configured");
+  assert.equal((await send("loriot", frame(unread + 1, rx.port))).body.parked?.[0]?.code, "device_not_configured");
+  const put = await configure(id, { codec: "dingtek/df703", bin_depth_mm: 2500 });
+  assert.equal(put.status, 200, JSON.stringify(put.body));
+  assert.deepEqual([put.body.unparked.uplinks, put.body.unparked.unique, put.body.unparked.still_parked], [1, 1, unread]);
+  assert.equal((await ledger(id)).length, 1);
+});
+
 test("a Tekelek without its reporting period is parked, and decoded once the period is configured", async () => {
   const body = raw("tts-em310-udl-live.json");
   const id = "A0B1C2D3E4F50002";
