@@ -192,9 +192,13 @@ function csvRows(bytes) {
   }
   const records = csvRecords(text);
   if (!records.length) throw new HttpError(400, "invalid_csv", `the CSV body has no header row; the first row names the columns: ${ROW_MEMBERS.join(", ")}`);
-  const [{ cells: header }, ...data] = records;
+  // A header's names without the spaces a hand-edited file puts after its commas.
+  const [{ cells: names }, ...data] = records;
+  const header = names.map((name) => name.trim());
   const unknown = header.filter((name) => !ROW_MEMBERS.includes(name));
-  if (unknown.length) throw new HttpError(400, "invalid_csv", `unknown column ${shown(JSON.stringify(unknown[0]))} in the header row; the columns are ${ROW_MEMBERS.join(", ")}, each once`);
+  // A spreadsheet set to another locale separates by semicolons.
+  const separator = header.length === 1 && header[0].includes(";") ? " (separated by semicolons? RFC 4180's separator is the comma)" : "";
+  if (unknown.length) throw new HttpError(400, "invalid_csv", `unknown column ${shown(JSON.stringify(unknown[0]))} in the header row${separator}; the columns are ${ROW_MEMBERS.join(", ")}, each once`);
   const twice = header.find((name, i) => header.indexOf(name) !== i);
   if (twice !== undefined) throw new HttpError(400, "invalid_csv", `column ${JSON.stringify(twice)} appears twice in the header row`);
   // Every column, so that a column left out of a spreadsheet never resets a setting to

@@ -229,6 +229,7 @@ test("a CSV body whose columns or quoting cannot be read is refused whole, nothi
     ['device_id,bin_depth_mm\ncsv-1,12"00\n', /line 2 of the CSV body: a quote inside an unquoted field/],
     ['device_id,bin_depth_mm\n"csv-1"x,1200\n', /line 2 of the CSV body: text after a closing quote/],
     ["", /no header row/],
+    ["device_id;codec;bin_depth_mm;offset_mm;reporting_period_s;backfill\ncsv-1;;1200;;;\n", /in the header row \(separated by semicolons\? RFC 4180's separator is the comma\)/],
   ];
   for (const [csv, message] of cases) {
     const r = await bulk(worker, csv);
@@ -238,7 +239,10 @@ test("a CSV body whose columns or quoting cannot be read is refused whole, nothi
   const latin1 = await worker.call("/v1/devices/config", { method: "POST", headers: { ...AUTH, "content-type": "text/csv" }, body: Uint8Array.from([...Buffer.from("device_id,bin_depth_mm\ncsv-\xe9,1200\n", "latin1")]) });
   assert.deepEqual([latin1.status, (await latin1.json()).error.code], [400, "invalid_csv"]);
   assert.equal((await configOf("csv-1")).status, 404);
-  // A spreadsheet's byte order mark and bare LFs are read; the header's columns in any order.
+  // A spreadsheet's byte order mark and bare LFs are read; the header's columns in any
+  // order, spaces around their names dropped (a cell's are kept: its rule judges them).
+  const spaced = await bulk(worker, "device_id, codec, bin_depth_mm, offset_mm, reporting_period_s, backfill\ncsv-3,,1200,,,\n");
+  assert.deepEqual(spaced.body.results.map(brief), [[0, "csv-3", null]]);
   const ok = await bulk(worker, "\uFEFFbin_depth_mm,device_id,codec,offset_mm,reporting_period_s,backfill\n1200,csv-1,,,,\n");
   assert.deepEqual(ok.body.results.map(brief), [[0, "csv-1", null]]);
   // Another media type is refused before the body is read.
