@@ -838,7 +838,8 @@ async function configureAll(request, env, cfg) {
   const rowsOf = new Map(); // device id → its rows
   for (const r of results) {
     if (typeof r.device_id !== "string") continue;
-    const id = sameDevice(r.device_id);
+    // A row that passed the id check names its device so already.
+    const id = r.ok ? r.device_id : sameDevice(r.device_id);
     if (!rowsOf.has(id)) rowsOf.set(id, []);
     rowsOf.get(id).push(r.row);
   }

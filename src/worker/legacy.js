@@ -16,7 +16,7 @@
 import { DurableObject } from "cloudflare:workers";
 import { NEXT_ROWID } from "./delivery.js";
 import { group } from "./group.js";
-import { parkedColumns, RAW_COLUMNS } from "./raw-uplinks.js";
+import { parkedColumns, parkStatement } from "./raw-uplinks.js";
 
 /** The tables a device object of the release before groups may hold, as it named them. */
 const TABLES = ["readings", "batches", "counted_bursts", "config", "parked", "codec_state", "seq_window", "operator_events", "counters", "stats_flush", "registered", "backfill"];
@@ -158,7 +158,7 @@ export function importDevice(sql, device_id, tables) {
   }
   for (const p of rows("parked")) {
     const raw = rawOfEarlier(JSON.parse(p.raw));
-    sql.exec(`INSERT OR IGNORE INTO parked (${RAW_COLUMNS.join(", ")}, rows, route, burst_id, parked_at) VALUES (?${", ?".repeat(RAW_COLUMNS.length + 3)})`, ...parkedColumns(raw), p.rows, p.route, p.burst_id, p.parked_at);
+    sql.exec(parkStatement("INSERT OR IGNORE"), ...parkedColumns(raw), p.rows, p.route, p.burst_id, p.parked_at);
   }
   for (const c of rows("codec_state")) sql.exec("INSERT OR REPLACE INTO codec_state (device_id, counter_ref) VALUES (?, ?)", device_id, c.counter_ref);
   for (const e of [...rows("operator_events")].sort((a, b) => a.id - b.id)) {

@@ -155,9 +155,14 @@ export async function park(device, raw, rows, context, why, attempt = 0) {
 }
 
 /** The `parked` columns that hold a raw uplink, in its members' order (`parkedColumns`, `parkedRaw`). */
-export const RAW_COLUMNS = ["device_id", "frame", "f_port", "payload", "received_at", "f_cnt", "codec_hint", "config_hint"];
-/** Keeps a raw uplink: RAW_COLUMNS, then rows, route, burst_id, parked_at. */
-export const PARK = `INSERT INTO parked (${RAW_COLUMNS.join(", ")}, rows, route, burst_id, parked_at) VALUES (?${", ?".repeat(RAW_COLUMNS.length + 3)})`;
+const RAW_COLUMNS = ["device_id", "frame", "f_port", "payload", "received_at", "f_cnt", "codec_hint", "config_hint"];
+/**
+ * Keeps a raw uplink: RAW_COLUMNS, then rows, route, burst_id, parked_at. `verb`:
+ * `INSERT` (`park`), or `INSERT OR IGNORE` for the hand-over of a device's parked rows
+ * (legacy.js `importDevice`).
+ */
+export const parkStatement = (verb) => `${verb} INTO parked (${RAW_COLUMNS.join(", ")}, rows, route, burst_id, parked_at) VALUES (?${", ?".repeat(RAW_COLUMNS.length + 3)})`;
+const PARK = parkStatement("INSERT");
 
 /** The plan's raw uplink as RAW_COLUMNS' values: its bytes as a BLOB, its hints' object as JSON. */
 export function parkedColumns(raw) {
