@@ -84,6 +84,8 @@ const worker :Workerd.Worker = (
     (name = "DELIVERY_BATCH", fromEnvironment = "DELIVERY_BATCH"),
     (name = "STATS_FLUSH_MS", fromEnvironment = "STATS_FLUSH_MS"),
     (name = "CROSS_PATH_TOLERANCE_MS", fromEnvironment = "CROSS_PATH_TOLERANCE_MS"),
+    (name = "COLLECTION_DROP_PCT", fromEnvironment = "COLLECTION_DROP_PCT"),
+    (name = "STALE_PERIODS", fromEnvironment = "STALE_PERIODS"),
     (name = "BACKFILL", fromEnvironment = "BACKFILL"),
     (name = "BACKFILL_AFTER_MS", fromEnvironment = "BACKFILL_AFTER_MS"),
     (name = "BACKFILL_INTERVAL_MS", fromEnvironment = "BACKFILL_INTERVAL_MS"),

@@ -9,9 +9,10 @@
 //! current state. One before it is **late**, by how much ([`Arrival::Late`]). A tie
 //! (the same `ts`) is not late: the later admission is the current state (two readings
 //! of one instant with different content are a seq reuse or two devices' readings under
-//! one id, which the seen-set reports). A reading without a device time has the receive
-//! time as its `ts` (the plan's rule), so the same rule holds for it. The state only
-//! moves forwards: a late reading never changes it.
+//! one id, which the seen-set reports); the newest reading itself admitted again (its
+//! key expired from the seen-set) changes nothing. A reading without a device time has
+//! the receive time as its `ts` (the plan's rule), so the same rule holds for it. The
+//! state only moves forwards: a late reading never changes it.
 //!
 //! # Collections
 //! Only the newest readings count, so a late reading never makes or unmakes a
@@ -111,6 +112,15 @@ impl FillTracker {
                 glitch: false,
             };
         };
+        if sample.key == newest.key {
+            // The newest reading admitted again (its key expired from the seen-set): it
+            // is the state already.
+            return Observed {
+                arrival: Arrival::Newest,
+                collection: None,
+                glitch: false,
+            };
+        }
         if sample.ts < newest.ts {
             return Observed {
                 arrival: Arrival::Late {
@@ -330,6 +340,24 @@ mod tests {
         let (arrivals, _) = run(&mut t, &[at(20, 31.0)]);
         assert_eq!(arrivals, [Arrival::Newest]);
         assert_eq!(t.newest(), Some(&at(20, 31.0)));
+    }
+
+    #[test]
+    fn the_newest_reading_admitted_again_changes_nothing() {
+        // Its key expired from the seen-set and a replay brought it back: the same
+        // reading, not a new state (nor its own predecessor, nor an interval of 0).
+        let mut t = FillTracker::new();
+        run(&mut t, &[at(0, 80.0), at(10, 20.0)]);
+        let before = t.clone();
+        let o = t.observe(at(10, 20.0), THRESHOLD);
+        assert_eq!(
+            (o.arrival, o.collection, o.glitch),
+            (Arrival::Newest, None, false)
+        );
+        assert_eq!(t, before);
+        // The fall still awaits its confirmation by the next reading.
+        let (_, collections) = run(&mut t, &[at(20, 21.0)]);
+        assert_eq!(collections, [(0, 10)]);
     }
 
     #[test]

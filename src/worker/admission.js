@@ -4,9 +4,10 @@
 // admitted again renews its row rather than adding one (`store`); a worker's retry of a
 // call is answered as that call was (`recognise`, `countedWithoutRows`); a duplicate
 // and a conflict say what they repeat (`notes`). The frame rules (frames.js) re-key
-// readings first; the sequence window (window.js) is fed in the same transaction; the
-// group's alarm is armed once it committed (`scheduleAfterCommit`, for the other jobs'
+// readings first; the sequence window (window.js) and the bin's fill tracker
+// (bin-state.js) are fed in the same transaction; the group's alarm is armed once it committed (`scheduleAfterCommit`, for the other jobs'
 // commits too).
+import { arrivalOf, collectionOf, observeFill } from "./bin-state.js";
 import { config } from "./config.js";
 import { ADMITTED, auditLine, CONFLICT, DUPLICATE, guarded, HttpError, isoTime, logNothingStored } from "./core.js";
 import { NEXT_ROWID, outboxThrough } from "./delivery.js";
@@ -24,9 +25,11 @@ import { checkpointNow, logHealth } from "./window.js";
 // insert): a new rowid, after every row before it, so it is delivered afresh; rows in
 // (admitted_at, rowid) order stay the admissions in the order the seen-set made them,
 // which the cold rebuild relies on.
-const INSERT = `INSERT INTO readings (rowid, key, device_id, seq, ts, fill_pct, admitted_at, burst_id, state, next_attempt_at, frame, verdict, conflicts_with, window_seq)
-VALUES (${NEXT_ROWID}, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`;
-const RENEW_IN_PLACE = `UPDATE readings SET admitted_at = ?, burst_id = ?, frame = ?, verdict = ?, conflicts_with = ?, forgotten_at = NULL WHERE rowid = ?`;
+// A renewal's arrival is the new admission's (late, or the newest admitted again); a
+// retried call's (`counted`) keeps the first call's, as does a replaced row's collection.
+const INSERT = `INSERT INTO readings (rowid, key, device_id, seq, ts, fill_pct, admitted_at, burst_id, state, next_attempt_at, frame, verdict, conflicts_with, window_seq, late_ms, collection)
+VALUES (${NEXT_ROWID}, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`;
+const RENEW_IN_PLACE = `UPDATE readings SET admitted_at = ?, burst_id = ?, frame = ?, verdict = ?, conflicts_with = ?, forgotten_at = NULL, late_ms = COALESCE(?, late_ms) WHERE rowid = ?`;
 
 /** Writes of one burst's transaction, the first included, before it answers 503. */
 export const STORE_WRITES = 3;
@@ -41,9 +44,11 @@ export const STORE_WRITES = 3;
  * admitted and duplicate readings, in the same transaction (`observeSeqs`). Returns `{ok: true, verdicts, notes, keys, counts}`
  * (`verdicts`: a byte per reading: 0 admitted, 1 admitted with a seq reuse (a
  * conflict), 2 duplicate; 3, pending, needs a provisional admission, which the
- * worker never makes; `notes`: per reading, what its verdict links to, `notes`
- * below; `keys`: the keys as stored when `reframe` changed one), or `{ok: false,
- * status, code, message}` when nothing was stored.
+ * worker never makes; `notes`: per reading, what its verdict links to and an admitted
+ * one's arrival, `notes` below; `keys`: the keys as stored when `reframe` changed
+ * one), or `{ok: false, status, code, message}` when nothing was stored. The bin's
+ * fill tracker takes the stored readings in the same transaction (`observeFill`),
+ * except on a retried call that the first one counted: that one fed it.
  */
 export async function admit(device, context, planned, rejected, { attempt = 0, counterRef = null, schedulePhase = null, unpark = null, crossPath = false, windowSeqs = null } = {}) {
   const { device_id, burst_id } = context;
@@ -63,6 +68,8 @@ export async function admit(device, context, planned, rejected, { attempt = 0, c
   let out;
   let conflicts;
   let health = null;
+  let fill = null;
+  let marks = new Map();
   // A failed write is retried at once, STORE_WRITES writes in all (network servers
   // barely retry a 503). Each admits against the seen-set rebuilt from the rows
   // (the failure dropped it), so admitting and storing stay one synchronous step.
@@ -98,14 +105,16 @@ export async function admit(device, context, planned, rejected, { attempt = 0, c
         // that seq, so a burst of readings sharing one seq links each to the one before
         // it without scanning the seq's rows again (a scan per reading was quadratic).
         const newestOfSeq = new Map();
-        readings.forEach((r, i) => {
+        const stored = readings.flatMap((r, i) => (ADMITTED.has(out.verdicts[i]) && !out.forgotten?.has(i) ? [i] : []));
+        ({ marks, fill } = out.counted ? { marks: new Map(), fill: null } : observeFill(device, readings, stored, now, cfg, context));
+        stored.forEach((i) => {
+          const r = readings[i];
           const verdict = out.verdicts[i];
-          if (!ADMITTED.has(verdict) || out.forgotten?.has(i)) return;
           const prefix = seqPrefix(r.key);
           if (verdict === CONFLICT && !conflicts.has(i)) conflicts.set(i, newestOfSeq.get(prefix) ?? conflictOf(device, r.key));
           const conflictsWith = verdict === CONFLICT ? conflicts.get(i) : null;
           const windowSeq = windowSeqs?.[i] ?? null;
-          store(device, r, { device_id, now, burst_id, state, verdict: verdict === CONFLICT ? "conflict" : "admitted", conflictsWith, through, windowSeq }, moved);
+          store(device, r, { device_id, now, burst_id, state, verdict: verdict === CONFLICT ? "conflict" : "admitted", conflictsWith, through, windowSeq, mark: marks.get(i) }, moved);
           newestOfSeq.set(prefix, r.key);
         });
         // A retried call counted already observed its seqs with the first one.
@@ -130,6 +139,7 @@ export async function admit(device, context, planned, rejected, { attempt = 0, c
       for (const [name, n] of Object.entries(moved)) device.group.backlog.add(name, n);
       if (unpark !== null) device.group.parkedChanged();
       device.group.figures.countBurst(device_id, health ? { ...counts, recovered_seqs: health.recovered.length, seq_resets: health.resets.length } : counts, rejected, health?.window);
+      if (fill) device.group.figures.setFill(device_id, fill);
       if (device.checkpointWanted) checkpointNow(device, context);
       if (!counts.unique) countedWithoutRows(device, burst_id);
       break;
@@ -138,6 +148,8 @@ export async function admit(device, context, planned, rejected, { attempt = 0, c
       // the rows will not hold them, so the retry (this one's or the sender's) is admitted.
       device.checkpointWanted = false;
       device.drop();
+      marks = new Map();
+      fill = null;
       if (write < STORE_WRITES) {
         console.log(JSON.stringify({ level: "WARN", event: "storage_retry", device_id, burst_id, write, error: String(e?.message ?? e) }));
         continue;
@@ -152,7 +164,7 @@ export async function admit(device, context, planned, rejected, { attempt = 0, c
   // The seen-set admitted keys an operator forgot after the earlier call stored them: its rebuild leaves them out.
   if (out.forgotten?.size) device.drop();
   // Read before anything is awaited: the rows as this burst left them.
-  const readingNotes = notes(device, readings, out.verdicts, conflicts);
+  const readingNotes = notes(device, readings, out.verdicts, conflicts, marks);
   if (out.counted) console.log(JSON.stringify({ level: "INFO", event: "burst_already_stored", device_id, burst_id, attempt, readings: out.already }));
   if (out.line) console.log(out.line);
   if (health) logHealth(health, context);
@@ -168,14 +180,14 @@ export async function admit(device, context, planned, rejected, { attempt = 0, c
  * renewal (see INSERT above; `through`: the outbox cursor). Adds to `moved` what it
  * changes in the backlog.
  */
-function store(device, r, { device_id, now, burst_id, state, verdict, conflictsWith, through, windowSeq = null }, moved) {
-  const old = device.sql.exec("SELECT rowid, state, admitted_at FROM readings WHERE key = ?", r.key).toArray()[0];
+function store(device, r, { device_id, now, burst_id, state, verdict, conflictsWith, through, windowSeq = null, mark }, moved) {
+  const old = device.sql.exec("SELECT rowid, state, admitted_at, late_ms, collection FROM readings WHERE key = ?", r.key).toArray()[0];
   // A key admitted again: its one row stands for its last admission only. A restart
   // before the next checkpoint counts a row once, if it replays it (figures.js): the
   // admission it would not count wants the checkpoint now (`replayedRow`).
   const figures = device.group.figures;
   if (old?.state === "pending" && old.rowid > through) {
-    device.sql.exec(RENEW_IN_PLACE, now, burst_id, r.frame ?? null, verdict, conflictsWith, old.rowid);
+    device.sql.exec(RENEW_IN_PLACE, now, burst_id, r.frame ?? null, verdict, conflictsWith, mark?.late_ms ?? null, old.rowid);
     // Renewed in place: counted by a replay only above the checkpoint, and then once for both admissions.
     if (!figures.replayedRow(old.rowid, now) || figures.replayedRow(old.rowid, old.admitted_at)) device.checkpointWanted = true;
     return;
@@ -188,7 +200,9 @@ function store(device, r, { device_id, now, burst_id, state, verdict, conflictsW
     if (old.state === "refused") moved.refused -= 1;
     else if (old.state !== "stored") moved.delivered -= 1;
   }
-  device.sql.exec(INSERT, r.key, device_id, r.seq, r.ts, r.fill_pct, now, burst_id, state, state === "pending" ? now : null, r.frame ?? null, verdict, conflictsWith, windowSeq);
+  const late_ms = mark ? mark.late_ms : (old?.late_ms ?? null);
+  const collection = mark?.collection ?? old?.collection ?? null;
+  device.sql.exec(INSERT, r.key, device_id, r.seq, r.ts, r.fill_pct, now, burst_id, state, state === "pending" ? now : null, r.frame ?? null, verdict, conflictsWith, windowSeq, late_ms, collection);
   moved.ledger_rows += 1;
   if (state === "pending") moved.pending += 1;
 }
@@ -196,15 +210,26 @@ function store(device, r, { device_id, now, burst_id, state, verdict, conflictsW
 /**
  * What each reading's verdict links to, for the reply (index.js `outcome`): a
  * duplicate, `{first_admitted_at, first_burst_id}` from its key's row (`firstAdmission`);
- * a conflict, `{conflicts_with}` (`conflicts`: index → the key, or null); else null.
- * Reads only.
+ * an admitted reading, its `arrival` and `late_by_ms` (bin-state.js `arrivalOf`) and
+ * the `collection` it confirmed or null (`marks`: index → what `observeFill` made of
+ * it; a reading without one, of a retried call, is read from its row), a conflict's
+ * also `conflicts_with` (`conflicts`: index → the key, or null); else null. Reads only.
  */
-export function notes(device, readings, verdicts, conflicts = new Map()) {
+export function notes(device, readings, verdicts, conflicts = new Map(), marks = new Map()) {
   return readings.map((r, i) => {
     if (verdicts[i] === DUPLICATE) return firstAdmission(device, r.key);
-    if (verdicts[i] === CONFLICT) return { conflicts_with: conflicts.get(i) ?? null };
-    return null;
+    if (!ADMITTED.has(verdicts[i])) return null;
+    const mark = marks.get(i) ?? markOf(device, r.key);
+    const collection = mark.collection === null ? null : collectionOf({ key: r.key, admitted_at: mark.admitted_at, collection: mark.collection });
+    const arrival = { ...arrivalOf(mark.late_ms), collection };
+    return verdicts[i] === CONFLICT ? { conflicts_with: conflicts.get(i) ?? null, ...arrival } : arrival;
   });
+}
+
+/** A stored reading's `{late_ms, collection, admitted_at}` as its row holds them (nulls when it has none). */
+function markOf(device, key) {
+  const row = device.prepared ? device.sql.exec("SELECT late_ms, collection, admitted_at FROM readings WHERE key = ? AND device_id = ?", key, device.id).toArray()[0] : undefined;
+  return { late_ms: row?.late_ms ?? null, collection: row?.collection ?? null, admitted_at: row?.admitted_at ?? null };
 }
 
 /**

@@ -42,7 +42,7 @@ export class HttpError extends Error {
   }
 }
 
-export const { auditLine, checkDeviceId, checkUplinkOptions, Deduplicator, historyRequest, idempotencyKey, isoTime, limits, parseUplink, readingsFromPayload, readObject, SeqWindow } = core;
+export const { auditLine, checkDeviceId, checkUplinkOptions, Deduplicator, FillTracker, historyRequest, idempotencyKey, isoTime, limits, parseUplink, readingsFromPayload, readObject, SeqWindow } = core;
 
 /** What each codec's sensor does besides its bytes, by codec id (the core's `limits().codecInfo`). */
 export const CODEC_INFO = limits().codecInfo;

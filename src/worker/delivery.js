@@ -1,6 +1,7 @@
 // Delivery of admitted readings to ORIGIN_URL: the pending rows of one group object,
 // of any of its devices, POSTed in batches from its alarm, retried with backoff. A
-// batch holds many devices' readings, each with its `device_id`.
+// batch holds many devices' readings, each with its `device_id`, and the collections
+// they confirmed (bin-state.js): `{readings: [...], collections: [...]}`.
 //
 // The outbox is a cursor, not a state per row: `outbox.through` is the highest rowid
 // the origin has taken, and a row is delivered when it is `pending` and at or below
@@ -30,6 +31,7 @@
 // no range: it is sent as it was, under its key, until the origin takes it; its
 // readings are pending rows of the group too, and go out again in the group's batches
 // (at least once, under the same keys).
+import { arrivalOf, collectionOf } from "./bin-state.js";
 import { hex, isoTime } from "./core.js";
 import { fetchWithin } from "./http.js";
 
@@ -182,7 +184,8 @@ function pendingIn(sql, first, last) {
  */
 async function refuse(storage, batch, outcome, backlog) {
   const sql = storage.sql;
-  const readings = JSON.parse(batch.body).readings;
+  // A body formed before collections were delivered has none.
+  const { readings, collections = [] } = JSON.parse(batch.body);
   if (readings.length <= 1) {
     let refused = 0;
     record(storage, batch, "refused", () => {
@@ -210,7 +213,8 @@ async function refuse(storage, batch, outcome, backlog) {
     [readings.slice(0, mid), batch.first_rowid, split - 1],
     [readings.slice(mid), split, batch.last_rowid],
   ]) {
-    const body = JSON.stringify({ readings: part });
+    const keys = new Set(part.map((r) => r.key));
+    const body = JSON.stringify({ readings: part, collections: collections.filter((c) => keys.has(c.confirmed_by)) });
     halves.push({ body, first, last, rows: part.length, id: await digest(body) });
   }
   record(storage, batch, "split", () => {
@@ -280,7 +284,7 @@ async function formBatch(storage, cfg) {
   const sql = storage.sql;
   const rows = sql
     .exec(
-      `SELECT rowid, key, device_id, seq, ts, fill_pct, admitted_at, verdict, conflicts_with FROM readings
+      `SELECT rowid, key, device_id, seq, ts, fill_pct, admitted_at, verdict, conflicts_with, late_ms, collection FROM readings
        WHERE rowid > ? AND state = 'pending' ORDER BY rowid LIMIT ?`,
       outboxThrough(sql),
       cfg.DELIVERY_BATCH,
@@ -297,7 +301,11 @@ async function formBatch(storage, cfg) {
       admitted_at: isoTime(r.admitted_at),
       verdict: r.verdict,
       conflicts_with: r.conflicts_with,
+      ...arrivalOf(r.late_ms),
     })),
+    // The collections these readings confirmed (bin-state.js), each with the reading
+    // that confirmed it: delivered with it, at least once as it is.
+    collections: rows.filter((r) => r.collection !== null).map((r) => ({ device_id: r.device_id, ...collectionOf(r) })),
   });
   const id = await digest(body);
   // While the digest was awaited a row may have been renewed in place (re-admitted

@@ -3,13 +3,14 @@
 // seen-set (`seen`), and its calls, each made by the file of its job: ingest.js (an
 // ingest call), admission.js (readings admitted and stored), frames.js (the frame
 // rules), window.js (the sequence window), raw-uplinks.js (decoding and parking),
-// preview.js (a simulated uplink), device-config.js (its configuration), operator.js
-// (the operator controls), and stored.js (the reads several of them share). Each takes
+// preview.js (a simulated uplink), device-config.js (its configuration), bin-state.js
+// (its fill by device time), operator.js (the operator controls), and stored.js (the reads several of them share). Each takes
 // the Device as its first argument; none imports this file. Every statement reads or
 // writes only this device's rows (`device_id = ?`); the group owns the schema, the
 // alarm (delivery, retention, the roll-up flush) and the cache of Device instances.
 // The `readings` table is the source of truth: the embedded ledger, the outbox of
 // deliveries to ORIGIN_URL and the record from which the in-memory seen-set is rebuilt.
+import { binState, collections } from "./bin-state.js";
 import { Deduplicator, wasmGeneration } from "./core.js";
 import { configuration, configure } from "./device-config.js";
 import { ingest } from "./ingest.js";
@@ -122,6 +123,16 @@ export class Device {
   /** The device's sequence health (window.js `gaps`). */
   gaps() {
     return gaps(this);
+  }
+
+  /** Its bin state now (bin-state.js `binState`). */
+  state(cfg, now) {
+    return binState(this, cfg, now);
+  }
+
+  /** The collections its readings confirmed, in that order (bin-state.js `collections`). */
+  collections(page) {
+    return collections(this, page);
   }
 
   /** Ledger rows in admission order (operator.js `list`). */

@@ -1,6 +1,7 @@
 // The figures of a group's devices: each device's cumulative counters (as the ingest
 // reply and the audit line name them), its sequence window and that window's open
-// missing seqs. Held in memory by the group (one Figures per object instance) and
+// missing seqs, and its bin state (bin-state.js: its fill tracker's bytes and its last
+// collection). Held in memory by the group (one Figures per object instance) and
 // written down by a checkpoint rather than with every burst: a row a burst would write
 // is a billed row, and a device's figures change with every burst it sends.
 //
@@ -16,10 +17,12 @@
 //   hand-over imported), then the log in order, then the readings admitted after the
 //   last checkpoint (rowid above its `through`, admitted since), each counted as a unique reading
 //   (`seq_reuses` too for a conflict) and its seq fed to its device's window
-//   (`window_seq`, written with the row). So a restart loses no reading's count and no
-//   window's seq; it loses what a checkpoint had not written and no row holds: the
+//   (`window_seq`, written with the row) and its reading to its device's fill tracker
+//   (`ts`, `fill_pct`, `key`). So a restart loses no reading's count, no window's seq
+//   and no bin state; it loses what a checkpoint had not written and no row holds: the
 //   duplicates, rejections and parked uplinks counted after the last checkpoint (at most
 //   STATS_FLUSH_MS of them), and the late-arrival counts of that time's seqs.
+import { collectionSummary, openTracker } from "./bin-state.js";
 import { guarded, SeqWindow } from "./core.js";
 import { BACKFILL, byCodePoint, COUNTERS, REJECTED } from "./fleet.js";
 
@@ -33,7 +36,7 @@ CREATE TABLE IF NOT EXISTS figure_log (
   id INTEGER PRIMARY KEY,
   through INTEGER NOT NULL,       -- the highest ledger rowid whose reading these counts include
   at INTEGER NOT NULL,            -- when it was written, ms since the epoch
-  devices TEXT NOT NULL           -- JSON: device id → {counters, window: base64 or null, missing}
+  devices TEXT NOT NULL           -- JSON: device id → {counters, window: base64 or null, missing, fill: base64 or null, collected}
 );
 `;
 
@@ -51,7 +54,11 @@ export function countBackfill(sql, device_id, outcome) {
 export class Figures {
   constructor(sql) {
     this.sql = sql;
-    /** device id → {counters: {name: n}, window: Uint8Array | null, missing: n}. */
+    /**
+     * device id → {counters: {name: n}, window: Uint8Array | null, missing: n, fill:
+     * Uint8Array | null (its FillTracker's bytes), collected: its last collection
+     * (bin-state.js `collectionSummary`) or null}.
+     */
     this.devices = new Map();
     /** Devices changed since the last checkpoint. */
     this.dirty = new Set();
@@ -68,21 +75,26 @@ export class Figures {
   }
 
   /**
-   * Creates the log and loads the figures (see the top of the file). Call it once, after
-   * the group's schema exists. Returns this.
+   * Creates the log and loads the figures (see the top of the file); `cfg` (config.js)
+   * gives the fill trackers' threshold. Call it once, after the group's schema exists.
+   * Returns this.
    */
-  load() {
+  load(cfg) {
     const sql = this.sql;
     sql.exec(SCHEMA);
     for (const r of sql.exec("SELECT device_id, counters, window, missing FROM devices")) {
-      this.devices.set(r.device_id, { counters: JSON.parse(r.counters), window: r.window == null ? null : new Uint8Array(r.window), missing: r.missing });
+      this.devices.set(r.device_id, { counters: JSON.parse(r.counters), window: r.window == null ? null : new Uint8Array(r.window), missing: r.missing, fill: null, collected: null });
     }
     let through = null;
     /** Rows the log holds (a compaction starts at LOG_ROWS). */
     this.logRows = 0;
     for (const r of sql.exec("SELECT through, at, devices FROM figure_log ORDER BY id")) {
       this.logRows += 1;
-      for (const [id, f] of Object.entries(JSON.parse(r.devices))) this.devices.set(id, { counters: f.counters, window: f.window === null ? null : fromBase64(f.window), missing: f.missing });
+      for (const [id, f] of Object.entries(JSON.parse(r.devices))) {
+        // A log row of the release before bin states has no `fill` nor `collected`.
+        const fill = f.fill == null ? null : fromBase64(f.fill);
+        this.devices.set(id, { counters: f.counters, window: f.window === null ? null : fromBase64(f.window), missing: f.missing, fill, collected: f.collected ?? null });
+      }
       through = r.through;
       this.checkpointedAt = r.at;
     }
@@ -95,7 +107,7 @@ export class Figures {
     } else {
       this.through = through;
       this.since = this.checkpointedAt;
-      this.replay(through, this.since);
+      this.replay(through, this.since, cfg);
     }
     return this;
   }
@@ -109,27 +121,34 @@ export class Figures {
   }
 
   /**
-   * Counts, and feeds to their windows, the readings admitted after the checkpoint of
-   * `through` written `at` (`load`): rows above `through` admitted since (a redriven or
-   * handed-over row is above it too, with its first admission's time: counted then).
+   * Counts, and feeds to their windows and fill trackers, the readings admitted after
+   * the checkpoint of `through` written `at` (`load`): rows above `through` admitted
+   * since (a redriven or handed-over row is above it too, with its first admission's
+   * time: counted then).
    */
-  replay(through, at) {
+  replay(through, at, cfg) {
     const windows = new Map();
+    const trackers = new Map();
     try {
-      for (const r of this.sql.exec("SELECT device_id, verdict, window_seq, admitted_at FROM readings WHERE rowid > ? AND admitted_at >= ? ORDER BY rowid", through, at)) {
+      for (const r of this.sql.exec("SELECT device_id, verdict, window_seq, admitted_at, key, ts, fill_pct FROM readings WHERE rowid > ? AND admitted_at >= ? ORDER BY rowid", through, at)) {
         const f = this.devices.get(r.device_id);
         if (!f) continue;
         add(f.counters, "received", 1);
         add(f.counters, "unique", 1);
         if (r.verdict === "conflict") add(f.counters, "seq_reuses", 1);
         this.dirty.add(r.device_id);
+        if (!trackers.has(r.device_id)) trackers.set(r.device_id, openTracker(f.fill, cfg, { device_id: r.device_id }));
+        const seen = guarded(() => trackers.get(r.device_id).observe(r.ts, r.fill_pct, r.key));
+        if (seen.collection) f.collected = collectionSummary(seen.collection);
         if (r.window_seq === null) continue;
         if (!windows.has(r.device_id)) windows.set(r.device_id, openWindow(f.window));
         guarded(() => windows.get(r.device_id).observe(r.window_seq, r.admitted_at));
       }
       for (const [id, w] of windows) this.setWindow(id, w);
+      for (const [id, t] of trackers) this.devices.get(id).fill = guarded(() => t.toBytes());
     } finally {
       for (const w of windows.values()) w.free();
+      for (const t of trackers.values()) t.free();
     }
   }
 
@@ -141,7 +160,7 @@ export class Figures {
   /** Takes a device that just registered (its `devices` row committed) with what it brings. */
   add(device_id, { counters = {}, window = null } = {}) {
     const bytes = window?.bytes == null ? null : new Uint8Array(window.bytes);
-    this.devices.set(device_id, { counters: { ...counters }, window: bytes, missing: window?.missing ?? 0 });
+    this.devices.set(device_id, { counters: { ...counters }, window: bytes, missing: window?.missing ?? 0, fill: null, collected: null });
     this.touch(device_id);
   }
 
@@ -186,6 +205,33 @@ export class Figures {
     Object.assign(f, { window: guarded(() => w.toBytes()), missing: guarded(() => w.totals()).missing });
   }
 
+  /** The device's fill tracker's bytes (bin-state.js), or null. */
+  fill(device_id) {
+    return this.devices.get(device_id)?.fill ?? null;
+  }
+
+  /** The device's last collection (bin-state.js `collectionSummary`), or null. */
+  collected(device_id) {
+    return this.devices.get(device_id)?.collected ?? null;
+  }
+
+  /** Sets the device's bin state (bin-state.js `observeFill`'s `fill`). Call it once the write it follows committed. */
+  setFill(device_id, { bytes, collected }) {
+    const f = this.devices.get(device_id);
+    if (!f) return;
+    Object.assign(f, { fill: new Uint8Array(bytes), collected });
+    this.touch(device_id);
+  }
+
+  /** Deletes the device's bin state (a reset: its next reading starts it afresh). Returns whether it had one. */
+  forgetFill(device_id) {
+    const f = this.devices.get(device_id);
+    if (!f || (f.fill === null && f.collected === null)) return false;
+    Object.assign(f, { fill: null, collected: null });
+    this.touch(device_id);
+    return true;
+  }
+
   /** Deletes the device's window (its missing seqs leave the figures). */
   forgetWindow(device_id) {
     const f = this.devices.get(device_id);
@@ -210,9 +256,15 @@ export class Figures {
     let through;
     const rows = storage.transactionSync(() => {
       through = maxRowid(sql);
-      if (this.logRows + 1 < LOG_ROWS) {
-        sql.exec("INSERT INTO figure_log (through, at, devices) VALUES (?, ?, ?)", through, now, this.serialise(this.dirty));
-        return this.logRows + 1;
+      // The changed devices, ROW_DEVICES a row: a reconnect storm can change every
+      // device of the group within one STATS_FLUSH_MS.
+      const dirty = [...this.dirty];
+      const rowsOf = (ids) => Math.max(Math.ceil(ids.length / ROW_DEVICES), 1);
+      if (this.logRows + rowsOf(dirty) < LOG_ROWS) {
+        for (let i = 0; i < Math.max(dirty.length, 1); i += ROW_DEVICES) {
+          sql.exec("INSERT INTO figure_log (through, at, devices) VALUES (?, ?, ?)", through, now, this.serialise(dirty.slice(i, i + ROW_DEVICES)));
+        }
+        return this.logRows + rowsOf(dirty);
       }
       const last = sql.exec("SELECT MAX(id) AS id FROM figure_log").one().id;
       const ids = [...this.devices.keys()];
@@ -235,7 +287,7 @@ export class Figures {
     const out = {};
     for (const id of ids) {
       const f = this.devices.get(id);
-      if (f) out[id] = { counters: f.counters, window: f.window === null ? null : toBase64(f.window), missing: f.missing };
+      if (f) out[id] = { counters: f.counters, window: f.window === null ? null : toBase64(f.window), missing: f.missing, fill: f.fill === null ? null : toBase64(f.fill), collected: f.collected };
     }
     return JSON.stringify(out);
   }

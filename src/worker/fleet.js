@@ -341,27 +341,52 @@ function healthOf({ device_id, figures = null, flushed_at = null }) {
 
 const ratio = (part, whole) => (whole ? Math.round((part / whole) * 1e6) / 1e6 : null);
 
-/** Groups one health page asks at once. */
-const HEALTH_GROUPS = 16;
+/** Groups one page asks at once, at most: 1 for the first round, then twice as many each round. */
+const PAGE_GROUPS = 16;
 
 /**
- * A page of the fleet's devices' health, group by group in group order and in device
- * id order (by code point, as SQLite compares the ids) within a group, from the groups'
- * memory (figures.js): the groups from that of `after` on, HEALTH_GROUPS at a time, until
- * the page is full. `after`: the last device id of the previous page ("" for the first).
- * Returns `{devices, next}` (`next`: the `after` of the next page, null on the last).
+ * A page of rows from the groups' memory, group by group in group order, each group's
+ * in device id order (by code point, as SQLite compares the ids): from the group of
+ * `after` (the last device id of the previous page, "" for the first) on, asking
+ * `ask(stub, {after, limit})` of 1, 2, 4, … PAGE_GROUPS groups at once until the
+ * page is full (a large fleet fills it from one group; a small one reads every group
+ * in a few rounds). Returns `{rows, next}` (`next`: the `after` of the next page, null
+ * on the last).
  */
-export async function fleetHealth(env, { after, limit }) {
+async function pageOfGroups(env, { after, limit }, ask) {
   const rows = [];
-  let g = after === "" ? 0 : groupOf(after);
+  const first = after === "" ? 0 : groupOf(after);
+  let g = first;
+  let width = 1;
   while (rows.length <= limit && g < GROUPS) {
-    const asked = Array.from({ length: Math.min(HEALTH_GROUPS, GROUPS - g) }, (_, k) => g + k);
-    const pages = await Promise.all(asked.map((i) => group(env, i).healthPage({ after: i === g && after !== "" ? after : "", limit: limit + 1 - rows.length })));
+    const asked = Array.from({ length: Math.min(width, GROUPS - g) }, (_, k) => g + k);
+    // `after` is a device of the first group: the ones after it there, every one of the others.
+    const pages = await Promise.all(asked.map((i) => ask(group(env, i), { after: i === first ? after : "", limit: limit + 1 - rows.length })));
     for (const p of pages) rows.push(...p);
     g += asked.length;
+    width = Math.min(width * 2, PAGE_GROUPS);
   }
   const page = rows.slice(0, limit);
-  return { devices: page.map(healthOf), next: rows.length > limit ? page[page.length - 1].device_id : null };
+  return { rows: page, next: rows.length > limit ? page[page.length - 1].device_id : null };
+}
+
+/**
+ * A page of the fleet's devices' health (`pageOfGroups`) from the groups' memory
+ * (figures.js). Returns `{devices, next}`.
+ */
+export async function fleetHealth(env, page) {
+  const { rows, next } = await pageOfGroups(env, page, (g, p) => g.healthPage(p));
+  return { devices: rows.map(healthOf), next };
+}
+
+/**
+ * A page of the fleet's bins (`pageOfGroups`; GET /v1/bins): every device's bin row
+ * (bin-state.js `binsPage`) that passes `filter`, from the groups' memory: each bin's
+ * state as its group held it when asked. Returns `{bins, next}`.
+ */
+export async function fleetBins(env, { filter, ...page }) {
+  const { rows, next } = await pageOfGroups(env, page, (g, p) => g.binsPage({ ...p, filter }));
+  return { bins: rows, next };
 }
 
 /**

@@ -30,6 +30,7 @@ import { prepareBackfill } from "./backfill.js";
 import { deliver, nextDelivery, prepareOutbox } from "./delivery.js";
 import { Figures } from "./figures.js";
 import { addDevice, claimAtShard, flush, prepareFigures, registerWithShard } from "./fleet.js";
+import { binsPage } from "./bin-state.js";
 import { Backlog, retentionDue, retire } from "./ledger.js";
 import { importDevice } from "./legacy.js";
 import { groupName } from "./placement.js";
@@ -88,7 +89,9 @@ CREATE TABLE IF NOT EXISTS readings (
   frame TEXT,                     -- a reading keyed at its receive time: its radio frame (frames.js reframe)
   verdict TEXT NOT NULL DEFAULT 'admitted', -- admitted | conflict (admitted with a seq its seen-set held with other content)
   conflicts_with TEXT,            -- a conflict's: the key of the stored reading with its seq
-  forgotten_at INTEGER            -- forget(), reset(): NULL unless forgotten
+  forgotten_at INTEGER,           -- forget(), reset(): NULL unless forgotten
+  late_ms REAL,                   -- 0: its device's newest reading by ts when admitted; else how much older than the newest (bin-state.js); NULL: stored before readings were marked
+  collection TEXT                 -- JSON: the collection this reading confirmed (bin-state.js), or NULL
 );
 -- A device's rows are found by its keys' prefix (stored.js OWN), the outbox and
 -- retention read the table in rowid order: no other index to write with every reading.
@@ -177,12 +180,19 @@ export class GroupObject extends DurableObject {
   prepare() {
     if (this.prepared) return;
     this.sql.exec(SCHEMA);
-    // Storage of the release before checkpoints: its readings have no window seq.
-    if (!this.sql.exec("PRAGMA table_info(readings)").toArray().some((c) => c.name === "window_seq")) this.sql.exec("ALTER TABLE readings ADD COLUMN window_seq INTEGER");
+    // Storage of earlier releases: readings without a window seq (before checkpoints),
+    // without their arrival and collection (before bin states).
+    const columns = new Set(this.sql.exec("PRAGMA table_info(readings)").toArray().map((c) => c.name));
+    if (!columns.has("window_seq")) this.sql.exec("ALTER TABLE readings ADD COLUMN window_seq INTEGER");
+    if (!columns.has("late_ms")) this.sql.exec("ALTER TABLE readings ADD COLUMN late_ms REAL");
+    if (!columns.has("collection")) this.sql.exec("ALTER TABLE readings ADD COLUMN collection TEXT");
+    // The readings that confirmed a collection (bin-state.js `collections`): an entry
+    // only for those (in rowid order within a device), a row written per collection, not per reading.
+    this.sql.exec("CREATE INDEX IF NOT EXISTS readings_collections ON readings (device_id) WHERE collection IS NOT NULL");
     prepareOutbox(this.sql);
     prepareBackfill(this.sql);
     prepareFigures(this.sql);
-    this.figures = new Figures(this.sql).load();
+    this.figures = new Figures(this.sql).load(config(this.env));
     // The shard may hold any of them one by one (flushed by an earlier release): the
     // first reports name them all (fleet.js).
     this.figures.supersede = new Set(this.figures.devices.keys());
@@ -392,6 +402,14 @@ export class GroupObject extends DurableObject {
     return this.withDevice(device_id, (d) => d.gaps());
   }
 
+  binState({ device_id }) {
+    return this.withDevice(device_id, (d) => d.state(config(this.env), Date.now()));
+  }
+
+  collections({ device_id, ...page }) {
+    return this.withDevice(device_id, (d) => d.collections(page));
+  }
+
   redrive({ device_id, keys }) {
     return this.withDevice(device_id, (d) => d.redrive({ keys }));
   }
@@ -410,11 +428,16 @@ export class GroupObject extends DurableObject {
 
   // --- the group's alarm ------------------------------------------------------------
 
-  // --- the fleet's figures (fleet.js `fleetHealth`, `deviceHealth`) -------------------
+  // --- the fleet's figures (fleet.js `fleetHealth`, `deviceHealth`, `fleetBins`) -----
 
   /** Health rows of this group's devices after `after` (figures.js `page`); none for a group that never wrote. */
   healthPage({ after, limit }) {
     return this.prepared ? this.figures.page(String(after), limit) : [];
+  }
+
+  /** Bin rows of this group's devices after `after` that pass `filter` (bin-state.js `binsPage`); none for a group that never wrote. */
+  binsPage({ after, limit, filter }) {
+    return this.prepared ? binsPage(this, { after: String(after), limit, filter }, config(this.env), Date.now()) : [];
   }
 
   /** One device's health row (figures.js `of`), or null when this group does not hold it. */

@@ -9,7 +9,8 @@ import { ADMITTED, auditLine, checkDeviceId, CONFLICT, DUPLICATE, guarded, HttpE
 import { bulkRow, bulkRows, CONFIG_MEMBERS, configOf, readMembers } from "./device-config-body.js";
 import { mapAtMost, yieldToIo } from "./fanout.js";
 import { decodedView, decodeRaw, PAYLOAD_FIELD, previewNotDecoded } from "./decode.js";
-import { byCode, countMessage, countUnroutable, deviceHealth, fleetFigures, fleetHealth, fleetStats, HEALTH_COLUMNS, IGNORED, knows } from "./fleet.js";
+import { BIN_COLUMNS, stateOf } from "./bin-state.js";
+import { byCode, countMessage, countUnroutable, deviceHealth, fleetBins, fleetFigures, fleetHealth, fleetStats, HEALTH_COLUMNS, IGNORED, knows } from "./fleet.js";
 import { group } from "./group.js";
 import { groupOf } from "./placement.js";
 import { exposition } from "./metrics.js";
@@ -108,6 +109,13 @@ async function route(request, env) {
   if ((m = path.match(/^\/v1\/devices\/([^/]*)\/gaps$/))) {
     return only(method, "GET", () => gaps(env, deviceIdOf(m[1])));
   }
+  if ((m = path.match(/^\/v1\/devices\/([^/]*)\/state$/))) {
+    return only(method, "GET", () => binStateOf(env, deviceIdOf(m[1])));
+  }
+  if ((m = path.match(/^\/v1\/devices\/([^/]*)\/collections$/))) {
+    return only(method, "GET", () => collectionsOf(env, deviceIdOf(m[1]), url.searchParams));
+  }
+  if (path === "/v1/bins") return only(method, "GET", () => binsOf(request, env, url));
   if ((m = path.match(/^\/v1\/devices\/([^/]*)\/redrive$/))) {
     return only(method, "POST", () => redrive(request, env, deviceIdOf(m[1]), url.searchParams));
   }
@@ -436,7 +444,8 @@ function outcome(plan, groups, replies, burst_id) {
   const parked = [];
   const notStored = [];
   const errors = [];
-  const notes = new Map(); // index → a duplicate's first admission, a conflict's link
+  const notes = new Map(); // index → a duplicate's first admission, an admitted one's arrival and a conflict's link
+  const collections = []; // confirmed by this burst's readings (bin-state.js)
   const rawRows = plan.raw ? plan.rejected.filter((r) => r.device_id === plan.raw.device_id) : [];
   out.rejected.push(...plan.rejected.filter((r) => !rawRows.includes(r)));
   groups.forEach(({ device_id, readings }, g) => {
@@ -476,7 +485,10 @@ function outcome(plan, groups, replies, burst_id) {
         notes.set(index, { key: stored, first_admitted_at: note.first_admitted_at ?? null, first_burst_id: note.first_burst_id ?? null });
       } else if (ADMITTED.has(verdict)) {
         out.admitted.push({ index, key: stored });
-        if (verdict === CONFLICT) notes.set(index, { conflicts_with: note.conflicts_with ?? null });
+        // Its arrival by device time (a device object of an earlier release tells none: nulls).
+        const arrival = { arrival: note.arrival ?? null, late_by_ms: note.late_by_ms ?? null };
+        notes.set(index, verdict === CONFLICT ? { conflict: true, conflicts_with: note.conflicts_with ?? null, ...arrival } : arrival);
+        if (note.collection) collections.push({ device_id, ...note.collection });
       } else notStored.push(index);
     });
   });
@@ -488,20 +500,24 @@ function outcome(plan, groups, replies, burst_id) {
   out.rejected.sort((a, b) => a.index - b.index);
   notStored.sort((a, b) => a - b);
   if (parked.length) out.parked = parked;
+  if (collections.length) out.collections = collections;
   out.verdicts = verdictsOf(out, parked, notStored, notes);
   return { body: out, notStored, errors };
 }
 
 /**
  * Every reading of a reply in index order, with what happened to it (README, HTTP
- * API): `admitted` and `conflict` (with `key`; a conflict's `conflicts_with`), from
- * `admitted`; `duplicate` (`key`, `first_admitted_at`, `first_burst_id`), from
+ * API): `admitted` and `conflict` (with `key`, `arrival` and `late_by_ms`; a
+ * conflict's `conflicts_with`), from `admitted`; `duplicate` (`key`, `first_admitted_at`, `first_burst_id`), from
  * `duplicates`; `rejected` and `parked` (`code`); `not_stored` (a 503's). So
  * `len(verdicts) = received`.
  */
 function verdictsOf(out, parked, notStored, notes) {
   return [
-    ...out.admitted.map(({ index, key }) => (notes.has(index) ? { index, verdict: "conflict", key, ...notes.get(index) } : { index, verdict: "admitted", key })),
+    ...out.admitted.map(({ index, key }) => {
+      const { conflict = false, ...note } = notes.get(index);
+      return { index, verdict: conflict ? "conflict" : "admitted", key, ...note };
+    }),
     ...out.duplicates.map((index) => ({ index, verdict: "duplicate", ...notes.get(index) })),
     ...out.rejected.map(({ index, code }) => ({ index, verdict: "rejected", code })),
     ...parked.map(({ index, code }) => ({ index, verdict: "parked", code })),
@@ -614,6 +630,74 @@ async function gaps(env, path) {
   return json(200, { device_id, ...health });
 }
 
+// --- bin state ------------------------------------------------------------------
+
+/**
+ * GET /v1/devices/{device_id}/state: the bin's fill by device time (bin-state.js
+ * `binState`). A device never seen answers no reading, without its object being started.
+ */
+async function binStateOf(env, path) {
+  const { device_id, device } = await knownDevice(env, path);
+  if (!device) return json(200, stateOf(device_id, null, null, null, config(env), Date.now()));
+  return json(200, await fromDevice(() => device.binState({ device_id })));
+}
+
+/** GET /v1/devices/{device_id}/collections: the collections its readings confirmed, a page at a time (bin-state.js `collections`). */
+async function collectionsOf(env, path, params) {
+  const page = pageOf(params);
+  const { device_id, device } = await knownDevice(env, path);
+  if (!device) return json(200, { device_id, collections: [], next: null });
+  return json(200, { device_id, ...(await fromDevice(() => device.collections({ device_id, ...page }))) });
+}
+
+/**
+ * GET /v1/bins: every bin's row (bin-state.js BIN_COLUMNS) that passes the filters
+ * (`binFilter`), from the groups' memory (fleet.js `fleetBins`), a page at a time in
+ * the order of GET /v1/devices/health, as JSON or CSV.
+ */
+async function binsOf(request, env, url) {
+  const params = url.searchParams;
+  const { limit, after } = devicePageOf(params);
+  const filter = binFilter(params);
+  const asCsv = wantsCsv(request, params);
+  const as_of = isoTime(Date.now());
+  const page = await fromGroups(() => fleetBins(env, { after, limit, filter }));
+  const headers = { ...NEGOTIATED, ...linkToNext(url, page.next) };
+  if (asCsv) return csv(BIN_COLUMNS, page.bins, { ...headers, "content-disposition": 'attachment; filename="bins.csv"' });
+  return json(200, { bins: page.bins, next: page.next, as_of }, headers);
+}
+
+/**
+ * The filters of GET /v1/bins, each given at most once (else 400 `invalid_query`):
+ * `min_fill` (0 … 100, decimal), `stale` (`true` or `false`), `collected_since` (an
+ * RFC 3339 instant). Absent: null.
+ */
+function binFilter(params) {
+  const one = (name) => {
+    const values = params.getAll(name);
+    if (values.length > 1) throw new HttpError(400, "invalid_query", `${name} may be given at most once`);
+    return values[0] ?? null;
+  };
+  const [fill, stale, since] = [one("min_fill"), one("stale"), one("collected_since")];
+  if (fill !== null && !(/^[0-9]{1,3}(\.[0-9]+)?$/.test(fill) && Number(fill) <= 100)) throw new HttpError(400, "invalid_query", "min_fill must be a fill level 0..100 in decimal digits (a fraction with a dot)");
+  if (stale !== null && stale !== "true" && stale !== "false") throw new HttpError(400, "invalid_query", "stale must be true or false");
+  const at = since === null ? null : Date.parse(since);
+  if (since !== null && !(RFC3339.test(since) && Number.isFinite(at))) throw new HttpError(400, "invalid_query", "collected_since must be an RFC 3339 instant, e.g. 2026-07-16T09:00:00Z");
+  return { min_fill: fill === null ? null : Number(fill), stale: stale === null ? null : stale === "true", collected_since: at };
+}
+
+const RFC3339 = /^[0-9]{4}-[0-9]{2}-[0-9]{2}[Tt][0-9]{2}:[0-9]{2}:[0-9]{2}(\.[0-9]{1,9})?([Zz]|[+-][0-9]{2}:[0-9]{2})$/;
+
+/** Reads the groups with `read`; a group that cannot answer is 503 `device_unavailable`. */
+async function fromGroups(read) {
+  try {
+    return await read();
+  } catch (e) {
+    console.log(JSON.stringify({ level: "WARN", event: "bins_unavailable", error: String(e?.message ?? e) }));
+    throw new HttpError(503, "device_unavailable", `a group object could not be read (${e?.message ?? e}); retry`, { "retry-after": "1" });
+  }
+}
+
 /**
  * Puts the device's readings the origin refused (delivery state `refused`) back in
  * the outbox: all of them, or those named by `key` parameters (at most REDRIVE_KEYS).
@@ -691,21 +775,34 @@ async function existingDevice(env, path) {
  */
 async function fleetHealthOf(request, env, url) {
   const params = url.searchParams;
+  const { limit, after } = devicePageOf(params);
+  const asCsv = wantsCsv(request, params);
+  const page = await fromRollup(() => fleetHealth(env, { after, limit }));
+  const headers = { ...NEGOTIATED, ...linkToNext(url, page.next) };
+  if (asCsv) return csv(HEALTH_COLUMNS, page.devices, { ...headers, "content-disposition": 'attachment; filename="devices-health.csv"' });
+  return json(200, { devices: page.devices, next: page.next, ...asOf(env) }, headers);
+}
+
+/**
+ * `{limit, after}` of a page of the fleet's devices (health, bins): `limit` in PAGE_ROWS,
+ * `after` the `next` of the previous page (a device id; "" for the first); else 400
+ * `invalid_query`.
+ */
+function devicePageOf(params) {
   const limit = limitOf(params);
   const afters = params.getAll("after");
   if (limit === null || afters.length > 1) {
     throw new HttpError(400, "invalid_query", `limit must be ${PAGE_ROWS.min}..${PAGE_ROWS.max} in decimal digits and after the \`next\` of the previous page, each given at most once`);
   }
-  const asCsv = wantsCsv(request, params);
-  const page = await fromRollup(() => fleetHealth(env, { after: afters[0] ?? "", limit }));
-  const headers = { ...NEGOTIATED };
-  if (page.next !== null) {
-    const next = new URLSearchParams(params);
-    next.set("after", page.next);
-    headers.link = `<${url.pathname}?${next}>; rel="next"`;
-  }
-  if (asCsv) return csv(HEALTH_COLUMNS, page.devices, { ...headers, "content-disposition": 'attachment; filename="devices-health.csv"' });
-  return json(200, { devices: page.devices, next: page.next, ...asOf(env) }, headers);
+  return { limit, after: afters[0] ?? "" };
+}
+
+/** The `Link` header to the next page (`next`: its `after`, or null on the last page: none). */
+function linkToNext(url, next) {
+  if (next === null) return {};
+  const query = new URLSearchParams(url.searchParams);
+  query.set("after", next);
+  return { link: `<${url.pathname}?${query}>; rel="next"` };
 }
 
 /** GET /v1/devices/{device_id}/health: one device's row of the above, from its shard (zeros for a device never seen). */

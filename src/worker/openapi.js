@@ -33,6 +33,7 @@
 
 import { limits, SeqWindow } from "./core.js";
 import { RECENT_SHOWN } from "./backfill.js";
+import { BIN_COLUMNS } from "./bin-state.js";
 import { BACKFILL_OUTCOMES, BACKLOG, COUNTERS, HEALTH_COLUMNS, HEALTH_COUNTS, HEALTH_RATIOS } from "./fleet.js";
 import { METRICS_CONTENT_TYPE } from "./prometheus-text.js";
 import { VERSION } from "./version.js";
@@ -44,6 +45,12 @@ import { BULK_CONFIG_ROWS, CHIRPSTACK_EVENTS, FORGET_KEY_CHARS, PAGE_ROWS, REDRI
 
 const schema = (name) => ({ $ref: `#/components/schemas/${name}` });
 const nullable = (s) => ({ oneOf: [s, { type: "null" }] });
+/** A stored reading's arrival by device time (docs/bin-state.md "Newest or late"). */
+const ARRIVAL = {
+  arrival: nullable({ type: "string", enum: ["newest", "late"], description: "Newest by device time when admitted, or late (older than one admitted before); null for a reading stored before arrivals were marked." }),
+  late_by_ms: nullable({ type: "number", exclusiveMinimum: 0, description: "How much older than the newest admitted reading (late only)." }),
+};
+const ARRIVAL_REQUIRED = Object.keys(ARRIVAL);
 const integer = (minimum = 0, description) => ({ type: "integer", minimum, ...(description && { description }) });
 const JSON_TYPE = "application/json";
 
@@ -250,6 +257,7 @@ function openApi() {
       { name: "devices", description: "Per-device reads: ledger, gaps, configuration, health." },
       { name: "operator", description: "Per-device changes: configuration, re-drive, forget, reset." },
       { name: "fleet", description: "Fleet-wide figures from the roll-up." },
+      { name: "bins", description: "Bin state by device time: current fill, staleness, collections (docs/bin-state.md)." },
       { name: "meta", description: "Health and this document." },
     ],
     security: [{ bearerAuth: [] }, { basicAuth: [] }],
@@ -387,6 +395,52 @@ function openApi() {
           parameters: [DEVICE_ID],
           ok: { [JSON_TYPE]: schema("Gaps") },
           codes: ERRORS_READ,
+        },
+      }),
+      "/v1/devices/{device_id}/state": item({
+        get: {
+          id: "getBinState",
+          tag: "bins",
+          summary: "The bin's current fill by device time, its reporting period and staleness",
+          description: "The newest reading by device time, never moved backwards by a late one (docs/bin-state.md). A device never seen answers no reading, without its object being started.",
+          parameters: [DEVICE_ID],
+          ok: { [JSON_TYPE]: schema("BinState") },
+          codes: ERRORS_READ,
+        },
+      }),
+      "/v1/devices/{device_id}/collections": item({
+        get: {
+          id: "listCollections",
+          tag: "bins",
+          summary: "The collections the device's readings confirmed, in that order",
+          description: "From the rows of the readings that confirmed them, kept as long as the ledger (LEDGER_RETENTION_MS).",
+          parameters: [DEVICE_ID, ...PAGE],
+          ok: { [JSON_TYPE]: schema("CollectionPage") },
+          codes: { 400: ["invalid_device_id", "invalid_query"], 503: ["device_unavailable"] },
+        },
+      }),
+      "/v1/bins": item({
+        get: {
+          id: "listBins",
+          tag: "bins",
+          summary: "Every bin's current state, a page at a time, for a route planner",
+          description:
+            "From the group objects' memory, never from each device: each bin as its group held it when asked (every reading committed by then). Pages in the order of GET /v1/devices/health. The filters combine (all must hold).",
+          parameters: [
+            PAGE[0],
+            { name: "after", in: "query", description: "The `next` of the previous page (a device id), given at most once.", schema: { type: "string" } },
+            { name: "min_fill", in: "query", description: "Only bins whose newest fill is at least this (0 … 100).", schema: { type: "string", pattern: "^[0-9]{1,3}(\\.[0-9]+)?$" } },
+            { name: "stale", in: "query", description: "Only stale bins (`true`) or fresh ones (`false`); a bin without a known period is neither.", schema: { type: "string", enum: ["true", "false"] } },
+            { name: "collected_since", in: "query", description: "Only bins whose last collection ended at or after this instant (RFC 3339).", schema: { type: "string", format: "date-time" } },
+            FORMAT,
+          ],
+          ok: { [JSON_TYPE]: schema("BinsPage"), "text/csv; charset=utf-8; header=present": schema("BinsCsv") },
+          okHeaders: {
+            ...NEGOTIATED,
+            Link: { description: "`<…>; rel=\"next\"`: the next page, when there is one.", schema: { type: "string", pattern: "^<[^>]+>; rel=\"next\"$" } },
+            "Content-Disposition": { description: "CSV only.", schema: { const: 'attachment; filename="bins.csv"' } },
+          },
+          codes: { 400: ["invalid_query"], 503: ["device_unavailable"] },
         },
       }),
       "/v1/devices/{device_id}/redrive": item({
@@ -642,6 +696,7 @@ function openApi() {
             decoded: schema("Decoded"),
             cross_path_duplicates: { type: "array", items: integer(), description: "Datalog records found to be a live reading (among `duplicates`)." },
             verdicts: { type: "array", items: schema("Verdict") },
+            collections: { type: "array", items: schema("DeviceCollection"), description: "The collections this request's readings confirmed (absent when none)." },
           },
         },
         IngestReply: { allOf: [schema("Outcome")], unevaluatedProperties: false },
@@ -727,13 +782,18 @@ function openApi() {
           description: "What happened to one reading (docs/http-api.md \"The verdict of each reading\").",
           oneOf: [schema("AdmittedVerdict"), schema("ConflictVerdict"), schema("DuplicateVerdict"), schema("RejectedVerdict"), schema("ParkedVerdict"), schema("NotStoredVerdict")],
         },
-        AdmittedVerdict: { type: "object", required: ["index", "verdict", "key"], additionalProperties: false, properties: { index: integer(), verdict: { const: "admitted" }, key: schema("Key") } },
+        AdmittedVerdict: {
+          type: "object",
+          required: ["index", "verdict", "key", ...ARRIVAL_REQUIRED],
+          additionalProperties: false,
+          properties: { index: integer(), verdict: { const: "admitted" }, key: schema("Key"), ...ARRIVAL },
+        },
         ConflictVerdict: {
           type: "object",
           description: "Admitted, but its device and seq are held with other content.",
-          required: ["index", "verdict", "key", "conflicts_with"],
+          required: ["index", "verdict", "key", "conflicts_with", ...ARRIVAL_REQUIRED],
           additionalProperties: false,
-          properties: { index: integer(), verdict: { const: "conflict" }, key: schema("Key"), conflicts_with: nullable(schema("Key")) },
+          properties: { index: integer(), verdict: { const: "conflict" }, key: schema("Key"), conflicts_with: nullable(schema("Key")), ...ARRIVAL },
         },
         DuplicateVerdict: {
           type: "object",
@@ -759,7 +819,7 @@ function openApi() {
         },
         LedgerRow: {
           type: "object",
-          required: ["key", "seq", "ts", "fill_pct", "admitted_at", "verdict", "conflicts_with", "delivery", "attempts", "delivered_at", "forgotten_at"],
+          required: ["key", "seq", "ts", "fill_pct", "admitted_at", "verdict", "conflicts_with", "delivery", "attempts", "delivered_at", "forgotten_at", ...ARRIVAL_REQUIRED, "collection"],
           additionalProperties: false,
           properties: {
             key: schema("Key"),
@@ -773,7 +833,113 @@ function openApi() {
             attempts: integer(),
             delivered_at: nullable(schema("Time")),
             forgotten_at: nullable(schema("Time")),
+            ...ARRIVAL,
+            collection: nullable(schema("Collection")),
           },
+        },
+        FillSample: {
+          type: "object",
+          description: "A reading as the bin state names it.",
+          required: ["ts", "fill_pct", "key"],
+          additionalProperties: false,
+          properties: { ts: schema("Time"), fill_pct: { type: "number", minimum: 0, maximum: 100 }, key: schema("Key") },
+        },
+        CollectionMembers: {
+          type: "object",
+          description: "The bin was emptied: its fill fell by more than COLLECTION_DROP_PCT from `before` to `after` (consecutive newest readings) and the next reading (`confirmed_by`) stayed down (docs/bin-state.md).",
+          required: ["from", "to", "fill_before", "fill_after", "before", "after", "confirmed_by", "confirmed_at"],
+          properties: {
+            from: schema("Time"),
+            to: schema("Time"),
+            fill_before: { type: "number" },
+            fill_after: { type: "number" },
+            before: schema("FillSample"),
+            after: schema("FillSample"),
+            confirmed_by: schema("Key"),
+            confirmed_at: schema("Time"),
+          },
+        },
+        Collection: { allOf: [schema("CollectionMembers")], unevaluatedProperties: false },
+        DeviceCollection: { allOf: [schema("CollectionMembers")], required: ["device_id"], properties: { device_id: { type: "string" } }, unevaluatedProperties: false },
+        CollectionPage: {
+          type: "object",
+          required: ["device_id", "collections", "next"],
+          additionalProperties: false,
+          properties: { device_id: { type: "string" }, collections: { type: "array", items: schema("Collection") }, next: nullable(integer(1, "The `after` of the next page.")) },
+        },
+        BinState: {
+          type: "object",
+          required: ["device_id", "newest", "previous", "period_s", "period_source", "stale", "stale_after_s", "suspected_collection", "last_collection"],
+          additionalProperties: false,
+          properties: {
+            device_id: { type: "string" },
+            newest: nullable({
+              type: "object",
+              description: "The bin's state: its newest reading by device time.",
+              required: ["ts", "fill_pct", "key", "age_s"],
+              additionalProperties: false,
+              properties: {
+                ts: schema("Time"),
+                fill_pct: { type: "number", minimum: 0, maximum: 100 },
+                key: schema("Key"),
+                age_s: { type: "number", description: "Seconds since its device time (negative: the device clock is ahead)." },
+              },
+            }),
+            previous: nullable(schema("FillSample")),
+            period_s: nullable({ type: "number", description: "The reporting period seen (the median interval of its newest readings), else the configured one." }),
+            period_source: nullable({ type: "string", enum: ["seen", "configured"] }),
+            stale: nullable({ type: "boolean", description: "No reading for more than STALE_PERIODS periods (true without any reading); null without a period." }),
+            stale_after_s: nullable({ type: "number" }),
+            suspected_collection: nullable({
+              type: "object",
+              description: "A fall that awaits the next reading: a collection if it stays down, else a glitch.",
+              required: ["before", "after"],
+              additionalProperties: false,
+              properties: { before: schema("FillSample"), after: schema("FillSample") },
+            }),
+            last_collection: nullable({
+              type: "object",
+              required: ["from", "to", "fill_before", "fill_after"],
+              additionalProperties: false,
+              properties: { from: schema("Time"), to: schema("Time"), fill_before: { type: "number" }, fill_after: { type: "number" } },
+            }),
+          },
+        },
+        BinRow: {
+          type: "object",
+          description: "One bin's state, flat (GET /v1/devices/{device_id}/state says each member).",
+          required: BIN_COLUMNS,
+          additionalProperties: false,
+          properties: {
+            device_id: { type: "string" },
+            fill_pct: nullable({ type: "number" }),
+            ts: nullable(schema("Time")),
+            key: nullable(schema("Key")),
+            age_s: nullable({ type: "number" }),
+            previous_fill_pct: nullable({ type: "number" }),
+            previous_ts: nullable(schema("Time")),
+            period_s: nullable({ type: "number" }),
+            period_source: nullable({ type: "string", enum: ["seen", "configured"] }),
+            stale: nullable({ type: "boolean" }),
+            stale_after_s: nullable({ type: "number" }),
+            collection_suspected: { type: "boolean" },
+            last_collection_from: nullable(schema("Time")),
+            last_collection_to: nullable(schema("Time")),
+            last_collection_fill_before: nullable({ type: "number" }),
+            last_collection_fill_after: nullable({ type: "number" }),
+            configured: { type: "boolean" },
+          },
+        },
+        BinsPage: {
+          type: "object",
+          required: ["bins", "next", "as_of"],
+          additionalProperties: false,
+          properties: { bins: { type: "array", items: schema("BinRow") }, next: nullable({ type: "string" }), as_of: schema("Time") },
+        },
+        BinsCsv: {
+          type: "string",
+          description: "RFC 4180: a header row of the columns, a row per bin, CRLF line ends; null is an empty field.",
+          pattern: `^${BIN_COLUMNS.join(",")}\r\n`,
         },
         Gaps: {
           type: "object",
@@ -839,7 +1005,7 @@ function openApi() {
         Forgotten: { allOf: [schema("ForgottenMembers")], required: ["device_id"], properties: { device_id: { type: "string" } }, unevaluatedProperties: false },
         ResetMembers: {
           type: "object",
-          required: ["forgotten", "held", "seq_window", "counter_ref", "backfill_cancelled", "reset_at"],
+          required: ["forgotten", "held", "seq_window", "counter_ref", "backfill_cancelled", "bin_state", "reset_at"],
           properties: {
             forgotten: integer(),
             held: integer(),
@@ -852,6 +1018,7 @@ function openApi() {
             }),
             counter_ref: nullable({ type: "integer", description: "The codec's application-counter reference deleted (DF703)." }),
             backfill_cancelled: { type: "boolean" },
+            bin_state: { type: "boolean", description: "Whether a bin state (GET .../state) was deleted." },
             reset_at: schema("Time"),
           },
         },

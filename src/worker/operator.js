@@ -4,6 +4,7 @@
 // re-commissioned sensor (POST .../reset), and its history (GET .../history), to which
 // a forget, a reset or a changed configuration adds an event in the transaction that
 // makes the change (`record`).
+import { arrivalOf, collectionOf } from "./bin-state.js";
 import { config } from "./config.js";
 import { isoTime } from "./core.js";
 import { cancelBackfill } from "./backfill.js";
@@ -12,7 +13,7 @@ import { scheduleAfterCommit } from "./admission.js";
 import { counterRef } from "./raw-uplinks.js";
 import { NEWEST_LIVE, OWN, ownRows } from "./stored.js";
 import { PAGE_ROWS } from "./routes.js";
-import { restartWindow, windowRestarted } from "./window.js";
+import { checkpointNow, restartWindow, windowRestarted } from "./window.js";
 
 /** Operator events one device's history keeps (`record`): the oldest go first. */
 export const HISTORY_EVENTS = 1_000;
@@ -22,7 +23,7 @@ export function list(device, { after = 0, limit = PAGE_ROWS.default }) {
   if (!device.prepared) return { readings: [], next: null };
   const rows = device.sql
     .exec(
-      `SELECT rowid, key, seq, ts, fill_pct, admitted_at, verdict, conflicts_with, state, attempts, delivered_at, forgotten_at
+      `SELECT rowid, key, seq, ts, fill_pct, admitted_at, verdict, conflicts_with, state, attempts, delivered_at, forgotten_at, late_ms, collection
        FROM readings WHERE ${OWN} AND rowid > ? ORDER BY rowid LIMIT ?`,
       ...ownRows(device.id),
       after,
@@ -53,6 +54,8 @@ export function list(device, { after = 0, limit = PAGE_ROWS.default }) {
         admitted_at: isoTime(r.admitted_at),
         verdict: r.verdict,
         conflicts_with: r.conflicts_with,
+        ...arrivalOf(r.late_ms),
+        collection: r.collection === null ? null : collectionOf(r),
         delivery: d.delivery,
         attempts: d.attempts,
         delivered_at: d.delivered_at === null ? null : isoTime(d.delivered_at),
@@ -88,10 +91,11 @@ export async function redrive(device, { keys } = {}) {
     for (const r of rows) {
       device.sql.exec("DELETE FROM readings WHERE rowid = ?", r.rowid);
       device.sql.exec(
-        `INSERT INTO readings (rowid, key, device_id, seq, ts, fill_pct, admitted_at, burst_id, state, attempts, next_attempt_at, delivered_at, last_error, frame, verdict, conflicts_with, forgotten_at, window_seq)
-         VALUES (${NEXT_ROWID}, ?, ?, ?, ?, ?, ?, ?, 'pending', ?, ?, NULL, ?, ?, ?, ?, ?, ?)`,
-        // Its window seq too: a restart before the next checkpoint replays it (figures.js).
-        r.key, r.device_id, r.seq, r.ts, r.fill_pct, r.admitted_at, r.burst_id, r.attempts, now, r.last_error, r.frame, r.verdict, r.conflicts_with, r.forgotten_at, r.window_seq,
+        `INSERT INTO readings (rowid, key, device_id, seq, ts, fill_pct, admitted_at, burst_id, state, attempts, next_attempt_at, delivered_at, last_error, frame, verdict, conflicts_with, forgotten_at, window_seq, late_ms, collection)
+         VALUES (${NEXT_ROWID}, ?, ?, ?, ?, ?, ?, ?, 'pending', ?, ?, NULL, ?, ?, ?, ?, ?, ?, ?, ?)`,
+        // Its window seq and its marks too: a restart before the next checkpoint replays
+        // it (figures.js), and the origin is told again what it was (bin-state.js).
+        r.key, r.device_id, r.seq, r.ts, r.fill_pct, r.admitted_at, r.burst_id, r.attempts, now, r.last_error, r.frame, r.verdict, r.conflicts_with, r.forgotten_at, r.window_seq, r.late_ms, r.collection,
       );
     }
     redriven = rows.length;
@@ -141,12 +145,13 @@ export function forget(device, { device_id, key }) {
  * Resets the device's memory (POST /v1/devices/{id}/reset), for a re-commissioned
  * sensor: every key is forgotten (as `forget`), and its sequence window and codec
  * counter reference are deleted, so its next readings start a new window and a new
- * counter. Kept: the ledger rows and the outbox (pending deliveries go on), the
+ * counter, and its bin state (GET .../state), so its next reading is its newest. Kept: the ledger rows and the outbox (pending deliveries go on), the
  * configuration, parked uplinks, counters, history. Recorded in the history in the
  * same transaction, logged WARN `device_reset`. Returns `{ok: true, forgotten,
- * held, seq_window, counter_ref, reset_at}`: ledger rows newly forgotten, how many of
- * their keys the seen-set held, the window deleted (`{highest, missing, gaps}`, or
- * null when there was none) and the counter reference deleted (or null); or `{ok:
+ * held, seq_window, counter_ref, backfill_cancelled, bin_state, reset_at}`: ledger rows
+ * newly forgotten, how many of their keys the seen-set held, the window deleted
+ * (`{highest, missing, gaps}`, or null when there was none), the counter reference
+ * deleted (or null), whether a history request was closed and a bin state deleted; or `{ok:
  * false, status: 503, code: "storage_unavailable"}`, nothing changed.
  */
 export async function reset(device, { device_id }) {
@@ -164,15 +169,24 @@ export async function reset(device, { device_id }) {
       device.sql.exec("DELETE FROM schedule_phase WHERE device_id = ?", device.id);
       // A history request for the forgotten window's gaps is closed (backfill.js).
       const backfill_cancelled = cancelBackfill(device.sql, device.id, now);
-      detail = { forgotten, held, seq_window, counter_ref, backfill_cancelled, reset_at: isoTime(now) };
+      // Its bin state too (deleted once committed): a sensor re-commissioned with its
+      // clock set back would have every reading late behind the old one (bin-state.js).
+      const bin_state = device.group.figures.fill(device.id) !== null;
+      detail = { forgotten, held, seq_window, counter_ref, backfill_cancelled, bin_state, reset_at: isoTime(now) };
       record(device, "device_reset", detail, now);
     });
   } catch (e) {
     return operatorNotStored("device_reset", device_id, e);
   }
   device.drop();
+  if (detail.bin_state) device.group.figures.forgetFill(device.id);
   if (detail.seq_window) windowRestarted(device, detail.backfill_cancelled, { device_id, reason: "device_reset" });
-  else if (detail.backfill_cancelled) device.group.figures.count(device.id, { backfill_cancelled: 1 });
+  else {
+    if (detail.backfill_cancelled) device.group.figures.count(device.id, { backfill_cancelled: 1 });
+    // The checkpoint is what a restart starts from: without it, its replay of the rows
+    // stored since the last one would bring the deleted state back (figures.js).
+    if (detail.bin_state) checkpointNow(device, { device_id, reason: "device_reset" });
+  }
   console.log(JSON.stringify({ level: "WARN", event: "device_reset", device_id, ...detail }));
   if (detail.seq_window || detail.backfill_cancelled) await scheduleAfterCommit(device, cfg, { device_id, burst_id: null });
   return { ok: true, ...detail };

@@ -44,6 +44,11 @@ export const VARIABLES = deepFreeze({
   // A datalog record within this of a live reading's receive time, with its fill level,
   // is that reading (frames.js `crossPath`); 0 turns the rule off.
   CROSS_PATH_TOLERANCE_MS: number(120_000, 0, 3_600_000),
+  // A bin's state (bin-state.js): a fall of more than this many percentage points
+  // between consecutive newest readings, confirmed by the next, is a collection; a bin
+  // is stale when its newest reading is older than this many reporting periods.
+  COLLECTION_DROP_PCT: number(30, 1, 100),
+  STALE_PERIODS: number(3, 1, 1000),
   // History retrieval (backfill.js), when BACKFILL is "on": how long a gap stays open
   // before the sensor is asked for it; the least time between two requests of one
   // device; how long a sent request waits for its records; the most slots one asks

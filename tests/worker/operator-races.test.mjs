@@ -4,6 +4,9 @@ import { test, after } from "node:test";
 import assert from "node:assert/strict";
 import fs from "node:fs";
 import { get, origin, post, readingsOf, start, statsOf, tempDir, until } from "../support/harness.mjs";
+
+/** An admitted reading's arrival when it is its device's newest by device time (docs/bin-state.md). */
+const NEWEST = { arrival: "newest", late_by_ms: null };
 import { groupName } from "../../src/worker/placement.js";
 
 const pkgUrl = new URL("../../pkg/", import.meta.url);
@@ -49,7 +52,7 @@ test("forget while the key's batch is in flight, then the same reading again: th
     const key = (await ingest(w.call, [r1])).admitted[0].key;
     await until(() => o.requests.some((r) => r.body?.readings.some((x) => x.device_id === D)), "the batch in flight");
     assert.equal((await operate(w.call, D, "forget", { key })).status, 200);
-    assert.deepEqual((await ingest(w.call, [r1])).verdicts, [{ index: 0, verdict: "admitted", key }]);
+    assert.deepEqual((await ingest(w.call, [r1])).verdicts, [{ index: 0, verdict: "admitted", key, ...NEWEST }]);
     await until(async () => (await readingsOf(w.call, D)).every((r) => r.delivery === "delivered"), "delivered");
     await new Promise((r) => setTimeout(r, 300));
     assert.deepEqual(o.accepted().filter((k) => k === key), [key], "once");
@@ -120,7 +123,7 @@ test("a retried call of a burst whose conflict an operator forgot since answers 
     const { key, conflicts_with } = (await readingsOf(w.call, D))[1];
     assert.equal((await operate(w.call, D, "forget", { key })).status, 200);
     const retried = await retry(w, D, text, first.burst_id);
-    assert.deepEqual([[...retried.verdicts], retried.notes, retried.counts.received, retried.counts.seq_reuses], [[1], [{ conflicts_with }], 0, 0]);
+    assert.deepEqual([[...retried.verdicts], retried.notes, retried.counts.received, retried.counts.seq_reuses], [[1], [{ conflicts_with, ...NEWEST, collection: null }], 0, 0]);
     assert.notEqual((await readingsOf(w.call, D))[1].forgotten_at, null, "still forgotten");
   } finally {
     await w.mf.dispose();

@@ -8,6 +8,9 @@ import assert from "node:assert/strict";
 import fs from "node:fs";
 import path from "node:path";
 import { databases, fixture, get, logged, logSettled, origin, post, putConfig, readingsOf, start, tempDir, TOKEN, until } from "../support/harness.mjs";
+
+/** An admitted reading's arrival when it is its device's newest by device time (docs/bin-state.md). */
+const NEWEST = { arrival: "newest", late_by_ms: null };
 import { groupOf } from "../../src/worker/placement.js";
 
 // The origin refuses (500) until `opened`: a reading's batch stays open meanwhile.
@@ -65,7 +68,8 @@ test("forget: the same reading sent again is admitted again; its row stays in th
   ]);
 
   const again = await ingest([r1]);
-  assert.deepEqual(again.verdicts, [{ index: 0, verdict: "admitted", key }]);
+  // Older by device time than seq 2, admitted before it: late (docs/bin-state.md).
+  assert.deepEqual(again.verdicts, [{ index: 0, verdict: "admitted", key, arrival: "late", late_by_ms: 60_000 }]);
   assert.equal((await ingest([r1])).duplicates_suppressed, 1, "remembered again once re-admitted");
   const renewed = await readingsOf(call, D);
   // Still to deliver, the row is renewed in place: its place in the ledger and the outbox.
@@ -146,7 +150,7 @@ test("reset: every key forgotten, the sequence window and the codec counter gone
 
   const done = await reset(D);
   assert.equal(done.status, 200, JSON.stringify(done.body));
-  assert.deepEqual({ ...done.body, reset_at: undefined }, { device_id: D, forgotten: 4, held: 4, seq_window: { highest: 5, missing: 2, gaps: 1 }, counter_ref: null, backfill_cancelled: false, reset_at: undefined });
+  assert.deepEqual({ ...done.body, reset_at: undefined }, { device_id: D, forgotten: 4, held: 4, seq_window: { highest: 5, missing: 2, gaps: 1 }, counter_ref: null, backfill_cancelled: false, bin_state: true, reset_at: undefined });
   assert.match(done.body.reset_at, ISO);
 
   // The window is gone, the configuration and the ledger stay.

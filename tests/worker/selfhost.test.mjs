@@ -13,6 +13,9 @@ import { fileURLToPath } from "node:url";
 import { budget, bundle, overBudget, report, sizes } from "../../scripts/bundle.mjs";
 import { CONFIG, configProblems, lockPath, prepare, readWrangler, startWorkerd, workerdEnv } from "../../scripts/serve-workerd.mjs";
 import { NAMES, SECRETS } from "../../src/worker/variables.js";
+
+/** An admitted reading's arrival when it is its device's newest by device time (docs/bin-state.md). */
+const NEWEST = { arrival: "newest", late_by_ms: null };
 import { get, origin, post, sqlite, tempDir, TOKEN, until } from "../support/harness.mjs";
 
 const pkg = await import(new URL("../../pkg/reconnect_dedupe.js", import.meta.url));
@@ -222,7 +225,7 @@ test("self-hosted: after a restart replays are still suppressed and the alarm ar
     admitted: keys.map((key, index) => ({ index, key })),
     duplicates: [],
     rejected: [],
-    verdicts: keys.map((key, index) => ({ index, verdict: "admitted", key })),
+    verdicts: keys.map((key, index) => ({ index, verdict: "admitted", key, ...NEWEST })),
   });
   // Delivery was tried, and failed: the batch waits in the outbox, its retry armed as an alarm.
   await until(() => o.requests.length >= 1, "the first delivery attempt");

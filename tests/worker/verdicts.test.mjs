@@ -9,6 +9,9 @@
 import { test } from "node:test";
 import assert from "node:assert/strict";
 import fs from "node:fs";
+
+/** An admitted reading's arrival when it is its device's newest by device time (docs/bin-state.md). */
+const NEWEST = { arrival: "newest", late_by_ms: null };
 import { start, post, get, origin, until, logSettled, tempDir, databases, sqlite, fixture } from "../support/harness.mjs";
 
 const pkgUrl = new URL("../../pkg/", import.meta.url);
@@ -46,8 +49,8 @@ test("each verdict in the reply, the ledger and the origin body; a duplicate nam
     const a2 = reading(D, 2, 20);
     const first = await ingest(w.call, [a1, a2]);
     assert.deepEqual(first.verdicts, [
-      { index: 0, verdict: "admitted", key: keyOf(a1) },
-      { index: 1, verdict: "admitted", key: keyOf(a2) },
+      { index: 0, verdict: "admitted", key: keyOf(a1), ...NEWEST },
+      { index: 1, verdict: "admitted", key: keyOf(a2), ...NEWEST },
     ]);
     const b3 = reading(D, 3, 30);
     const c2 = reading(D, 2, 25); // seq 2 again, other content
@@ -58,8 +61,8 @@ test("each verdict in the reply, the ledger and the origin body; a duplicate nam
     const rows = byKey(await ledger(w.call, D));
     assert.deepEqual(second.verdicts, [
       { index: 0, verdict: "duplicate", key: keyOf(a1), first_admitted_at: rows.get(keyOf(a1)).admitted_at, first_burst_id: first.burst_id },
-      { index: 1, verdict: "admitted", key: keyOf(b3) },
-      { index: 2, verdict: "conflict", key: keyOf(c2), conflicts_with: keyOf(a2) },
+      { index: 1, verdict: "admitted", key: keyOf(b3), ...NEWEST },
+      { index: 2, verdict: "conflict", key: keyOf(c2), conflicts_with: keyOf(a2), ...NEWEST },
       { index: 3, verdict: "rejected", code: "invalid_fill_pct" },
       // A copy within the burst: its first admission is this burst's.
       { index: 4, verdict: "duplicate", key: keyOf(b3), first_admitted_at: rows.get(keyOf(b3)).admitted_at, first_burst_id: second.burst_id },
@@ -79,7 +82,7 @@ test("each verdict in the reply, the ledger and the origin body; a duplicate nam
       sent.map((r) => [r.key, r.verdict, r.conflicts_with]),
       [...rows.values()].map((r) => [r.key, r.verdict, r.conflicts_with]),
     );
-    assert.deepEqual(Object.keys(sent[0]), ["key", "device_id", "seq", "ts", "fill_pct", "admitted_at", "verdict", "conflicts_with"]);
+    assert.deepEqual(Object.keys(sent[0]), ["key", "device_id", "seq", "ts", "fill_pct", "admitted_at", "verdict", "conflicts_with", "arrival", "late_by_ms"]);
     // Counted once, in `seq_reuses` (the verdict's count; /v1/stats has no second name for it).
     const stats = await until(async () => {
       const { body } = await get(w.call, "/v1/stats");
@@ -165,8 +168,9 @@ test("a retried device call (attempt > 0) answers the verdicts, first admissions
     assert.deepEqual([...retried.verdicts], [2, 0, 1, 2]);
     assert.deepEqual(retried.notes, [
       { first_admitted_at: answered[0].first_admitted_at, first_burst_id: first.burst_id },
-      null,
-      { conflicts_with: keyOf(a2) },
+      // An admitted one's arrival, as the first call stored it.
+      { ...NEWEST, collection: null },
+      { conflicts_with: keyOf(a2), ...NEWEST, collection: null },
       { first_admitted_at: answered[3].first_admitted_at, first_burst_id: second.burst_id },
     ]);
     // Nothing stored twice; the ledger's verdicts unchanged.
@@ -190,7 +194,7 @@ test("a webhook uplink (The Things Stack) answers verdicts too; its Simulate upl
     const send = async (body) => (await post(w.call, "/v1/uplinks/ttn", body)).json();
     const first = await send(uplink(1, 20, false));
     const key = keyOf(reading(eui, 1, 20));
-    assert.deepEqual(first.verdicts, [{ index: 0, verdict: "admitted", key }]);
+    assert.deepEqual(first.verdicts, [{ index: 0, verdict: "admitted", key, ...NEWEST }]);
     const again = await send(uplink(1, 20, false));
     const [row] = await ledger(w.call, eui);
     const duplicate = { index: 0, verdict: "duplicate", key, first_admitted_at: row.admitted_at, first_burst_id: first.burst_id };
@@ -274,12 +278,12 @@ test("a multi-device burst, indices interleaved, one device failing: only its re
       assert.deepEqual(body.verdicts, [
         { index: 0, verdict: "not_stored" },
         { index: 1, verdict: "duplicate", key: keyOf(a1), first_admitted_at: body.verdicts[1].first_admitted_at, first_burst_id: first.burst_id },
-        { index: 2, verdict: "conflict", key: keyOf(a1x), conflicts_with: keyOf(a1) },
-        { index: 3, verdict: "admitted", key: keyOf(c1) },
+        { index: 2, verdict: "conflict", key: keyOf(a1x), conflicts_with: keyOf(a1), ...NEWEST },
+        { index: 3, verdict: "admitted", key: keyOf(c1), ...NEWEST },
         { index: 4, verdict: "not_stored" },
         { index: 5, verdict: "rejected", code: "invalid_fill_pct" },
         { index: 6, verdict: "not_stored" },
-        { index: 7, verdict: "conflict", key: keyOf(c1x), conflicts_with: keyOf(c1) },
+        { index: 7, verdict: "conflict", key: keyOf(c1x), conflicts_with: keyOf(c1), ...NEWEST },
       ]);
       assert.equal(typeof body.verdicts[1].first_admitted_at, "string");
       // Each device's ledger holds only its own rows and links.
@@ -370,14 +374,14 @@ test("a key re-admitted after its TTL: its duplicates name the latest admission;
     const first = await send([a1]);
     await new Promise((r) => setTimeout(r, 400));
     const again = await send([a1]);
-    assert.deepEqual(again.verdicts, [{ index: 0, verdict: "admitted", key: keyOf(a1) }]);
+    assert.deepEqual(again.verdicts, [{ index: 0, verdict: "admitted", key: keyOf(a1), ...NEWEST }]);
     const dup = await send([a1]);
     const [row] = await ledger(w.call, D);
     assert.notEqual(again.burst_id, first.burst_id);
     assert.deepEqual(dup.verdicts, [{ index: 0, verdict: "duplicate", key: keyOf(a1), first_admitted_at: row.admitted_at, first_burst_id: again.burst_id }]);
     const a1x = reading(D, 1, 11);
     const conflict = await send([a1x]);
-    assert.deepEqual(conflict.verdicts, [{ index: 0, verdict: "conflict", key: keyOf(a1x), conflicts_with: keyOf(a1) }]);
+    assert.deepEqual(conflict.verdicts, [{ index: 0, verdict: "conflict", key: keyOf(a1x), conflicts_with: keyOf(a1), ...NEWEST }]);
   } finally {
     await w.mf.dispose();
   }

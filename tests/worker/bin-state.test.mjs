@@ -1,0 +1,313 @@
+// Bin state by device time in workerd (src/worker/bin-state.js, docs/bin-state.md): a
+// bin filling over a day, offline for 6 h, replaying its buffer twice out of order,
+// then emptied: its state never moves backwards, every replayed reading is `late` in
+// the reply, the ledger and the origin's body, exactly one collection is reported (in
+// GET .../collections and to the origin), a glitch reports none, GET /v1/bins agrees
+// with every device's state; the state survives a restart, a reset deletes it, and an
+// older storage without the columns is brought up to date.
+import { test, after } from "node:test";
+import assert from "node:assert/strict";
+import { acrossRestart, databases, get, origin, post, putConfig, readingsOf, sqlite, start, TOKEN, until } from "../support/harness.mjs";
+
+const PERIOD_MS = 1_800_000;
+// The series ends within the last period, so that its bins are fresh (STALE_PERIODS 3).
+const LAST = 63;
+const END = Math.floor(Date.now() / PERIOD_MS) * PERIOD_MS;
+const at = (i) => END - (LAST - i) * PERIOD_MS;
+const iso = (ms) => new Date(ms).toISOString();
+// Python's isoformat, as the state and the ledger write times.
+const isoformat = (ms) => new Date(ms).toISOString().replace(/\.000Z$/, "+00:00").replace(/Z$/, "000+00:00");
+
+/**
+ * Reading i of the main bin: a day filling slowly (0 … 47), 6 h offline filling fast
+ * (48 … 59, buffered), the reconnect's live reading (60), one more (61), emptied (62),
+ * and the reading that confirms it (63).
+ */
+const fillAt = (i) => (i < 48 ? 5 + i : i < 60 ? 53 + (i - 48) * 3.5 : { 60: 93, 61: 95, 62: 3, 63: 4 }[i]);
+const reading = (device_id, i, fill_pct = fillAt(i)) => ({ device_id, seq: i, ts: iso(at(i)), fill_pct });
+// The buffer as the sensor replays it: out of order, its oldest reading last.
+const REPLAY = [55, 50, 59, 51, 57, 49, 53, 58, 52, 56, 54, 48];
+const REPLAY_AGAIN = [51, 58, 48, 55, 53, 59, 50, 56, 49, 57, 54, 52];
+
+const o = await origin();
+const worker = await start({ vars: { ORIGIN_URL: o.url, STATS_FLUSH_MS: "20", RETRY_BASE_MS: "5", RETRY_MAX_MS: "20" } });
+after(async () => {
+  await worker.mf.dispose();
+  await o.close();
+});
+
+const send = async (readings) => {
+  const res = await post(worker.call, "/v1/readings", readings);
+  assert.equal(res.status, 200);
+  return res.json();
+};
+const stateOf = async (id) => {
+  const r = await get(worker.call, `/v1/devices/${id}/state`);
+  assert.equal(r.status, 200, JSON.stringify(r.body));
+  return r.body;
+};
+const collectionsOf = async (id) => {
+  const r = await get(worker.call, `/v1/devices/${id}/collections`);
+  assert.equal(r.status, 200, JSON.stringify(r.body));
+  return r.body;
+};
+const verdictOf = (out, i) => out.verdicts.find((v) => v.index === i);
+
+test("a day, 6 h offline, the buffer replayed twice out of order, then emptied: never backwards, replays late, one collection", async () => {
+  const id = "bin-day";
+  let newest = -Infinity;
+  const replies = [];
+  // Each call, then the state: it is always the newest device time admitted so far.
+  const step = async (readings) => {
+    const out = await send(readings);
+    replies.push(out);
+    for (const r of readings) newest = Math.max(newest, Date.parse(r.ts));
+    const s = await stateOf(id);
+    assert.equal(s.newest.ts, isoformat(newest), `after ${readings.map((r) => r.seq)}`);
+    return { out, s };
+  };
+  for (let i = 0; i < 48; i++) {
+    const { out } = await step([reading(id, i)]);
+    assert.equal(verdictOf(out, 0).arrival, "newest");
+    assert.equal(verdictOf(out, 0).late_by_ms, null);
+  }
+  // Reconnected: the live reading first, then the buffer, twice.
+  const live = await step([reading(id, 60)]);
+  assert.equal(verdictOf(live.out, 0).arrival, "newest");
+  const replay = await step(REPLAY.map((i) => reading(id, i)));
+  assert.equal(replay.out.unique, 12);
+  REPLAY.forEach((i, k) => {
+    const v = verdictOf(replay.out, k);
+    assert.deepEqual([v.verdict, v.arrival, v.late_by_ms], ["admitted", "late", at(60) - at(i)], `replayed reading ${i}`);
+  });
+  // What "the last reading received" would say: the buffer's oldest, a fall of 40
+  // points from 93, a phantom collection. The state stays at the live reading.
+  assert.equal(fillAt(REPLAY.at(-1)), 53);
+  assert.deepEqual([replay.s.newest.fill_pct, replay.s.newest.key], [93, live.out.admitted[0].key]);
+  assert.equal(replay.s.suspected_collection, null);
+  assert.equal(replay.s.last_collection, null);
+  const again = await step(REPLAY_AGAIN.map((i) => reading(id, i)));
+  assert.deepEqual([again.out.unique, again.out.duplicates_suppressed], [0, 12]);
+  assert.equal(again.s.newest.fill_pct, 93);
+
+  await step([reading(id, 61)]);
+  // Emptied: a fall of 92 points, suspected until the next reading stays down.
+  const emptied = await step([reading(id, 62)]);
+  assert.equal(emptied.out.collections, undefined);
+  assert.deepEqual(emptied.s.suspected_collection, {
+    before: { ts: isoformat(at(61)), fill_pct: 95, key: replies.at(-2).admitted[0].key },
+    after: { ts: isoformat(at(62)), fill_pct: 3, key: emptied.out.admitted[0].key },
+  });
+  assert.equal((await collectionsOf(id)).collections.length, 0);
+  const confirmed = await step([reading(id, 63)]);
+
+  const expected = {
+    from: isoformat(at(61)),
+    to: isoformat(at(62)),
+    fill_before: 95,
+    fill_after: 3,
+    before: { ts: isoformat(at(61)), fill_pct: 95, key: replies.at(-3).admitted[0].key },
+    after: { ts: isoformat(at(62)), fill_pct: 3, key: emptied.out.admitted[0].key },
+    confirmed_by: confirmed.out.admitted[0].key,
+  };
+  assert.equal(confirmed.out.collections.length, 1);
+  const { confirmed_at, ...inReply } = confirmed.out.collections[0];
+  assert.deepEqual(inReply, { device_id: id, ...expected });
+  const listed = await collectionsOf(id);
+  assert.deepEqual(listed.collections, [{ ...expected, confirmed_at }]);
+  assert.equal(listed.next, null);
+  // Only this reply of all of them reports a collection.
+  assert.equal(replies.filter((r) => r.collections).length, 1);
+
+  const s = confirmed.s;
+  assert.deepEqual([s.newest.fill_pct, s.previous.fill_pct, s.suspected_collection], [4, 3, null]);
+  assert.deepEqual(s.last_collection, { from: expected.from, to: expected.to, fill_before: 95, fill_after: 3 });
+  assert.deepEqual([s.period_s, s.period_source, s.stale_after_s, s.stale], [1800, "seen", 5400, false]);
+  assert.ok(s.newest.age_s >= 0 && s.newest.age_s < 1800 + 60, JSON.stringify(s.newest));
+
+  // The ledger marks every replayed reading late, by how much; every other newest.
+  const ledger = [];
+  for (let after = 0; ; ) {
+    const page = (await get(worker.call, `/v1/devices/${id}/readings?after=${after}&limit=1000`)).body;
+    ledger.push(...page.readings);
+    if (page.next === null) break;
+    after = page.next;
+  }
+  assert.equal(ledger.length, 64);
+  for (const row of ledger) {
+    const i = row.seq;
+    const late = i >= 48 && i < 60;
+    assert.deepEqual([row.arrival, row.late_by_ms], late ? ["late", at(60) - at(i)] : ["newest", null], `ledger row ${i}`);
+    assert.deepEqual(row.collection, i === 63 ? { ...expected, confirmed_at } : null, `ledger row ${i}`);
+  }
+
+  // The origin is told the same, in the same delivery stream: each reading once, with
+  // its arrival; the collection once, in the body that carries its confirming reading.
+  const bodies = await until(() => {
+    const ok = o.requests.filter((r) => r.ok && r.body.readings.some((x) => x.device_id === id));
+    return ok.flatMap((r) => r.body.readings).filter((x) => x.device_id === id).length === 64 && ok.map((r) => r.body);
+  }, "all 64 readings at the origin");
+  const delivered = bodies.flatMap((b) => b.readings).filter((x) => x.device_id === id);
+  for (const x of delivered) {
+    const late = x.seq >= 48 && x.seq < 60;
+    assert.deepEqual([x.arrival, x.late_by_ms], late ? ["late", at(60) - at(x.seq)] : ["newest", null], `delivered reading ${x.seq}`);
+  }
+  const events = bodies.flatMap((b) => b.collections ?? []).filter((c) => c.device_id === id);
+  assert.deepEqual(events, [{ device_id: id, ...expected, confirmed_at }]);
+  const carrier = bodies.find((b) => (b.collections ?? []).length);
+  assert.ok(carrier.readings.some((x) => x.key === expected.confirmed_by), "the collection travels with the reading that confirmed it");
+});
+
+test("a glitch (one low reading between two high ones) is suspected, then dropped: no collection", async () => {
+  const id = "bin-glitch";
+  const fills = [80, 82, 5, 84, 85];
+  const outs = [];
+  for (const [i, fill] of fills.entries()) outs.push(await send([reading(id, LAST - 4 + i, fill)]));
+  assert.ok(outs.every((out) => out.collections === undefined));
+  assert.deepEqual((await collectionsOf(id)).collections, []);
+  const s = await stateOf(id);
+  assert.deepEqual([s.newest.fill_pct, s.previous.fill_pct, s.suspected_collection, s.last_collection], [85, 84, null, null]);
+  const ledger = await readingsOf(worker.call, id);
+  assert.ok(ledger.every((r) => r.arrival === "newest" && r.collection === null));
+});
+
+test("a tie (two readings of one device time) is not late: the later admission is the state", async () => {
+  const id = "bin-tie";
+  const first = await send([{ device_id: id, seq: 1, ts: iso(at(60)), fill_pct: 40 }]);
+  const second = await send([{ device_id: id, seq: 2, ts: iso(at(60)), fill_pct: 41 }]);
+  assert.deepEqual([verdictOf(first, 0).arrival, verdictOf(second, 0).arrival, verdictOf(second, 0).late_by_ms], ["newest", "newest", null]);
+  const s = await stateOf(id);
+  assert.deepEqual([s.newest.fill_pct, s.previous.fill_pct], [41, 40]);
+});
+
+test("a device never seen has no state and no collections, and no object is asked", async () => {
+  const s = await stateOf("bin-never");
+  assert.deepEqual(s, { device_id: "bin-never", newest: null, previous: null, period_s: null, period_source: null, stale: true, stale_after_s: null, suspected_collection: null, last_collection: null });
+  assert.deepEqual(await collectionsOf("bin-never"), { device_id: "bin-never", collections: [], next: null });
+});
+
+test("GET /v1/bins: every bin, configured ones without a reading too, agreeing with each device's state; filters, CSV, pages", async () => {
+  const configured = await putConfig(worker.call, "bin-configured", { codec: "milesight-iot/em310-udl", bin_depth_mm: 1200, reporting_period_s: 600 });
+  assert.equal(configured.status, 200, JSON.stringify(configured.body));
+  const all = [];
+  for (let next = null, first = true; first || next !== null; first = false) {
+    const r = await get(worker.call, `/v1/bins?limit=1${next === null ? "" : `&after=${encodeURIComponent(next)}`}`);
+    assert.equal(r.status, 200, JSON.stringify(r.body));
+    assert.ok(r.body.bins.length <= 1);
+    all.push(...r.body.bins);
+    next = r.body.next;
+  }
+  const whole = (await get(worker.call, "/v1/bins?limit=1000")).body;
+  assert.deepEqual(whole.bins.map((b) => b.device_id), all.map((b) => b.device_id), "pages of one make the same list");
+  const ids = new Set(all.map((b) => b.device_id));
+  for (const id of ["bin-day", "bin-glitch", "bin-tie", "bin-configured"]) assert.ok(ids.has(id), id);
+  assert.ok(!ids.has("bin-never"));
+
+  for (const row of whole.bins) {
+    const s = await stateOf(row.device_id);
+    const { age_s, ...rest } = row;
+    assert.deepEqual(rest, {
+      device_id: s.device_id,
+      fill_pct: s.newest?.fill_pct ?? null,
+      ts: s.newest?.ts ?? null,
+      key: s.newest?.key ?? null,
+      previous_fill_pct: s.previous?.fill_pct ?? null,
+      previous_ts: s.previous?.ts ?? null,
+      period_s: s.period_s,
+      period_source: s.period_source,
+      stale: s.stale,
+      stale_after_s: s.stale_after_s,
+      collection_suspected: s.suspected_collection !== null,
+      last_collection_from: s.last_collection?.from ?? null,
+      last_collection_to: s.last_collection?.to ?? null,
+      last_collection_fill_before: s.last_collection?.fill_before ?? null,
+      last_collection_fill_after: s.last_collection?.fill_after ?? null,
+      configured: row.device_id === "bin-configured",
+    });
+    assert.ok(s.newest === null ? age_s === null : Math.abs(age_s - s.newest.age_s) < 60);
+  }
+  const row = whole.bins.find((b) => b.device_id === "bin-configured");
+  assert.deepEqual([row.fill_pct, row.period_s, row.period_source, row.stale], [null, 600, "configured", true]);
+
+  const only = async (query) => (await get(worker.call, `/v1/bins?${query}`)).body.bins.map((b) => b.device_id).filter((d) => d.startsWith("bin-")).sort();
+  assert.deepEqual(await only("min_fill=50"), ["bin-glitch"]);
+  assert.deepEqual(await only("min_fill=40.5"), ["bin-glitch", "bin-tie"]);
+  assert.deepEqual(await only(`collected_since=${encodeURIComponent(iso(at(62)))}`), ["bin-day"]);
+  assert.deepEqual(await only(`collected_since=${encodeURIComponent(iso(at(62) + 1000))}`), []);
+  assert.deepEqual(await only("stale=true"), ["bin-configured"]);
+  // bin-tie's two readings of one instant make no interval: no period, staleness unknown.
+  assert.deepEqual(await only("stale=false&min_fill=4"), ["bin-day", "bin-glitch"]);
+
+  const res = await worker.call("/v1/bins?format=csv&min_fill=50", { headers: { authorization: `Bearer ${TOKEN}` } });
+  assert.equal(res.status, 200);
+  assert.equal(res.headers.get("content-disposition"), 'attachment; filename="bins.csv"');
+  const lines = (await res.text()).split("\r\n");
+  assert.equal(lines[0].split(",")[0], "device_id");
+  assert.ok(lines[1].startsWith("bin-glitch,85,"), lines[1]);
+  assert.deepEqual(lines.slice(2), [""]);
+
+  for (const bad of ["min_fill=101", "min_fill=-1", "min_fill=1e2", "stale=yes", "collected_since=yesterday", "min_fill=1&min_fill=2", "limit=0"]) {
+    const r = await get(worker.call, `/v1/bins?${bad}`);
+    assert.deepEqual([r.status, r.body.error.code], [400, "invalid_query"], bad);
+  }
+});
+
+test("the bin state survives a restart (replayed from the rows since the checkpoint), and a reset deletes it for good", async () => {
+  const id = "bin-restart";
+  const vars = { STATS_FLUSH_MS: "3600000" };
+  await acrossRestart({
+    vars,
+    before: async (w) => {
+      for (const [i, fill] of [[0, 60], [1, 70], [2, 5], [3, 6]]) assert.equal((await post(w.call, "/v1/readings", [reading(id, 50 + i, fill)])).status, 200);
+    },
+    after: async (w) => {
+      const s = (await get(w.call, `/v1/devices/${id}/state`)).body;
+      assert.deepEqual([s.newest.fill_pct, s.previous.fill_pct, s.period_s], [6, 5, 1800]);
+      assert.deepEqual([s.last_collection?.fill_before, s.last_collection?.fill_after], [70, 5]);
+      assert.equal((await get(w.call, `/v1/devices/${id}/collections`)).body.collections.length, 1);
+      // The tracker came back: an older reading is still late.
+      const out = await (await post(w.call, "/v1/readings", [reading(id, 10, 50)])).json();
+      assert.equal(out.verdicts[0].arrival, "late");
+    },
+  });
+  await acrossRestart({
+    vars,
+    before: async (w) => {
+      assert.equal((await post(w.call, "/v1/readings", [reading(id, 50, 60)])).status, 200);
+      const reset = await w.call(`/v1/devices/${id}/reset`, { method: "POST", headers: { authorization: `Bearer ${TOKEN}` } });
+      assert.equal((await reset.json()).bin_state, true);
+      assert.equal((await get(w.call, `/v1/devices/${id}/state`)).body.newest, null);
+    },
+    after: async (w) => {
+      assert.equal((await get(w.call, `/v1/devices/${id}/state`)).body.newest, null, "the reset holds across a restart");
+      const out = await (await post(w.call, "/v1/readings", [reading(id, 10, 50)])).json();
+      assert.equal(out.verdicts[0].arrival, "newest", "a re-commissioned sensor's first reading is its newest");
+    },
+  });
+});
+
+const OLD_COLUMNS = ["key", "device_id", "seq", "ts", "fill_pct", "admitted_at", "burst_id", "state", "attempts", "next_attempt_at", "delivered_at", "last_error", "batch_id", "window_seq", "frame", "verdict", "conflicts_with", "forgotten_at"];
+const OLD_TYPES = { key: "TEXT PRIMARY KEY", device_id: "TEXT NOT NULL", seq: "INTEGER NOT NULL", ts: "TEXT NOT NULL", fill_pct: "REAL NOT NULL", admitted_at: "INTEGER NOT NULL", state: "TEXT NOT NULL", attempts: "INTEGER NOT NULL DEFAULT 0", verdict: "TEXT NOT NULL DEFAULT 'admitted'" };
+
+test("a storage of an earlier release, without arrivals and collections, is brought up to date", async () => {
+  const id = "bin-old";
+  await acrossRestart({
+    vars: { STATS_FLUSH_MS: "3600000" },
+    before: async (w) => {
+      assert.equal((await post(w.call, "/v1/readings", [reading(id, 50, 60)])).status, 200);
+    },
+    // The readings table as the release before bin states wrote it (its indexes are
+    // created again by prepare, IF NOT EXISTS).
+    between: (dir) => sqlite(databases(dir, "GroupObject"), `ALTER TABLE readings RENAME TO readings_new;
+      CREATE TABLE readings (${OLD_COLUMNS.map((c) => `${c} ${OLD_TYPES[c] ?? ""}`).join(", ")});
+      INSERT INTO readings (rowid, ${OLD_COLUMNS.join(", ")}) SELECT rowid, ${OLD_COLUMNS.join(", ")} FROM readings_new;
+      DROP TABLE readings_new;`),
+    after: async (w) => {
+      const old = await readingsOf(w.call, id);
+      assert.deepEqual([old.length, old[0].arrival, old[0].late_by_ms, old[0].collection], [1, null, null, null]);
+      const out = await (await post(w.call, "/v1/readings", [reading(id, 51, 65)])).json();
+      assert.equal(out.verdicts[0].arrival, "newest");
+      assert.equal((await get(w.call, `/v1/devices/${id}/state`)).body.newest.fill_pct, 65);
+    },
+  });
+});
