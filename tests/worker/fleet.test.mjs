@@ -437,6 +437,41 @@ for f in sys.argv[1:]:
   }
 });
 
+test("a checkpoint of more devices than a log row holds (500) writes them in rows of 500, and a restart loads every one", async () => {
+  const dir = tempDir();
+  // 501 devices of one group, changed within one checkpoint (a reconnect storm).
+  const ids = [];
+  for (let k = 1; ids.length < 501; k++) if (groupName(`bin-ST${k}`) === groupName("bin-ST0")) ids.push(`bin-ST${k}`);
+  try {
+    const first = await start({ persist: dir, vars: { STATS_FLUSH_MS: "5000" } });
+    try {
+      // A first checkpoint (of another device of the group): the next is 5 s away, and
+      // takes every device the bursts below change.
+      await ingest(first.call, [reading("bin-ST0", 1, 10)]);
+      await until(async () => (await figures(first.call)).received === 1, "the first checkpoint reported");
+      for (let i = 0; i < ids.length; i += 100) await ingest(first.call, ids.slice(i, i + 100).map((id) => reading(id, 1, 10)));
+      await until(async () => (await figures(first.call)).received === 1 + ids.length, "the bursts reported", 30_000);
+    } finally {
+      await first.mf.dispose();
+    }
+    const script = `import sqlite3, sys
+for f in sys.argv[1:]:
+    c = sqlite3.connect(f)
+    if c.execute("SELECT count(*) FROM sqlite_master WHERE name = 'figure_log'").fetchone()[0]:
+        print(*[n for (n,) in c.execute("SELECT (SELECT count(*) FROM json_each(devices)) FROM figure_log WHERE devices != '{}' ORDER BY id")])`;
+    const sizes = execFileSync("python3", ["-c", script, ...databases(dir, "GroupObject")], { encoding: "utf8" }).trim().split(" ").map(Number);
+    assert.deepEqual(sizes, [1, 500, 1], "the changed devices in rows of 500");
+    const w = await start({ persist: dir, vars: { STATS_FLUSH_MS: "50" } });
+    try {
+      for (const id of [ids[0], ids[499], ids[500]]) assert.equal((await get(w.call, `/v1/devices/${id}/health`)).body.received, 1, id);
+    } finally {
+      await w.mf.dispose();
+    }
+  } finally {
+    fs.rmSync(dir, { recursive: true, force: true });
+  }
+});
+
 test("a device row an earlier release flushed to the shard leaves the totals when the device's group first reports it: counted once, by its group", async () => {
   await acrossRestart({
     vars: { STATS_FLUSH_MS: "50" },
