@@ -21,7 +21,7 @@ const ROUNDS = option("rounds", 3);
 const METER = "benches/metered-worker.js";
 
 const ids = Array.from({ length: ROWS }, (_, i) => (0xa840410000000000n + BigInt(i)).toString(16).toUpperCase());
-const csv = `device_id,codec,bin_depth_mm,offset_mm,reporting_period_s,backfill\r\n${ids.map((id, i) => `${id},milesight-iot/em500-udl,${800 + (i % 1200)},${i % 200},,`).join("\r\n")}\r\n`;
+const csv = `device_id,codec,bin_depth_mm,offset_mm,reporting_period_s,application_port,backfill\r\n${ids.map((id, i) => `${id},milesight-iot/em500-udl,${800 + (i % 1200)},${i % 200},,,`).join("\r\n")}\r\n`;
 
 /** POSTs the CSV: `{ms, body}`; exits on a reply other than 200 with every row applied. */
 async function post(w) {

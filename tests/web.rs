@@ -583,6 +583,7 @@ fn every_device_vector_decodes_in_the_browser_as_in_the_core() {
                 bin_depth_mm: NonZeroU32::new(2000).unwrap(),
                 offset_mm: 100,
                 reporting_period_s: NonZeroU32::new(3600),
+                application_port: None,
             };
             let meta = FrameMeta {
                 received_at: 1_784_192_400_000_000,

@@ -64,8 +64,10 @@
 //! # Ports
 //! fPort 85, Milesight's application port, carries every uplink of these models
 //! (reports, history, device information, replies). Any other port is
-//! `unsupported_port`. (The port can be changed in the device's settings; such a
-//! device is not read here.)
+//! `unsupported_port`. The port can be changed in the device's LoRaWAN settings
+//! (Milesight's documentation: "the downlink application port is 85 by default"): a
+//! device configured so names its port (`DeviceConfig::application_port`), and
+//! [`super::decode_on`] reads that port's frames here as port 85's.
 //!
 //! # Sentinels (a sample with [`NoReading`])
 //! - distance 0 (any channel): no echo, never an empty bin at 0 mm;
@@ -82,8 +84,8 @@
 use super::{Battery, Codec, NoReading, Sample, Uplink};
 use crate::dedupe::error::Error;
 
-/// Milesight's application port.
-const PORT: u32 = 85;
+/// Milesight's application port, as the sensors leave the factory.
+pub(super) const PORT: u32 = 85;
 
 /// Raw distance values that are not distances, with the reason given.
 const SENTINELS: [(u16, &str); 3] = [

@@ -44,7 +44,7 @@ mod types;
 
 pub use readings::{
     readings, unwrap_counter, DeviceConfig, DeviceState, FrameMeta, Readings, SampleReading,
-    BIN_DEPTH_MM, MIN_DEVICE_TIME_S, OFFSET_MM, REPORTING_PERIOD_S,
+    APPLICATION_PORT, BIN_DEPTH_MM, MIN_DEVICE_TIME_S, OFFSET_MM, REPORTING_PERIOD_S,
 };
 pub use types::{fill_pct, Battery, Codec, Decoded, DecodedSample, NoReading, Sample, Uplink};
 
@@ -91,6 +91,43 @@ pub fn history_port(codec: Codec) -> Option<u32> {
         .ok()
         .flatten()
         .map(|d| d.f_port)
+}
+
+/// The samples of one uplink's bytes, read by `codec` from a device whose sensor was
+/// set to send on `application_port` (`None`: the codec's own ports, as [`decode`]):
+/// a frame on that port is read as a frame on the codec's factory port
+/// ([`Codec::application_port`]).
+///
+/// ```
+/// use reconnect_dedupe::codec::{decode_on, Codec};
+/// let battery = [0x01, 0x75, 0x5C];
+/// let em310 = Codec::MilesightEm310Udl;
+/// assert!(decode_on(em310, Some(86), 86, &battery).is_ok());
+/// assert_eq!(decode_on(em310, Some(86), 85, &battery).unwrap_err().code(), "unsupported_port");
+/// assert_eq!(decode_on(Codec::DingtekDf703, Some(86), 86, &battery).unwrap_err().code(), "invalid_config");
+/// ```
+///
+/// # Errors
+/// As [`decode`]; [`Error::NotApplicationPort`] for a frame on any other port than
+/// the one set; [`Error::InvalidConfig`] when `codec`'s sensor has no application port
+/// to set.
+pub fn decode_on(
+    codec: Codec,
+    application_port: Option<u32>,
+    f_port: u32,
+    bytes: &[u8],
+) -> Result<Uplink, Error> {
+    let Some(set) = application_port else {
+        return decode(codec, f_port, bytes);
+    };
+    let factory = readings::settable_port(codec)?;
+    if f_port != set {
+        return Err(Error::NotApplicationPort {
+            port: f_port,
+            application_port: set,
+        });
+    }
+    decode(codec, factory, bytes)
 }
 
 /// The samples of one uplink's bytes, read by `codec`.
@@ -203,5 +240,67 @@ mod tests {
                 .code(),
             "invalid_burst"
         );
+    }
+
+    #[test]
+    fn a_device_set_to_another_application_port_is_read_on_that_port_and_only_there() {
+        for codec in Codec::ALL {
+            let settable = matches!(codec, Codec::MilesightEm310Udl | Codec::MilesightEm500Udl);
+            assert_eq!(
+                codec.application_port().is_some(),
+                settable,
+                "{}",
+                codec.id()
+            );
+        }
+        for (codec, file) in &FILES[..2] {
+            // (Every vector of theirs on another port than 85 is refused there.)
+            for v in vectors(file).into_iter().filter(|v| v.f_port == 85) {
+                let factory = decode(*codec, v.f_port, &v.bytes);
+                // The same bytes on the port the device was set to read as on 85 ...
+                for set in [1, 86, 223] {
+                    assert_eq!(
+                        decode_on(*codec, Some(set), set, &v.bytes),
+                        factory,
+                        "{}",
+                        v.from
+                    );
+                    // ... and 85 is then another port.
+                    let on_85 = decode_on(*codec, Some(set), v.f_port, &v.bytes).unwrap_err();
+                    assert_eq!(on_85.code(), "unsupported_port");
+                    assert_eq!(
+                        on_85.to_string(),
+                        format!("port {} carries no level data for this device: its configuration's application_port is {set}", v.f_port)
+                    );
+                }
+                // Set to 85, or not set: the codec's own port.
+                assert_eq!(decode_on(*codec, Some(85), v.f_port, &v.bytes), factory);
+                assert_eq!(decode_on(*codec, None, v.f_port, &v.bytes), factory);
+            }
+        }
+        // A codec whose ports are fixed has no port to set.
+        let err = decode_on(Codec::DingtekDf703, Some(3), 3, &[0x80]).unwrap_err();
+        assert_eq!(err.code(), "invalid_config");
+        assert!(err.to_string().contains("(milesight-iot/em310-udl, milesight-iot/em500-udl); dingtek/df703 reads its own ports"), "{err}");
+    }
+
+    #[test]
+    fn a_config_checks_its_application_port_range_and_codec() {
+        let mut config = DeviceConfig::new(Some(Codec::MilesightEm310Udl), 1500, 0, None).unwrap();
+        for (port, ok) in [(0, false), (1, true), (85, true), (223, true), (224, false)] {
+            config.application_port = Some(port);
+            assert_eq!(config.check().is_ok(), ok, "{port}");
+        }
+        config.application_port = Some(0);
+        assert_eq!(
+            config.check().unwrap_err().to_string(),
+            "invalid configuration: application_port must be 1 ..= 223, got 0"
+        );
+        config.codec = Some(Codec::TekelekTek766);
+        config.application_port = Some(10);
+        assert_eq!(config.check().unwrap_err().code(), "invalid_config");
+        // Chosen from the uplink: checked with the codec chosen (decode_on).
+        config.codec = None;
+        assert!(config.check().is_ok());
     }
 }

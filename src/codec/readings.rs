@@ -95,6 +95,9 @@ pub struct DeviceConfig {
     /// The device's reporting period, 1 ..= 604 800 s (7 days); Tekelek's readings
     /// are dated by it.
     pub reporting_period_s: Option<NonZeroU32>,
+    /// The application port the sensor was set to send on, 1 ..= 223, for a codec whose
+    /// sensor lets it be changed ([`Codec::application_port`]); `None`: the codec's own.
+    pub application_port: Option<u32>,
 }
 
 /// What the envelope says about the frame (the network server's metadata).
@@ -156,6 +159,7 @@ pub struct Readings {
 ///     bin_depth_mm: NonZeroU32::new(1500).unwrap(),
 ///     offset_mm: 0,
 ///     reporting_period_s: None,
+///     application_port: None,
 /// };
 /// // Two history records: device times 1665561758 and 1665565242, 1234 and 1232 mm.
 /// let bytes = [0x20, 0xCE, 0x9E, 0x74, 0x46, 0x63, 0xD2, 0x04,
@@ -244,11 +248,30 @@ impl Schedule {
     }
 }
 
+/// `Ok` when `codec`'s sensor lets its application port be set, else
+/// [`Error::InvalidConfig`] saying so.
+pub(super) fn settable_port(codec: Codec) -> Result<u32, Error> {
+    codec.application_port().ok_or_else(|| {
+        Error::InvalidConfig(format!(
+            "application_port is only for codecs whose sensor lets it be set ({}); {} reads its own ports",
+            Codec::ALL
+                .iter()
+                .filter(|c| c.application_port().is_some())
+                .map(|c| c.id())
+                .collect::<Vec<_>>()
+                .join(", "),
+            codec.id()
+        ))
+    })
+}
+
 /// The ranges of a [`DeviceConfig`]'s numbers, as `PUT /v1/devices/{id}/config`
 /// checks them (`limits().deviceConfig` in the JavaScript API): (min, max).
 pub const BIN_DEPTH_MM: (u32, u32) = (1, 100_000);
 pub const OFFSET_MM: (u32, u32) = (0, 100_000);
 pub const REPORTING_PERIOD_S: (u32, u32) = (1, 7 * 86_400);
+/// LoRaWAN's application ports (fPort 0 is the MAC's, 224 ..= 255 are reserved).
+pub const APPLICATION_PORT: (u32, u32) = (1, 223);
 
 impl DeviceConfig {
     /// A config of plain numbers, as `PUT /v1/devices/{id}/config` and
@@ -274,14 +297,17 @@ impl DeviceConfig {
             reporting_period_s: reporting_period_s
                 .map(|p| nonzero("reporting_period_s", p))
                 .transpose()?,
+            application_port: None,
         })
     }
 
     /// Checks each number against its range ([`BIN_DEPTH_MM`], [`OFFSET_MM`],
-    /// [`REPORTING_PERIOD_S`]), as `PUT /v1/devices/{id}/config` does.
+    /// [`REPORTING_PERIOD_S`], [`APPLICATION_PORT`]), as `PUT /v1/devices/{id}/config`
+    /// does, and that an application port is one the codec's sensor lets be set.
     ///
     /// # Errors
-    /// [`Error::InvalidConfig`] naming the first number outside its range.
+    /// [`Error::InvalidConfig`] naming the first number outside its range, or an
+    /// application port for a codec without one.
     pub fn check(&self) -> Result<(), Error> {
         let within = |name: &str, v: u32, (min, max): (u32, u32)| {
             if (min..=max).contains(&v) {
@@ -296,6 +322,12 @@ impl DeviceConfig {
         within("offset_mm", self.offset_mm, OFFSET_MM)?;
         if let Some(period) = self.reporting_period_s {
             within("reporting_period_s", period.get(), REPORTING_PERIOD_S)?;
+        }
+        if let Some(port) = self.application_port {
+            within("application_port", port, APPLICATION_PORT)?;
+            if let Some(codec) = self.codec {
+                settable_port(codec)?;
+            }
         }
         Ok(())
     }
@@ -1166,6 +1198,7 @@ mod tests {
                 bin_depth_mm: NonZeroU32::new(rng.u32(1..)).unwrap(),
                 offset_mm: rng.u32(..),
                 reporting_period_s: NonZeroU32::new(rng.u32(..)).filter(|_| rng.bool()),
+                application_port: None,
             };
             let samples = (0..rng.usize(0..6))
                 .map(|_| Sample {

@@ -141,6 +141,7 @@ pub(crate) fn config(depth: u32, offset: u32, period_s: Option<u32>) -> DeviceCo
         bin_depth_mm: NonZeroU32::new(depth).unwrap(),
         offset_mm: offset,
         reporting_period_s: period_s.map(|p| NonZeroU32::new(p).unwrap()),
+        application_port: None,
     }
 }
 

@@ -84,6 +84,17 @@ impl Codec {
         matches!(self, Codec::TekelekTek766)
     }
 
+    /// The application port its sensor sends on and is sent downlinks on when the
+    /// device's configuration names no other (`application_port`), for the codecs whose
+    /// sensor lets it be changed in its settings: Milesight's 85. `None`: the codec's
+    /// ports are fixed (or, for Decentlab and Tekelek, every application port is read).
+    pub fn application_port(self) -> Option<u32> {
+        match self {
+            Codec::MilesightEm310Udl | Codec::MilesightEm500Udl => Some(super::milesight::PORT),
+            _ => None,
+        }
+    }
+
     /// Whether a reading's seq is the sensor's own application counter (Dingtek's frame
     /// counter, `app_counter`), one per uplink, so that a gap in it is an uplink lost:
     /// such a seq feeds the worker's sequence window. (The LoRaWAN frame counter, the

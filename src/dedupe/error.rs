@@ -68,6 +68,9 @@ pub enum Error {
     InvalidPayload(String),
     /// A port on which the codec's device sends no level data (`unsupported_port`).
     UnsupportedPort(u32),
+    /// A frame on another port than the one the device's configuration says its sensor
+    /// sends on (`application_port`): code `unsupported_port` too.
+    NotApplicationPort { port: u32, application_port: u32 },
     /// A sample without a level (a sentinel, an empty record), never turned into 0 % or
     /// 100 %: code `no_reading`, field `fill_pct`; the text is the codec's reason.
     NoReading(&'static str),
@@ -131,7 +134,7 @@ impl Error {
             Error::TooManyReadings(..) => "too_many_readings",
             Error::UnknownCodec(_) => "unknown_codec",
             Error::InvalidPayload(_) => "invalid_payload",
-            Error::UnsupportedPort(_) => "unsupported_port",
+            Error::UnsupportedPort(_) | Error::NotApplicationPort { .. } => "unsupported_port",
             Error::NoReading(_) => "no_reading",
             Error::MissingReportingPeriod => "missing_reporting_period",
             Error::InvalidKey(_) => "invalid_key",
@@ -188,6 +191,13 @@ impl fmt::Display for Error {
             Error::UnsupportedPort(port) => {
                 write!(f, "port {port} carries no level data for this sensor")
             }
+            Error::NotApplicationPort {
+                port,
+                application_port,
+            } => write!(
+                f,
+                "port {port} carries no level data for this device: its configuration's application_port is {application_port}"
+            ),
             Error::NoReading(why) => write!(f, "no level reading: {why}"),
             Error::MissingReportingPeriod => f.write_str(
                 "reporting_period_s is not configured; this sensor's readings are dated by its reporting period",
@@ -260,6 +270,10 @@ mod tests {
             Error::UnknownCodec("x".into()),
             Error::InvalidPayload("short".into()),
             Error::UnsupportedPort(9),
+            Error::NotApplicationPort {
+                port: 85,
+                application_port: 86,
+            },
             Error::NoReading("sentinel"),
             Error::MissingReportingPeriod,
             Error::TooManyReadings(2, 1),
@@ -287,6 +301,7 @@ mod tests {
                     | Error::UnknownCodec(_)
                     | Error::InvalidPayload(_)
                     | Error::UnsupportedPort(_)
+                    | Error::NotApplicationPort { .. }
                     | Error::MissingReportingPeriod
                     | Error::TooManyReadings(..)
                     | Error::InvalidKey(_) => false,

@@ -1,6 +1,6 @@
 //! One uplink's raw payload as keyed readings of its device ([`payload_readings`],
 //! `readingsFromPayload`): what the worker admits for a [`RawUplink`] (`raw.rs`) once
-//! it knows the device's codec and bin. The codec reads the bytes ([`decode`]); the
+//! it knows the device's codec and bin. The codec reads the bytes ([`decode_on`]); the
 //! rules that make its samples readings (ts, seq, fill level, the schedule phase,
 //! device clocks) are the codec's, in `src/codec/readings.rs` ("module docs" below
 //! means those); here each reading is keyed as every reading is, and given its
@@ -8,7 +8,7 @@
 //!
 //! [`RawUplink`]: super::RawUplink
 
-use crate::codec::{decode, readings, Battery, Codec, DeviceConfig, DeviceState, FrameMeta};
+use crate::codec::{decode_on, readings, Battery, Codec, DeviceConfig, DeviceState, FrameMeta};
 use crate::dedupe::error::{Error, Rejection};
 use crate::dedupe::key::{digest_of_parts, idempotency_key};
 use crate::dedupe::keyed::KeyedReading;
@@ -34,7 +34,8 @@ pub struct PayloadReadings {
     pub schedule_phase_s: Option<i64>,
 }
 
-/// Decodes `bytes` with `codec`, makes each sample a reading by the codec's rules
+/// Decodes `bytes` with `codec` (on the device's `application_port`, when its
+/// configuration names one: [`decode_on`]), makes each sample a reading by the codec's rules
 /// ([`readings`]) and keys it for `device_id` (checked and written as every
 /// reading's: a DevEUI in upper case): decode, [`readings`] and the core's validation
 /// and key, in one call.
@@ -50,7 +51,8 @@ pub struct PayloadReadings {
 ///
 /// # Errors
 /// `invalid_device_id`; `invalid_config` for a number outside its range
-/// ([`DeviceConfig::check`]; the route checks them first); [`decode`]'s `invalid_payload` and `unsupported_port`;
+/// or an application port `codec` has none of ([`DeviceConfig::check`], [`decode_on`];
+/// the route checks them first); [`decode_on`]'s `invalid_payload` and `unsupported_port`;
 /// [`Error::MissingReportingPeriod`]. A sample's own problem is in
 /// [`PayloadReadings::rejected`].
 pub fn payload_readings(
@@ -64,7 +66,7 @@ pub fn payload_readings(
 ) -> Result<PayloadReadings, Error> {
     check_device_id(device_id)?;
     config.check()?;
-    let uplink = decode(codec, f_port, bytes)?;
+    let uplink = decode_on(codec, config.application_port, f_port, bytes)?;
     let got = readings(
         config,
         &uplink,

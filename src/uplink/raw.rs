@@ -426,6 +426,7 @@ mod tests {
             bin_depth_mm: NonZeroU32::new(1500).unwrap(),
             offset_mm: 0,
             reporting_period_s: None,
+            application_port: None,
         };
         let meta = FrameMeta {
             received_at: raw.received_at,

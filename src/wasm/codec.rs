@@ -106,6 +106,10 @@ pub struct PayloadConfig {
     offset_mm: u32,
     #[serde(default)]
     reporting_period_s: Option<u32>,
+    /// The port the sensor was set to send on, for a codec with
+    /// `limits().codecInfo[codec].applicationPort`; absent or null: the codec's own.
+    #[serde(default)]
+    application_port: Option<u32>,
 }
 
 /// What the network server said about the frame, for `readingsFromPayload`.
@@ -134,7 +138,7 @@ pub struct PayloadFrame {
 }
 
 /// One uplink's raw payload as keyed readings of `deviceId`: decoded by the config's
-/// codec, each sample made a reading by the rules of docs/devices.md "Configure a device" (fill
+/// codec (on its `application_port` when the config names one), each sample made a reading by the rules of docs/devices.md "Configure a device" (fill
 /// level from the bin's geometry; ts the device's time, Tekelek's slot or the receive
 /// time; seq the unwrapped application counter, the device time in seconds or the
 /// frame counter), validated and keyed as every reading is. Returns a
@@ -157,7 +161,13 @@ pub fn readings_from_payload_js(
     let config: PayloadConfig = object_arg(
         &config,
         "the device config",
-        &["codec", "bin_depth_mm", "offset_mm", "reporting_period_s"],
+        &[
+            "codec",
+            "bin_depth_mm",
+            "offset_mm",
+            "reporting_period_s",
+            "application_port",
+        ],
     )?;
     let frame: PayloadFrame = object_arg(
         &frame,
@@ -173,13 +183,14 @@ pub fn readings_from_payload_js(
     let codec = codec_arg(&config.codec)?;
     let (port, bytes) = frame_args(&f_port, &payload)?;
     // A depth or period of 0 is refused here; `payload_readings` checks the ranges.
-    let device = DeviceConfig::new(
+    let mut device = DeviceConfig::new(
         Some(codec),
         config.bin_depth_mm,
         config.offset_mm,
         config.reporting_period_s,
     )
     .map_err(to_js)?;
+    device.application_port = config.application_port;
     let received_at = parse_rfc3339(&frame.received_at).map_err(|_| {
         to_js(Error::Invalid(
             Field::Ts,

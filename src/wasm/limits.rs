@@ -1,7 +1,9 @@
 //! `limits()`: the ranges, defaults and names the core defines, for every layer above
 //! it (the worker's config checks, the demo page).
 
-use crate::codec::{history_port, Codec, BIN_DEPTH_MM, OFFSET_MM, REPORTING_PERIOD_S};
+use crate::codec::{
+    history_port, Codec, APPLICATION_PORT, BIN_DEPTH_MM, OFFSET_MM, REPORTING_PERIOD_S,
+};
 use crate::dedupe::error::Error;
 use crate::dedupe::seen::{DEFAULT_MAX_KEYS, DEFAULT_TTL_MS, MAX_MAX_KEYS, MAX_TTL_MS};
 use crate::uplink::{Format, DEFAULT_MAX_READINGS, MAX_MAX_READINGS};
@@ -79,6 +81,7 @@ impl Serialize for EveryCodec {
                 needs_period: c.needs_period(),
                 seq_is_counter: c.seq_is_counter(),
                 history_f_port: history_port(c),
+                application_port: c.application_port(),
             };
             (c.id(), info)
         }))
@@ -98,6 +101,11 @@ pub struct CodecInfo {
     /// The port of its history request (`historyRequest`), or null when the sensor
     /// answers none.
     history_f_port: Option<u32>,
+    /// The application port its sensor sends on unless set to another in its settings,
+    /// when it can be: a device's configuration may then name the port it was set to
+    /// (`application_port`), which its uplinks and history requests then use. Null: the
+    /// codec's ports are fixed.
+    application_port: Option<u32>,
 }
 
 /// A whole number's smallest and largest allowed values.
@@ -119,6 +127,7 @@ pub struct DeviceConfigLimits {
     bin_depth_mm: Bounds,
     offset_mm: Bounds,
     reporting_period_s: Bounds,
+    application_port: Bounds,
 }
 
 /// The limits and names every layer reads from here: TTL and cap ranges, the
@@ -150,6 +159,7 @@ pub fn limits() -> Result<JsValue, JsValue> {
             bin_depth_mm: BIN_DEPTH_MM.into(),
             offset_mm: OFFSET_MM.into(),
             reporting_period_s: REPORTING_PERIOD_S.into(),
+            application_port: APPLICATION_PORT.into(),
         },
         rejection: RejectionNames {
             codes: &Error::REJECTION_CODES,

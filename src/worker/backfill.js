@@ -109,7 +109,8 @@ function ttsTargetProblem(push, key, hosts) {
  * After a stored burst of the device (raw-uplinks.js): closes the open request when its
  * range has arrived or its wait is over, sends it again when a retry is due, or asks
  * for the oldest gap open longer than BACKFILL_AFTER_MS. `device`: `{codec, period,
- * enabled}` (`enabled`: the device's own switch, null for the default); `health`:
+ * port, enabled}` (`port`: its configured application port, null for the codec's;
+ * `enabled`: the device's own switch, null for the default); `health`:
  * `{at, gaps(), recovered}`: the burst's time, the window's gaps after it (`[{from,
  * to, first_noticed_ms}]`, read when needed) and the seqs it recovered;
  * `target`: `downlinkTarget`'s; `context`: the burst's, for the log lines.
@@ -121,8 +122,10 @@ export function backfillStep(storage, cfg, now, { device, health, target, contex
   const { device_id } = context;
   let open = openRequest(sql, device_id);
   if (open) open = settle(sql, cfg, now, open, health, context);
-  // The sensors that answer a history request: their codec names its port (the core's `limits().codecInfo`).
-  const f_port = CODEC_INFO[device.codec]?.historyFPort ?? null;
+  // The sensors that answer a history request: their codec names its port (the core's
+  // `limits().codecInfo`), the application port, which the device's config may have set.
+  const historyPort = CODEC_INFO[device.codec]?.historyFPort ?? null;
+  const f_port = historyPort === null ? null : (device.port ?? historyPort);
   const enabled = cfg.BACKFILL && device.enabled !== false && f_port !== null && device.period && target;
   if (!enabled) return null;
   if (open) {

@@ -3,7 +3,7 @@
 // and the bin's geometry, and the core decodes, times and keys the samples
 // (readingsFromPayload). Used by the device object for real uplinks and parked ones,
 // and by the stateless tier for The Things Stack's simulated uplinks.
-import { guarded, readingsFromPayload } from "./core.js";
+import { CODEC_INFO, guarded, readingsFromPayload } from "./core.js";
 
 export const NOT_CONFIGURED = "device_not_configured";
 /** Codes of a payload the configured codec does not read: its readings are rejected with them (field PAYLOAD_FIELD). */
@@ -25,6 +25,7 @@ function effectiveConfig(stored, raw) {
     bin_depth_mm: stored?.bin_depth_mm ?? hint.bin_depth_mm ?? null,
     offset_mm: stored ? stored.offset_mm : (hint.offset_mm ?? 0),
     reporting_period_s: stored?.reporting_period_s ?? hint.reporting_period_s ?? null,
+    application_port: stored?.application_port ?? null,
   };
   const missing = ["codec", "bin_depth_mm"].filter((name) => config[name] === null);
   return { config, missing };
@@ -33,7 +34,7 @@ function effectiveConfig(stored, raw) {
 /**
  * `raw` decoded for its device: `{readings, rejected, codec, counter_ref, schedule_phase_s}` as
  * readingsFromPayload answers (each rejection with the device id), with the
- * `reporting_period_s` it was decoded with (null: none), or `{parked:
+ * `reporting_period_s` and `application_port` it was decoded with (null: none), or `{parked:
  * {code, message}}` when the device has no usable configuration, or `{refused: {code,
  * message, codec}}` when the codec cannot read the payload (bytes it does not
  * understand, a port it does not read). `counterRef`, `schedulePhase`: the device's
@@ -47,10 +48,11 @@ export function decodeRaw(raw, stored, counterRef, schedulePhase = null) {
     const out = guarded(() => readingsFromPayload(raw.device_id, config, raw.f_port, raw.payload, frame));
     out.rejected = out.rejected.map((r) => ({ ...r, device_id: raw.device_id }));
     out.reporting_period_s = config.reporting_period_s;
+    out.application_port = config.application_port;
     return out;
   } catch (e) {
     if (e?.code === "missing_reporting_period") return { parked: notConfigured(raw.device_id, `reporting_period_s (${config.codec} times its readings by it)`) };
-    if (UNREADABLE.includes(e?.code)) return { refused: { code: e.code, message: `${config.codec}: ${e.message}`, codec: config.codec } };
+    if (UNREADABLE.includes(e?.code)) return { refused: { code: e.code, message: `${config.codec}: ${e.message}${portHint(config, raw.f_port, e.code)}`, codec: config.codec } };
     throw e;
   }
 }
@@ -74,6 +76,14 @@ export function decodedView(raw, decoded, crossed = []) {
   const readings = decoded.readings.map(({ index, key }) => ({ index, key }));
   const cross_path = crossed.map((i) => readings[i].index);
   return { codec: decoded.codec, f_port: raw.f_port, readings, rejected: decoded.rejected, cross_path };
+}
+
+/** For a port the codec does not read from a sensor whose application port can be set, and was not: how to read it. */
+function portHint(config, f_port, code) {
+  const factory = CODEC_INFO[config.codec]?.applicationPort ?? null;
+  const settable = f_port >= 1 && f_port <= 223; // LoRaWAN's application ports
+  if (code !== "unsupported_port" || factory === null || config.application_port !== null || !settable) return "";
+  return ` (its application port is ${factory} unless set to another; if this device's was set to ${f_port}, PUT application_port ${f_port} in its config)`;
 }
 
 function notConfigured(device_id, what) {

@@ -15,7 +15,11 @@ const CONFIG_NUMBERS = {
   bin_depth_mm: { code: "invalid_bin_depth", ...RANGES.bin_depth_mm, unit: "millimetres" },
   offset_mm: { code: "invalid_offset", ...RANGES.offset_mm, unit: "millimetres", absent: 0 },
   reporting_period_s: { code: "invalid_reporting_period", ...RANGES.reporting_period_s, unit: "seconds", absent: null },
+  // The port the sensor was set to send on (docs/devices.md "A changed application port").
+  application_port: { code: "invalid_application_port", ...RANGES.application_port, unit: null, absent: null },
 };
+// The codecs whose sensor lets its application port be set, and the port it leaves the factory with.
+const PORTED = CODECS.filter((c) => CODEC_INFO[c].applicationPort !== null);
 /** The codes of a configuration's broken rules (`configOf`), in the order they are checked. */
 export const CONFIG_CODES = ["unknown_codec", ...Object.values(CONFIG_NUMBERS).map((r) => r.code), "missing_reporting_period", "invalid_backfill"];
 /** The members of a PUT body, in the order their rules are checked. */
@@ -26,7 +30,7 @@ export const ROW_MEMBERS = ["device_id", ...CONFIG_MEMBERS];
 /**
  * The configuration `members` give (readObject's members by name; absent or null ones
  * as their defaults): `{ok: true, config: {codec, bin_depth_mm, offset_mm,
- * reporting_period_s, backfill}}`, or `{ok: false, code, message}` naming the member and
+ * reporting_period_s, application_port, backfill}}`, or `{ok: false, code, message}` naming the member and
  * the rule it breaks, the first in CONFIG_MEMBERS' order. Returned, not thrown: a bulk
  * row's error is that row's answer, and the other rows go on.
  */
@@ -49,6 +53,11 @@ export function configOf(members) {
     return refused("invalid_backfill", `backfill must be true, false or null (BACKFILL decides); got ${shown(backfill.text)}`);
   }
   config.backfill = backfill ? backfill.value : null;
+  // A port means something only to a codec that reads it: chosen from the uplink, the codec could be any.
+  if (config.application_port !== null && !PORTED.includes(codec)) {
+    const sensors = PORTED.map((c) => `${c} (${CODEC_INFO[c].applicationPort} unless set)`).join(", ");
+    return refused("invalid_application_port", `application_port is for a device whose codec is one of ${sensors}; ${codec === null ? "this configuration names no codec" : `${codec} reads its own ports`}`);
+  }
   if (codec !== null && CODEC_INFO[codec].needsPeriod && config.reporting_period_s === null) {
     return refused("missing_reporting_period", `codec ${codec} needs reporting_period_s: it times the readings of each uplink by the period`);
   }
@@ -59,7 +68,7 @@ const refused = (code, message) => ({ ok: false, code, message });
 
 /** A numeric member (absent: undefined): `{ok: true, value}`, a whole number within its range or its default when absent or null; else refused. */
 function wholeMember(name, { code, min, max, unit, absent }, member) {
-  const rule = `${name} must be a whole number of ${unit}, ${min} … ${max}`;
+  const rule = `${name} must be a whole number${unit ? ` of ${unit}` : ""}, ${min} … ${max}`;
   if (member === undefined) return absent === undefined ? refused(code, `${rule}; it is required`) : { ok: true, value: absent };
   if (member.kind !== "number" || !member.whole || !(member.value >= min && member.value <= max)) return refused(code, `${rule}; got ${shown(member.text)}`);
   return { ok: true, value: member.value + 0 }; // -0 is 0

@@ -22,14 +22,14 @@ import { restartWindow, windowRestarted } from "./window.js";
  * changed the stored configuration), or `{ok: false, status, code, message}` when
  * nothing was stored.
  */
-export async function configure(device, { device_id, codec, bin_depth_mm, offset_mm, reporting_period_s, backfill = null }) {
+export async function configure(device, { device_id, codec, bin_depth_mm, offset_mm, reporting_period_s, application_port = null, backfill = null }) {
   device.prepare();
   const unregistered = await device.register(device_id);
   if (unregistered) {
     console.log(JSON.stringify({ level: "WARN", event: "device_config_not_stored", device_id, error: unregistered.code }));
     return unregistered;
   }
-  const wanted = { device_id, codec, bin_depth_mm, offset_mm, reporting_period_s, backfill };
+  const wanted = { device_id, codec, bin_depth_mm, offset_mm, reporting_period_s, application_port, backfill };
   const before = deviceConfig(device);
   const changed = !before || Object.keys(wanted).some((k) => before[k] !== wanted[k]);
   if (changed) {
@@ -40,8 +40,8 @@ export async function configure(device, { device_id, codec, bin_depth_mm, offset
       // The change and its history event in one transaction.
       device.ctx.storage.transactionSync(() => {
         device.sql.exec(
-          "INSERT OR REPLACE INTO config (device_id, codec, bin_depth_mm, offset_mm, reporting_period_s, backfill, updated_at) VALUES (?, ?, ?, ?, ?, ?, ?)",
-          device_id, codec, bin_depth_mm, offset_mm, reporting_period_s, backfill === null ? null : Number(backfill), now,
+          "INSERT OR REPLACE INTO config (device_id, codec, bin_depth_mm, offset_mm, reporting_period_s, application_port, backfill, updated_at) VALUES (?, ?, ?, ?, ?, ?, ?, ?)",
+          device_id, codec, bin_depth_mm, offset_mm, reporting_period_s, application_port, backfill === null ? null : Number(backfill), now,
         );
         after = deviceConfig(device);
         record(device, "device_config", { before, after }, now);

@@ -105,6 +105,7 @@ CREATE TABLE IF NOT EXISTS config (
   bin_depth_mm INTEGER NOT NULL,
   offset_mm INTEGER NOT NULL,
   reporting_period_s INTEGER,
+  application_port INTEGER,       -- the port the sensor was set to send on; NULL: the codec's own
   backfill INTEGER,               -- the device's own backfill switch; NULL: BACKFILL decides
   updated_at INTEGER NOT NULL     -- ms since the epoch, of the last change
 );
@@ -186,6 +187,9 @@ export class GroupObject extends DurableObject {
     if (!columns.has("window_seq")) this.sql.exec("ALTER TABLE readings ADD COLUMN window_seq INTEGER");
     if (!columns.has("late_ms")) this.sql.exec("ALTER TABLE readings ADD COLUMN late_ms REAL");
     if (!columns.has("collection")) this.sql.exec("ALTER TABLE readings ADD COLUMN collection TEXT");
+    // Configurations without an application port (before it could be set).
+    const configColumns = new Set(this.sql.exec("PRAGMA table_info(config)").toArray().map((c) => c.name));
+    if (!configColumns.has("application_port")) this.sql.exec("ALTER TABLE config ADD COLUMN application_port INTEGER");
     // The readings that confirmed a collection (bin-state.js `collections`): an entry
     // only for those (in rowid order within a device), a row written per collection, not per reading.
     this.sql.exec("CREATE INDEX IF NOT EXISTS readings_collections ON readings (device_id) WHERE collection IS NOT NULL");

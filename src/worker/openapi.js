@@ -207,6 +207,9 @@ function openApi() {
   const { codecs, codecInfo, deviceConfig, rejection } = limits();
   // The codecs whose configuration needs `reporting_period_s`.
   const NEEDS_PERIOD = codecs.filter((c) => codecInfo[c].needsPeriod);
+  // The codecs whose sensor lets its application port be set.
+  const PORTED = codecs.filter((c) => codecInfo[c].applicationPort !== null);
+  const ported = PORTED.map((c) => `\`${c}\` (${codecInfo[c].applicationPort} unless set)`).join(", ");
   // The members of the window's totals, as the core writes them.
   const window = new SeqWindow();
   const SEQ_TOTALS = Object.keys(window.totals());
@@ -224,11 +227,15 @@ function openApi() {
       bin_depth_mm: within(deviceConfig.bin_depth_mm, { description: "The bin's depth, from its full level to its bottom, millimetres." }),
       offset_mm: nullable(within(deviceConfig.offset_mm, { default: 0, description: "The sensor's height above the full level, millimetres." })),
       reporting_period_s: nullable(within(deviceConfig.reporting_period_s, { description: `Required with ${NEEDS_PERIOD.map((c) => `\`${c}\``).join(", ")}.` })),
+      application_port: nullable(within(deviceConfig.application_port, { description: `The LoRaWAN port the sensor was set to send on (and be sent downlinks on), for ${ported}; null: the codec's own.` })),
       backfill: nullable({ type: "boolean", description: "This device's switch for history requests; null: BACKFILL decides." }),
     },
-    // A codec that times its readings by the reporting period needs one (else 400 `missing_reporting_period`).
-    if: { required: ["codec"], properties: { codec: { enum: NEEDS_PERIOD } } },
-    then: { required: ["reporting_period_s"], properties: { reporting_period_s: { type: "integer" } } },
+    allOf: [
+      // A codec that times its readings by the reporting period needs one (else 400 `missing_reporting_period`).
+      { if: { required: ["codec"], properties: { codec: { enum: NEEDS_PERIOD } } }, then: { required: ["reporting_period_s"], properties: { reporting_period_s: { type: "integer" } } } },
+      // An application port only with a codec that reads it (else 400 `invalid_application_port`).
+      { if: { required: ["application_port"], properties: { application_port: { type: "integer" } } }, then: { required: ["codec"], properties: { codec: { enum: PORTED } } } },
+    ],
   });
   // The whole numbers of /v1/stats: the devices, the counters and gauges (fleet.js), simulated uplinks.
   const statsIntegers = ["devices", ...COUNTERS, ...BACKLOG, "simulated_uplinks"];
@@ -618,6 +625,7 @@ function openApi() {
             ["invalid_bin_depth", "400: a configuration's `bin_depth_mm` out of range or not whole."],
             ["invalid_offset", "400: a configuration's `offset_mm` out of range or not whole."],
             ["invalid_reporting_period", "400: a configuration's `reporting_period_s` out of range or not whole."],
+            ["invalid_application_port", "400: a configuration's `application_port` out of range or not whole, or given with a codec whose ports are fixed (or none)."],
             ["missing_reporting_period", "400: a codec that needs `reporting_period_s` without it."],
             ["invalid_backfill", "400: a configuration's `backfill` that is not true, false or null."],
             ["unauthorized", "401: the token is missing or wrong."],
@@ -1048,13 +1056,14 @@ function openApi() {
         DeviceConfigRequest: configRequest({}),
         DeviceConfigMembers: {
           type: "object",
-          required: ["device_id", "codec", "bin_depth_mm", "offset_mm", "reporting_period_s", "backfill", "updated_at"],
+          required: ["device_id", "codec", "bin_depth_mm", "offset_mm", "reporting_period_s", "application_port", "backfill", "updated_at"],
           properties: {
             device_id: { type: "string" },
             codec: nullable(schema("Codec")),
             bin_depth_mm: within(deviceConfig.bin_depth_mm),
             offset_mm: within(deviceConfig.offset_mm),
             reporting_period_s: nullable(within(deviceConfig.reporting_period_s)),
+            application_port: nullable(within(deviceConfig.application_port)),
             backfill: nullable({ type: "boolean" }),
             updated_at: schema("Time"),
           },

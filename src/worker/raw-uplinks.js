@@ -46,7 +46,7 @@ export function askForMissing(device, target, decoded, { recovered, at }, contex
     const health = { at, recovered, gaps: () => (gaps ??= withWindow(device, context, (window) => guarded(() => window.gaps()))) };
     // The device's own switch matters only when a request could be sent at all.
     const enabled = cfg.BACKFILL && target ? (deviceConfig(device)?.backfill ?? null) : null;
-    const sensor = { codec: decoded.codec, period: decoded.reporting_period_s, enabled };
+    const sensor = { codec: decoded.codec, period: decoded.reporting_period_s, port: decoded.application_port, enabled };
     const sending = backfillStep(device.ctx.storage, cfg, Date.now(), { device: sensor, health, target, context });
     // Its outcome, recorded after the reply, is counted: flushed like a burst's change.
     if (sending) device.ctx.waitUntil?.(sending.then(() => scheduleAfterCommit(device, cfg, context)));

@@ -26,11 +26,11 @@ export const NEWEST_LIVE = `SELECT rowid AS id, key, admitted_at FROM readings W
 
 /**
  * The device's configuration as stored: `{device_id, codec, bin_depth_mm,
- * offset_mm, reporting_period_s, backfill, updated_at}` (`codec`, `reporting_period_s` and `backfill`
+ * offset_mm, reporting_period_s, application_port, backfill, updated_at}` (`codec`, `reporting_period_s`, `application_port` and `backfill`
  * may be null), or null when it has none. Creates no state.
  */
 export function deviceConfig(device) {
   if (!device.prepared) return null;
-  const row = device.sql.exec("SELECT device_id, codec, bin_depth_mm, offset_mm, reporting_period_s, backfill, updated_at FROM config WHERE device_id = ?", device.id).toArray()[0];
+  const row = device.sql.exec("SELECT device_id, codec, bin_depth_mm, offset_mm, reporting_period_s, application_port, backfill, updated_at FROM config WHERE device_id = ?", device.id).toArray()[0];
   return row ? { ...row, backfill: row.backfill === null ? null : row.backfill === 1, updated_at: isoTime(row.updated_at) } : null;
 }

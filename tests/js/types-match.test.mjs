@@ -104,7 +104,7 @@ test('the checker finds an undeclared, a missing and a mistyped member', () => {
   assert.deepEqual(mismatches(reading(1, '10'), r), ['$.fill_pct: "10" is not number']);
   // A record's every member is checked against its value type.
   const info = checker.getTypeOfSymbol(checker.getPropertyOfType(declared('Limits'), 'codecInfo'));
-  const good = { needsPeriod: false, seqIsCounter: false, historyFPort: null };
+  const good = { needsPeriod: false, seqIsCounter: false, historyFPort: null, applicationPort: null };
   assert.deepEqual(mismatches({ 'a/b': good }, info), []);
   assert.deepEqual(mismatches({ 'a/b': { ...good, historyFPort: '85' } }, info), ['$.a/b.historyFPort: "85" is not number | null']);
 });

@@ -27,13 +27,14 @@ export const live = (mm) => Buffer.from([0x01, 0x75, 0x5c, 0x03, 0x82, ...u16(mm
 export const request = (from, to) => Buffer.concat([Buffer.from([0xfd, 0x6c]), u32(T0 + from * PERIOD), u32(T0 + (to + 1) * PERIOD - 1)]);
 
 let fcnt = 0;
-/** A TTS uplink of `bytes` on fPort 85 for DevEUI `eui` (TTS device `dev`), with `headers` (TTS's downlink headers): the reply. */
-export async function tts(w, eui, dev, bytes, headers) {
+/** A TTS uplink of `bytes` on fPort `f_port` (85, the factory's) for DevEUI `eui` (TTS device `dev`), with `headers` (TTS's downlink headers): the reply. */
+export async function tts(w, eui, dev, bytes, headers, f_port = 85) {
   const body = JSON.parse(fixture("raw/tts-em500-udl-history.json"));
   body.end_device_ids.dev_eui = eui;
   body.end_device_ids.device_id = dev;
   body.uplink_message.frm_payload = bytes.toString("base64");
   body.uplink_message.f_cnt = ++fcnt;
+  body.uplink_message.f_port = f_port;
   body.received_at = new Date().toISOString();
   const res = await post(w.call, "/v1/uplinks/ttn", body, headers);
   const reply = await res.json();

@@ -23,7 +23,7 @@ after(async () => {
 
 const ttsPath = (dev) => `/api/v3/as/applications/bins/webhooks/dedupe/devices/${dev}/down/push`;
 /** A TTS uplink with `dev`'s downlink headers (at this stub) unless others are given. */
-const tts = (w, eui, dev, bytes, headers = ttsHeaders(dev)) => ttsUplink(w, eui, dev, bytes, headers);
+const tts = (w, eui, dev, bytes, headers = ttsHeaders(dev), f_port = 85) => ttsUplink(w, eui, dev, bytes, headers, f_port);
 const ttsHeaders = (dev, host = base) => ({ "x-downlink-push": `${host}${ttsPath(dev)}`, "x-downlink-replace": `${host}${ttsPath(dev).replace(/push$/, "replace")}`, "x-downlink-apikey": `NNSXS.KEY-OF-${dev}` });
 const health = (w, id) => gapsOf(w.call, id);
 const to = (path) => ns.requests.filter((r) => r.path === path);
@@ -98,6 +98,21 @@ test("BACKFILL_MAX_AGE_MS: a gap older than the sensor keeps is never asked for,
   } finally {
     await w.mf.dispose();
   }
+});
+
+test("an EM500 set to another application port is asked on that port, and the records it sends back there close the gap", async () => {
+  const eui = "A84041000000B086";
+  assert.equal((await putConfig(worker.call, eui, { ...EM500, application_port: 86 })).status, 200);
+  const on86 = (bytes) => tts(worker, eui, "bin-port-86", bytes, ttsHeaders("bin-port-86"), 86);
+  await on86(history([0, 1, 2, 5]));
+  assert.deepEqual(slots(await health(worker, eui)), [[3, 4]]);
+  await on86(live(700));
+  const [sent] = await until(() => to(ttsPath("bin-port-86")).length && to(ttsPath("bin-port-86")), "the downlink push");
+  assert.deepEqual(sent.body, { downlinks: [{ f_port: 86, frm_payload: request(3, 4).toString("base64"), priority: "NORMAL" }] });
+  const asked = await until(async () => (await health(worker, eui)).backfill.open, "the request recorded");
+  assert.equal(asked.f_port, 86);
+  await on86(history([3, 4]));
+  assert.deepEqual(slots(await health(worker, eui)), []);
 });
 
 test("TTS: a gap the replay left open is asked for once, with fd6c + its time range, at the device's push URL with its key; the records that come back close it", async () => {

@@ -30,14 +30,14 @@ const configOf = (id) => get(worker.call, `/v1/devices/${id}/config`);
 const historyOf = async (id) => (await get(worker.call, `/v1/devices/${id}/history`)).body.events;
 /** A result's outcome in brief: `[row, device_id, code]`, code null for a row applied. */
 const brief = (r) => [r.row, r.device_id, r.ok ? null : r.code];
-const HEADER = "device_id,codec,bin_depth_mm,offset_mm,reporting_period_s,backfill";
+const HEADER = "device_id,codec,bin_depth_mm,offset_mm,reporting_period_s,backfill,application_port";
 
 test("10 000 rows of CSV in one call: every device stored, one call per group object; the same call again changes nothing", async () => {
   const N = 10_000;
   // DevEUIs in lower case: each device is its id in upper case, as readings name it.
   const ids = Array.from({ length: N }, (_, i) => (0xa840410000000000n + BigInt(i)).toString(16));
   const depth = (i) => 800 + (i % 1200);
-  const csv = `${HEADER}\r\n${ids.map((id, i) => `${id},milesight-iot/em500-udl,${depth(i)},${i % 200},,`).join("\r\n")}\r\n`;
+  const csv = `${HEADER}\r\n${ids.map((id, i) => `${id},milesight-iot/em500-udl,${depth(i)},${i % 200},,,`).join("\r\n")}\r\n`;
   const devicesBefore = (await statsOf(worker.call)).devices;
 
   const first = await bulk(worker, csv);
@@ -81,21 +81,24 @@ test("10 000 rows of CSV in one call: every device stored, one call per group ob
 test("bad rows are answered by row with their codes, and every other row is applied", async () => {
   const csv = [
     HEADER,
-    "bad-1,milesight-iot/em500-udl,1200,150,,",
-    "bad-2,acme/bin-9000,1200,,,", // unknown codec
-    "bad-3,dingtek/df703,100001,,,", // depth out of range
-    "bad-4,tekelek/tek766,1500,,,", // Tekelek without its period
-    "bad-5,tekelek/tek766,1500,,900,",
-    ".,dingtek/df703,1200,,,", // not a device id
-    "bad-6,dingtek/df703,1200,,,",
-    "BAD-7,,1200,,,",
-    "bad-6,dingtek/df703,1300,,,", // bad-6 again
-    "bad-8,,1200,,,TRUE", // a spreadsheet's boolean
-    ',,,,,', // a blank row: no row
-    '"bad,9 ""quoted""",,1e3,-0,600,false',
-    "bad-10,,12 00,,,",
-    "bad-11,,1200,,",
-    "bad-12,,1200,,,maybe",
+    "bad-1,milesight-iot/em500-udl,1200,150,,,",
+    "bad-2,acme/bin-9000,1200,,,,", // unknown codec
+    "bad-3,dingtek/df703,100001,,,,", // depth out of range
+    "bad-4,tekelek/tek766,1500,,,,", // Tekelek without its period
+    "bad-5,tekelek/tek766,1500,,900,,",
+    ".,dingtek/df703,1200,,,,", // not a device id
+    "bad-6,dingtek/df703,1200,,,,",
+    "BAD-7,,1200,,,,",
+    "bad-6,dingtek/df703,1300,,,,", // bad-6 again
+    "bad-8,,1200,,,TRUE,", // a spreadsheet's boolean
+    ',,,,,,', // a blank row: no row
+    '"bad,9 ""quoted""",,1e3,-0,600,false,',
+    "bad-10,,12 00,,,,",
+    "bad-11,,1200,,,",
+    "bad-12,,1200,,,maybe,",
+    "bad-13,milesight-iot/em310-udl,1200,,,,86", // its application port set to 86
+    "bad-14,dingtek/df703,1200,,,,86", // a port the DF703 cannot be set to
+    "bad-15,milesight-iot/em310-udl,1200,,,,224", // not an application port
   ].join("\n");
   const { status, body } = await bulk(worker, csv);
   assert.equal(status, 200);
@@ -114,10 +117,13 @@ test("bad rows are answered by row with their codes, and every other row is appl
     [11, "bad-10", "invalid_bin_depth"],
     [12, "bad-11", "invalid_config_body"],
     [13, "bad-12", "invalid_backfill"],
+    [14, "bad-13", null],
+    [15, "bad-14", "invalid_application_port"],
+    [16, "bad-15", "invalid_application_port"],
   ]);
   // Lines as a spreadsheet numbers them: the blank row is skipped, not renumbered.
-  assert.deepEqual(body.results.map((r) => r.line), [2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 13, 14, 15, 16]);
-  assert.deepEqual([body.received, body.configured, body.changed, body.failed], [14, 5, 5, 9]);
+  assert.deepEqual(body.results.map((r) => r.line), [2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 13, 14, 15, 16, 17, 18, 19]);
+  assert.deepEqual([body.received, body.configured, body.changed, body.failed], [17, 6, 6, 11]);
   const messages = Object.fromEntries(body.results.filter((r) => !r.ok).map((r) => [r.row, r.message]));
   assert.match(messages[1], /codec must be null .* got "acme\/bin-9000"/);
   assert.match(messages[2], /bin_depth_mm must be a whole number of millimetres, 1 … 100000; got 100001/);
@@ -125,25 +131,28 @@ test("bad rows are answered by row with their codes, and every other row is appl
   // Named by the lines a spreadsheet shows.
   assert.match(messages[6], /device "bad-6" is in lines 8, 10; give each device once/);
   assert.match(messages[11], /got "12 00"/);
-  assert.match(messages[12], /the record has 5 fields; the header row names 6/);
+  assert.match(messages[12], /the record has 6 fields; the header row names 7/);
   assert.match(messages[13], /backfill must be true, false or null .*; got "maybe"/);
+  assert.match(messages[15], /application_port is for a device whose codec is one of milesight-iot\/em310-udl \(85 unless set\), milesight-iot\/em500-udl \(85 unless set\); dingtek\/df703 reads its own ports/);
+  assert.match(messages[16], /application_port must be a whole number, 1 … 223; got 224/);
+  assert.equal((await configOf("bad-13")).body.application_port, 86);
   // What was applied is stored as a PUT would store it; what was refused is not.
   assert.equal((await configOf("bad-5")).body.reporting_period_s, 900);
   assert.equal((await configOf("bad-8")).body.backfill, true);
   const quoted = await configOf(encodeURIComponent('bad,9 "quoted"'));
   assert.deepEqual([quoted.body.bin_depth_mm, quoted.body.offset_mm, quoted.body.reporting_period_s, quoted.body.backfill], [1000, 0, 600, false]);
-  for (const id of ["bad-2", "bad-3", "bad-4", "bad-6", "bad-10", "bad-12"]) assert.deepEqual([id, (await configOf(id)).status], [id, 404]);
+  for (const id of ["bad-2", "bad-3", "bad-4", "bad-6", "bad-10", "bad-12", "bad-14", "bad-15"]) assert.deepEqual([id, (await configOf(id)).status], [id, 404]);
 });
 
 
 test("a device in two rows is refused in each it would be applied in, also when its other row breaks a rule or has another field count", async () => {
   const csv = [
     HEADER,
-    "dup-mixed,,0,,,", // breaks a rule
-    "dup-mixed,,1000,,,",
-    "dup-count,,1000,,,",
-    "dup-count,,1000,,", // a field short
-    "dup-case-a0b1c2d3e4f5a6b7,,1000,,,",
+    "dup-mixed,,0,,,,", // breaks a rule
+    "dup-mixed,,1000,,,,",
+    "dup-count,,1000,,,,",
+    "dup-count,,1000,,,", // a field short
+    "dup-case-a0b1c2d3e4f5a6b7,,1000,,,,",
   ].join("\n");
   const { status, body } = await bulk(worker, `${csv}\n`);
   assert.equal(status, 200);
@@ -156,18 +165,24 @@ test("a device in two rows is refused in each it would be applied in, also when 
   ]);
   for (const id of ["dup-mixed", "dup-count"]) assert.equal((await configOf(id)).status, 404, id);
   // A DevEUI in two cases is one device.
-  const eui = await bulk(worker, `${HEADER}\nA0B1C2D3E4F5A6B8,,1000,,,\na0b1c2d3e4f5a6b8,,1200,,,\n`);
+  const eui = await bulk(worker, `${HEADER}\nA0B1C2D3E4F5A6B8,,1000,,,,\na0b1c2d3e4f5a6b8,,1200,,,,\n`);
   assert.deepEqual(eui.body.results.map((r) => r.code), ["duplicate_device_id", "duplicate_device_id"]);
   assert.match(eui.body.results[0].message, /is in lines 2, 3/);
 });
 
 test("a CSV names every column: one left out would reset that setting on every device of the file", async () => {
-  assert.equal((await bulk(worker, `${HEADER}\nkeep-1,tekelek/tek766,1500,80,900,\n`)).body.configured, 1);
+  assert.equal((await bulk(worker, `${HEADER}\nkeep-1,tekelek/tek766,1500,80,900,,\n`)).body.configured, 1);
   const r = await bulk(worker, "device_id,bin_depth_mm\nkeep-1,1600\n");
   assert.deepEqual([r.status, r.body.error.code], [400, "invalid_csv"]);
-  assert.match(r.body.error.message, /the header row has no column codec, offset_mm, reporting_period_s, backfill/);
+  assert.match(r.body.error.message, /the header row has no column codec, offset_mm, reporting_period_s, application_port, backfill/);
   const kept = (await configOf("keep-1")).body;
   assert.deepEqual([kept.codec, kept.bin_depth_mm, kept.offset_mm, kept.reporting_period_s], ["tekelek/tek766", 1500, 80, 900]);
+  // A file of the columns before application_port: refused, naming it; a device's port is kept.
+  assert.equal((await bulk(worker, `${HEADER}\nkeep-2,milesight-iot/em310-udl,1500,,,,86\n`)).body.configured, 1);
+  const earlier = await bulk(worker, "device_id,codec,bin_depth_mm,offset_mm,reporting_period_s,backfill\nkeep-2,milesight-iot/em310-udl,1500,,,\n");
+  assert.deepEqual([earlier.status, earlier.body.error.code], [400, "invalid_csv"]);
+  assert.match(earlier.body.error.message, /the header row has no column application_port;/);
+  assert.equal((await configOf("keep-2")).body.application_port, 86);
 });
 test("a JSON body: the PUT's rules by row, an unknown member or another shape refused in its row, a DevEUI in any case", async () => {
   const { status, body } = await bulk(worker, {
@@ -223,7 +238,7 @@ test("a JSON body: the PUT's rules by row, an unknown member or another shape re
 test("a CSV body whose columns or quoting cannot be read is refused whole, nothing applied", async () => {
   const cases = [
     ["device_id,codec,depth\ncsv-1,,1200\n", /unknown column "depth" in the header row; the columns are device_id, codec, bin_depth_mm/],
-    ["codec,bin_depth_mm,offset_mm,reporting_period_s,backfill\n,1200,,,\n", /the header row has no column device_id;/],
+    ["codec,bin_depth_mm,offset_mm,reporting_period_s,application_port,backfill\n,1200,,,,\n", /the header row has no column device_id;/],
     ["device_id,bin_depth_mm,bin_depth_mm\ncsv-1,1200,1200\n", /column "bin_depth_mm" appears twice/],
     ['device_id,bin_depth_mm\ncsv-1,1200\n"csv-2,1200\n', /line 3 of the CSV body: a quoted field is never closed/],
     ['device_id,bin_depth_mm\ncsv-1,12"00\n', /line 2 of the CSV body: a quote inside an unquoted field/],
@@ -241,9 +256,9 @@ test("a CSV body whose columns or quoting cannot be read is refused whole, nothi
   assert.equal((await configOf("csv-1")).status, 404);
   // A spreadsheet's byte order mark and bare LFs are read; the header's columns in any
   // order, spaces around their names dropped (a cell's are kept: its rule judges them).
-  const spaced = await bulk(worker, "device_id, codec, bin_depth_mm, offset_mm, reporting_period_s, backfill\ncsv-3,,1200,,,\n");
+  const spaced = await bulk(worker, "device_id, codec, bin_depth_mm, offset_mm, reporting_period_s, application_port, backfill\ncsv-3,,1200,,,,\n");
   assert.deepEqual(spaced.body.results.map(brief), [[0, "csv-3", null]]);
-  const ok = await bulk(worker, "\uFEFFbin_depth_mm,device_id,codec,offset_mm,reporting_period_s,backfill\n1200,csv-1,,,,\n");
+  const ok = await bulk(worker, "\uFEFFbin_depth_mm,device_id,codec,offset_mm,reporting_period_s,backfill,application_port\n1200,csv-1,,,,,\n");
   assert.deepEqual(ok.body.results.map(brief), [[0, "csv-1", null]]);
   // Another media type is refused before the body is read.
   const plain = await bulk(worker, "device_id,bin_depth_mm\ncsv-2,1200\n", "text/plain");
@@ -264,8 +279,10 @@ test("the documented one-liner imports the documented CSV (docs/devices.md)", as
     const reply = JSON.parse(stdout);
     assert.deepEqual(reply.results.map(brief), [
       [0, "24E124136B502217", null],
-      [1, "A84041000181A2B3", null],
+      [1, "24E124136B502218", null],
+      [2, "A84041000181A2B3", null],
     ]);
+    assert.equal((await configOf("24E124136B502218")).body.application_port, 86);
     const tekelek = (await configOf("A84041000181A2B3")).body;
     assert.deepEqual([tekelek.codec, tekelek.bin_depth_mm, tekelek.offset_mm, tekelek.reporting_period_s, tekelek.backfill], ["tekelek/tek766", 1500, 80, 900, false]);
   } finally {
@@ -277,7 +294,7 @@ test("the uplinks parked while the devices had no configuration are decoded, onc
   const ids = ["24E124136B500001", "24E124136B500002"];
   // Its codec from the uplink (version_ids), no bin: each uplink is parked.
   for (const id of ids) for (const mm of [400, 500, 600]) assert.equal((await tts(worker, id, `dev-${id}`, live(mm))).parked?.[0]?.code, "device_not_configured");
-  const csv = `${HEADER}\n${ids.map((id) => `${id},,2000,,,`).join("\n")}\n`;
+  const csv = `${HEADER}\n${ids.map((id) => `${id},,2000,,,,`).join("\n")}\n`;
   const first = await bulk(worker, csv);
   assert.equal(first.body.unparked_uplinks, 6);
   for (const r of first.body.results) assert.deepEqual(r.unparked, { uplinks: 3, received: 3, unique: 3, duplicates_suppressed: 0, rejected: 0, still_parked: 0 });
@@ -288,7 +305,7 @@ test("the uplinks parked while the devices had no configuration are decoded, onc
 });
 
 test("more rows than BULK_CONFIG_ROWS is 413 too_many_rows, a body over MAX_BODY_BYTES 413 body_too_large: nothing applied", async () => {
-  const rows = Array.from({ length: 10_001 }, (_, i) => `many-${i},,1200,,,`);
+  const rows = Array.from({ length: 10_001 }, (_, i) => `many-${i},,1200,,,,`);
   const r = await bulk(worker, `${HEADER}\n${rows.join("\n")}\n`);
   assert.deepEqual([r.status, r.body.error.code], [413, "too_many_rows"]);
   assert.match(r.body.error.message, /the body has 10001 rows; at most 10000 per request, nothing was applied/);
@@ -298,7 +315,7 @@ test("more rows than BULK_CONFIG_ROWS is 413 too_many_rows, a body over MAX_BODY
 
   const small = await start({ vars: { MAX_BODY_BYTES: "256" } });
   try {
-    const big = `${HEADER}\n${Array.from({ length: 20 }, (_, i) => `big-${i},,1200,,,`).join("\n")}\n`;
+    const big = `${HEADER}\n${Array.from({ length: 20 }, (_, i) => `big-${i},,1200,,,,`).join("\n")}\n`;
     assert.ok(big.length > 256);
     const res = await bulk(small, big);
     assert.deepEqual([res.status, res.body.error.code], [413, "body_too_large"]);
@@ -322,14 +339,14 @@ test("a group object that fails answers its rows device_unavailable; the other g
   await acrossRestart({
     before: async (w) => {
       // The group's storage exists once one of its devices is configured.
-      const res = await bulk(w, `${HEADER}\n${home},,1000,,,\n`);
+      const res = await bulk(w, `${HEADER}\n${home},,1000,,,,\n`);
       assert.equal(res.body.configured, 1);
     },
     // A real fault: the group's registration of a device fails (SQLite raises).
     between: (dir) => sqlite(databases(dir, "GroupObject"), "CREATE TRIGGER no_devices BEFORE INSERT ON devices BEGIN SELECT RAISE(ABORT, 'injected fault'); END;"),
     after: async (w) => {
       const ids = [...inGroup, ...elsewhere];
-      const { status, body } = await bulk(w, `${HEADER}\n${ids.map((id) => `${id},,1000,,,`).join("\n")}\n`);
+      const { status, body } = await bulk(w, `${HEADER}\n${ids.map((id) => `${id},,1000,,,,`).join("\n")}\n`);
       assert.equal(status, 200);
       assert.deepEqual(body.results.map(brief), ids.map((id, i) => [i, id, inGroup.includes(id) ? "device_unavailable" : null]));
       assert.deepEqual([body.configured, body.failed], [2, 3]);

@@ -7,7 +7,7 @@ import { test, after } from "node:test";
 import assert from "node:assert/strict";
 import fs from "node:fs";
 import path from "node:path";
-import { databases, get, post, start, tempDir, TOKEN } from "../support/harness.mjs";
+import { databases, get, post, sqlite, start, tempDir, TOKEN } from "../support/harness.mjs";
 
 const dir = tempDir();
 let worker = await start({ persist: dir });
@@ -30,7 +30,7 @@ const logged = (device_id) =>
     .map((l) => JSON.parse(l))
     .filter((l) => l.device_id === device_id);
 /** `updated_at` as the worker writes every time (the core's isoTime). */
-const ISO = /^\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d\.\d{6}\+00:00$/;
+const ISO = /^\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d(\.\d{6})?\+00:00$/; // no fraction at a whole second
 
 /** A PUT reply's configuration; it reports no parked uplink decoded (these devices park none). */
 const configOf = async (res) => {
@@ -87,6 +87,12 @@ const BAD = [
   [{ bin_depth_mm: 1000, reporting_period_s: "3600" }, "invalid_reporting_period", /got "3600"/],
   [{ codec: "tekelek/tek766", bin_depth_mm: 1000 }, "missing_reporting_period", /codec tekelek\/tek766 needs reporting_period_s/],
   [{ codec: "tekelek/tek766", bin_depth_mm: 1000, reporting_period_s: null }, "missing_reporting_period", /needs reporting_period_s/],
+  [{ codec: "milesight-iot/em310-udl", bin_depth_mm: 1000, application_port: 0 }, "invalid_application_port", /application_port must be a whole number, 1 … 223; got 0/],
+  [{ codec: "milesight-iot/em310-udl", bin_depth_mm: 1000, application_port: 224 }, "invalid_application_port", /got 224/],
+  [{ codec: "milesight-iot/em500-udl", bin_depth_mm: 1000, application_port: 86.5 }, "invalid_application_port", /got 86\.5/],
+  [{ codec: "milesight-iot/em500-udl", bin_depth_mm: 1000, application_port: "86" }, "invalid_application_port", /got "86"/],
+  [{ codec: "dingtek/df703", bin_depth_mm: 1000, application_port: 3 }, "invalid_application_port", /application_port is for a device whose codec is one of milesight-iot\/em310-udl \(85 unless set\), milesight-iot\/em500-udl \(85 unless set\); dingtek\/df703 reads its own ports/],
+  [{ bin_depth_mm: 1000, application_port: 86 }, "invalid_application_port", /this configuration names no codec/],
   // The body as at ingest: JSON only, at most MAX_BODY_BYTES.
   [{ body: JSON.stringify(EM500), headers: { "content-type": "text/plain" } }, [415, "unsupported_media_type"], /application\/json/],
   [{ body: JSON.stringify(EM500), headers: { "content-type": null } }, [415, "unsupported_media_type"], /application\/json/],
@@ -124,8 +130,8 @@ test("a valid PUT answers the stored configuration, GET returns it, HEAD answers
   const res = await put("cfg-bin-1", EM500);
   const stored = await configOf(res);
   assert.equal(res.status, 200, JSON.stringify(stored));
-  assert.deepEqual(Object.keys(stored), ["device_id", "codec", "bin_depth_mm", "offset_mm", "reporting_period_s", "backfill", "updated_at"]);
-  assert.deepEqual({ ...stored, updated_at: undefined }, { device_id: "cfg-bin-1", ...EM500, backfill: null, updated_at: undefined });
+  assert.deepEqual(Object.keys(stored), ["device_id", "codec", "bin_depth_mm", "offset_mm", "reporting_period_s", "application_port", "backfill", "updated_at"]);
+  assert.deepEqual({ ...stored, updated_at: undefined }, { device_id: "cfg-bin-1", ...EM500, application_port: null, backfill: null, updated_at: undefined });
   assert.match(stored.updated_at, ISO);
   assert.deepEqual(await read("cfg-bin-1"), { status: 200, body: stored });
   const head = await worker.call("/v1/devices/cfg-bin-1/config", { method: "HEAD", headers: AUTH });
@@ -138,13 +144,27 @@ test("a valid PUT answers the stored configuration, GET returns it, HEAD answers
 test("defaults: codec, offset and reporting period may be absent or null; whole numbers written as 1e3 or 1.0 are whole", async () => {
   const res = await put("cfg-defaults", '{"bin_depth_mm": 1e3}');
   assert.equal(res.status, 200);
-  assert.deepEqual({ ...(await configOf(res)), updated_at: 0 }, { device_id: "cfg-defaults", codec: null, bin_depth_mm: 1000, offset_mm: 0, reporting_period_s: null, backfill: null, updated_at: 0 });
+  assert.deepEqual({ ...(await configOf(res)), updated_at: 0 }, { device_id: "cfg-defaults", codec: null, bin_depth_mm: 1000, offset_mm: 0, reporting_period_s: null, application_port: null, backfill: null, updated_at: 0 });
   const nulls = await put("cfg-defaults", '{"codec": null, "bin_depth_mm": 900.0, "offset_mm": -0, "reporting_period_s": null}');
-  assert.deepEqual({ ...(await configOf(nulls)), updated_at: 0 }, { device_id: "cfg-defaults", codec: null, bin_depth_mm: 900, offset_mm: 0, reporting_period_s: null, backfill: null, updated_at: 0 });
+  assert.deepEqual({ ...(await configOf(nulls)), updated_at: 0 }, { device_id: "cfg-defaults", codec: null, bin_depth_mm: 900, offset_mm: 0, reporting_period_s: null, application_port: null, backfill: null, updated_at: 0 });
   const edges = await put("cfg-defaults", { codec: "tekelek/tek766", bin_depth_mm: 100_000, offset_mm: 100_000, reporting_period_s: 604_800 });
   assert.equal(edges.status, 200);
   const low = await put("cfg-defaults", { codec: "tekelek/tek766", bin_depth_mm: 1, offset_mm: 0, reporting_period_s: 1 });
   assert.equal(low.status, 200);
+});
+
+test("a Milesight's application port: stored, returned, and reset to the codec's own by a PUT without it", async () => {
+  for (const port of [1, 86, 223]) {
+    const res = await put("cfg-port", { codec: "milesight-iot/em310-udl", bin_depth_mm: 1200, application_port: port });
+    assert.equal(res.status, 200);
+    assert.equal((await configOf(res)).application_port, port);
+    assert.equal((await read("cfg-port")).body.application_port, port);
+  }
+  const [change] = logged("cfg-port").slice(-1);
+  assert.deepEqual([change.before.application_port, change.after.application_port], [86, 223]);
+  // A PUT replaces the whole configuration: no port is the codec's own again.
+  const plain = await put("cfg-port", { codec: "milesight-iot/em310-udl", bin_depth_mm: 1200 });
+  assert.equal((await configOf(plain)).application_port, null);
 });
 
 test("a second PUT replaces the first, logged with before and after; the same values again change nothing", async () => {
@@ -154,7 +174,7 @@ test("a second PUT replaces the first, logged with before and after; the same va
   const res = await put("cfg-bin-2", change);
   const second = await configOf(res);
   assert.equal(res.status, 200);
-  assert.deepEqual({ ...second, updated_at: 0 }, { device_id: "cfg-bin-2", ...change, offset_mm: 0, reporting_period_s: null, backfill: null, updated_at: 0 });
+  assert.deepEqual({ ...second, updated_at: 0 }, { device_id: "cfg-bin-2", ...change, offset_mm: 0, reporting_period_s: null, application_port: null, backfill: null, updated_at: 0 });
   assert.ok(second.updated_at > first.updated_at, `${second.updated_at} after ${first.updated_at}`);
   assert.deepEqual((await read("cfg-bin-2")).body, second);
   const lines = logged("cfg-bin-2");
@@ -234,4 +254,16 @@ test("the configuration survives a restart", async () => {
   await worker.mf.dispose();
   worker = await start({ persist: dir });
   assert.deepEqual(await read("cfg-bin-1"), { status: 200, body: before });
+});
+
+test("a configuration an earlier release stored, without application_port, reads as the codec's own port and takes one", async () => {
+  assert.equal((await put("cfg-old", { codec: "milesight-iot/em310-udl", bin_depth_mm: 1200 })).status, 200);
+  await worker.mf.dispose();
+  // The config table as the release before application ports wrote it.
+  sqlite(databases(dir, "GroupObject"), "ALTER TABLE config DROP COLUMN application_port;");
+  worker = await start({ persist: dir });
+  const old = await read("cfg-old");
+  assert.deepEqual([old.status, old.body.codec, old.body.application_port], [200, "milesight-iot/em310-udl", null]);
+  const res = await put("cfg-old", { codec: "milesight-iot/em310-udl", bin_depth_mm: 1200, application_port: 86 });
+  assert.equal((await configOf(res)).application_port, 86);
 });

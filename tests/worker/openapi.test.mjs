@@ -153,8 +153,12 @@ test("the document holds its owners' facts: the core's codecs and configuration 
     }
   }
   // The codecs that need a reporting period: the core's codecInfo (Tekelek's, which dates by the schedule).
-  assert.deepEqual(s.DeviceConfigRequest.if.properties.codec.enum, LIMITS.codecs.filter((c) => LIMITS.codecInfo[c].needsPeriod));
-  assert.deepEqual(s.DeviceConfigRequest.if.properties.codec.enum, ["tekelek/tek766"]);
+  const [period, port] = s.DeviceConfigRequest.allOf;
+  assert.deepEqual(period.if.properties.codec.enum, LIMITS.codecs.filter((c) => LIMITS.codecInfo[c].needsPeriod));
+  assert.deepEqual(period.if.properties.codec.enum, ["tekelek/tek766"]);
+  // The codecs an application port may be given with: the core's codecInfo (Milesight's).
+  assert.deepEqual(port.then.properties.codec.enum, LIMITS.codecs.filter((c) => LIMITS.codecInfo[c].applicationPort !== null));
+  assert.deepEqual(port.then.properties.codec.enum, ["milesight-iot/em310-udl", "milesight-iot/em500-udl"]);
   const formats = LIMITS.formats.filter((f) => f !== "readings");
   assert.deepEqual(s.IgnoredReply.properties.route.enum, formats);
   assert.equal(OPENAPI.info.version, JSON.parse(fs.readFileSync(new URL("package.json", root), "utf8")).version);
@@ -274,7 +278,7 @@ test("a reply that does not match the document fails the test that received it",
 });
 
 test("a request body the worker took that the document refuses fails the test that sent it", () => {
-  const stored = { device_id: "bin-1", codec: null, bin_depth_mm: 1200, offset_mm: 0, reporting_period_s: null, backfill: null, updated_at: "2026-07-16T09:00:00+00:00" };
+  const stored = { device_id: "bin-1", codec: null, bin_depth_mm: 1200, offset_mm: 0, reporting_period_s: null, application_port: null, backfill: null, updated_at: "2026-07-16T09:00:00+00:00" };
   const unparked = { uplinks: 0, received: 0, unique: 0, duplicates_suppressed: 0, rejected: 0, still_parked: 0 };
   const reply = {
     method: "PUT",
