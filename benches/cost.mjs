@@ -273,11 +273,26 @@ function bystanders(storage, prefix, groups, kinds) {
   };
 }
 
-const reading = (device_id, seq) => ({ device_id, seq, ts: iso(T0 + seq * PERIOD_S * 1000), fill_pct: Math.round(rand() * 1000) / 10 });
+const reading = (device_id, seq) => ({ device_id, seq, ts: iso(T0 + seq * PERIOD_S * 1000), fill_pct: Math.round(fillAt(device_id, seq) * 10) / 10 });
+/** A day of a bin's readings: it fills over one and is collected once (a route's daily round). */
+const READINGS_A_DAY = Math.round(86_400 / PERIOD_S);
+const dayStart = new Map(); // device → where in its day its seq 0 falls
+/**
+ * A bin's fill at its reading `seq`, 0 … 1 of a day: from 5 % to ~95 % over its day, then
+ * emptied, so one reading a day confirms a collection (the bin state's one extra row
+ * written, docs/bin-state.md). Each bin starts at its own point of its day. (Fills drawn
+ * at random made a "collection" of about every sixth reading.)
+ */
+function fillAt(device_id, seq) {
+  if (!dayStart.has(device_id)) dayStart.set(device_id, Math.floor(rand() * READINGS_A_DAY));
+  const k = (seq + dayStart.get(device_id)) % READINGS_A_DAY;
+  return 5 + (90 * k) / READINGS_A_DAY + rand();
+}
 /** Frame `counter` of a DF703 as LORIOT posts it: the fixture's frame, its level (bytes 5-6) and counter (bytes 13-14) set. */
 function df703(eui, counter) {
   const bytes = Buffer.from(DF703_FRAME, "hex");
-  bytes.writeUInt16BE(300 + Math.floor(rand() * 2000), 5);
+  // Its level (the distance to the rubbish, mm) falls as the bin fills, as `fillAt` has it.
+  bytes.writeUInt16BE(Math.round(2300 - 20 * fillAt(eui, counter)), 5);
   bytes.writeUInt16BE(counter, 13);
   return { cmd: "rx", EUI: eui, ts: T0 + counter * PERIOD_S * 1000, ack: false, bat: 254, fcnt: counter, port: 3, data: bytes.toString("hex") };
 }

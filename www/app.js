@@ -1,10 +1,11 @@
 // The page: controls, playback, rendering and the worker switch. The simulation
-// (sim.js), the scoring (strategies.js) and the chart bin's gaps and backfill
-// (gaps.js) are pure and live elsewhere.
+// (sim.js), the scoring (strategies.js), the chart bin's gaps and backfill (gaps.js)
+// and its state and collections (bin-state.js) are pure and live elsewhere.
 import init, * as core from './pkg/reconnect_dedupe.js';
 import { PARAMS, START_MS, TICK_MS, simulate, telltaleBin, normalizeParams } from './sim.js';
 import { DEDUP_DEFAULTS, STRATEGIES, createRun, compareWithWorker, lostPoints } from './strategies.js';
 import { GAP_PARAMS, PERIOD_S, createBinHealth } from './gaps.js';
+import { createBinState } from './bin-state.js';
 import { MARKS, chartSvg, markSvg } from './chart.js';
 import { el } from './dom.js';
 
@@ -16,6 +17,7 @@ const PLAY_INTERVAL_MS = 40;
 
 let run = null; // the current run (strategies.js)
 let health = null; // the chart bin's sequence health (gaps.js), stepped up to the run's minute
+let binState = null; // the chart bin's state and collections (bin-state.js), likewise
 let dedupOptions = null; // the run's deduplicator limits, which the bin's own deduplicator shares
 let timer = null;
 let busy = false; // a step (possibly awaiting the worker) is in flight
@@ -91,6 +93,7 @@ function reset() {
   fillBinSelect(stream);
   buildCards();
   newHealth();
+  newBinState();
   document.body.dataset.run = 'idle';
   render();
 }
@@ -105,6 +108,12 @@ function newHealth() {
     dedupOptions,
     ...formParams(GAP_PARAMS),
   });
+}
+
+/** A new state of the chart bin; render() steps it up to the run's minute. */
+function newBinState() {
+  binState?.free();
+  binState = createBinState({ stream: run.stream, dev: Number($('bin').value) || 0, core, dedupOptions });
 }
 
 function fillBinSelect(stream) {
@@ -281,6 +290,7 @@ function logList(ol, lines) {
 function render() {
   if (!run) return;
   while (health.minute < run.minute) health.step();
+  binState.stepTo(run.minute);
   const { stream, truth, core } = run;
   const minutes = stream.params.minutes;
   const now = START_MS + run.minute * TICK_MS;
@@ -342,6 +352,7 @@ function render() {
   logList($('audit'), run.audits.slice(-8));
 
   renderHealth();
+  renderBinState();
 
   if ($('useWorker').checked || workerLog.length) {
     $('worker-panel').hidden = false;
@@ -459,6 +470,57 @@ function renderHealth() {
   );
 }
 
+// ---------- the chart bin's state and collections ------------------------------
+
+const minuteLabel = (m) => hhmm(START_MS + m * TICK_MS);
+/** A reading as the panel names it: "93 % at 08:14:15". */
+const readingLabel = (r) => (r ? `${r.fill_pct} % at ${hhmmss(Date.parse(r.ts))}` : '—');
+
+/** One collection, the tracker's or "last received"'s, as a table row. */
+function collectionRow({ seenBy, from, to, minute, service, late }) {
+  const td = (text, className = '') => el('td', { className }, text);
+  const real = service !== null;
+  const why = late ? 'a replay of an older reading' : 'no service between the two readings';
+  const tr = el(
+    'tr',
+    { className: real ? 'real' : 'phantom' },
+    el('th', { scope: 'row' }, seenBy === 'tracker' ? 'reconnect-dedupe' : '"last received"'),
+    td(`${hhmmss(Date.parse(from.ts))} → ${hhmmss(Date.parse(to.ts))}`),
+    td(`${from.fill_pct} % → ${to.fill_pct} %`, 'n'),
+    td(minuteLabel(minute)),
+    td(real ? `yes, at ${minuteLabel(service)}` : `no: phantom (${why})`, 'service'),
+  );
+  Object.assign(tr.dataset, { seenBy, phantom: String(!real) });
+  return tr;
+}
+
+function renderBinState() {
+  const v = binState.view();
+  $('state-bin').textContent = run.stream.devices[v.dev];
+  $('state-threshold').textContent = fmt(v.thresholdPct);
+  const { newest, suspected, period_s } = v.state;
+  dl($('state-counts'), [
+    ['state: newest by device time', readingLabel(newest), 'state-newest'],
+    ['"last received" shows', readingLabel(v.lastReceived), 'state-last'],
+    ['reporting period seen', period_s === null ? '—' : `${fmt(period_s)} s`, 'state-period'],
+    ['late readings (never the state)', v.late, 'state-late', 'older by device time than one admitted before: a replay'],
+    ['real services (ground truth)', v.services.length, 'state-services'],
+    ['collections reported', v.collections.length, 'state-collections', 'a fall of more than the threshold, confirmed by the next reading'],
+    ['awaiting confirmation', suspected ? `a fall from ${readingLabel(suspected)}` : 'none', 'state-suspected'],
+    ['glitches recognised', v.glitches.length, 'state-glitches', 'a single low reading between two high ones'],
+    ['"last received" collections', v.lastReceivedFalls.length, 'state-last-falls'],
+    ['of them phantom', v.phantoms, 'state-phantoms', 'a full bin that looks emptied: the route skips it'],
+  ]);
+  document.querySelector('[data-counter="state-phantoms"]').classList.toggle('bad', v.phantoms > 0);
+  const rows = [
+    ...v.collections.map((c) => ({ seenBy: 'tracker', from: c.before, to: c.after, minute: c.minute, service: c.service, late: false })),
+    ...v.lastReceivedFalls.map((f) => ({ seenBy: 'last', ...f })),
+  ].sort((a, b) => a.minute - b.minute || (a.seenBy === 'tracker' ? 1 : -1));
+  $('collections-none').hidden = rows.length > 0;
+  $('collections-table').hidden = rows.length === 0;
+  $('collections').replaceChildren(...rows.slice(-16).map(collectionRow));
+}
+
 /** What the test (and a curious reader) can ask the page. */
 function snapshot() {
   return { minute: run.minute, done: run.done, params: run.stream.params, summary: run.summary(), core: { ...run.core }, stats: run.stats(), workerAgree, workerDiffer };
@@ -503,6 +565,7 @@ async function main() {
   $('reset').addEventListener('click', () => reset());
   $('bin').addEventListener('change', () => {
     newHealth();
+    newBinState();
     render();
   });
   window.demo = { runTo, runToEnd, snapshot, reset };
