@@ -515,7 +515,7 @@ function renderBinState() {
   const rows = [
     ...v.collections.map((c) => ({ seenBy: 'tracker', from: c.before, to: c.after, minute: c.minute, service: c.service, late: false })),
     ...v.lastReceivedFalls.map((f) => ({ seenBy: 'last', ...f })),
-  ].sort((a, b) => a.minute - b.minute || (a.seenBy === 'tracker' ? 1 : -1));
+  ].sort((a, b) => a.minute - b.minute || (a.seenBy === 'tracker') - (b.seenBy === 'tracker')); // stable: arrival order within a kind
   $('collections-none').hidden = rows.length > 0;
   $('collections-table').hidden = rows.length === 0;
   $('collections').replaceChildren(...rows.slice(-16).map(collectionRow));

@@ -27,7 +27,9 @@ export const THRESHOLD_PCT = SERVICE_DROP;
  * readings' device times (`service`, its minute), or null. One of that view's is a
  * `phantom` when it is a fall to a late reading (a replay of an older level arriving
  * after a newer one: it may even span a real service, which the bin's newest readings
- * showed already) or a fall with no service behind it (a glitch).
+ * showed already), a fall with no service behind it (a glitch), or a fall whose only
+ * service an earlier fall of that view showed already (a fall from a replayed level
+ * across it): that planner counts each real service at most once.
  */
 export function createBinState({ stream, dev, core, dedupOptions, thresholdPct = THRESHOLD_PCT }) {
   const dedup = new core.Deduplicator(dedupOptions);
@@ -41,11 +43,16 @@ export function createBinState({ stream, dev, core, dedupOptions, thresholdPct =
   let admitted = 0;
   let minute = 0;
 
-  /** The real service a collection's device-time bounds hold, as the minute it happened, or null. */
-  function serviceWithin(beforeTs, afterTs) {
+  const claimed = new Set(); // the services "last received" falls have shown
+
+  /**
+   * The real service a collection's device-time bounds hold, as the minute it happened
+   * (the latest of them not in `taken`), or null.
+   */
+  function serviceWithin(beforeTs, afterTs, taken = new Set()) {
     const from = Date.parse(beforeTs);
     const to = Date.parse(afterTs);
-    return services.find((m) => START_MS + (m + 1) * TICK_MS > from && START_MS + m * TICK_MS <= to) ?? null;
+    return services.findLast((m) => START_MS + (m + 1) * TICK_MS > from && START_MS + m * TICK_MS <= to && !taken.has(m)) ?? null;
   }
 
   function step() {
@@ -65,9 +72,11 @@ export function createBinState({ stream, dev, core, dedupOptions, thresholdPct =
           collections.push({ before, after, minute, service: serviceWithin(before.ts, after.ts) });
         }
         if (last && last.fill_pct - r.fill_pct >= thresholdPct) {
-          // A fall to a late reading is to an older level, never a new emptying.
+          // A fall to a late reading is to an older level, never a new emptying; a fall
+          // from one (a replayed level) may span a service an earlier fall showed already.
           const isLate = seen.arrival === 'late';
-          const service = isLate ? null : serviceWithin(last.ts, r.ts);
+          const service = isLate ? null : serviceWithin(last.ts, r.ts, claimed);
+          if (service !== null) claimed.add(service);
           lastReceived.push({ from: last, to: { ts: r.ts, fill_pct: r.fill_pct }, minute, late: isLate, service, phantom: service === null });
         }
         last = { ts: r.ts, fill_pct: r.fill_pct };

@@ -67,6 +67,35 @@ test('a replay after a newer reading and a glitch are phantom collections to "la
   bin.free();
 });
 
+test('a fall from a replayed level across a service already counted is a phantom: "last received" counts each service once', () => {
+  // R0 80 %, R1 90 % (buffered), serviced at minute 2 (R2 5 %), R3 6 %; R1 arrives only
+  // after R3, then R4 7 %: the fall R1 → R4 spans the service R0 → R2 already showed.
+  const fills = [80, 90, 5, 6, 7];
+  const arrivals = [[0], [], [2], [3], [1], [4]];
+  const reading = (i) => ({ device_id: 'bin-000', seq: i, ts: at(i), fill_pct: fills[i] });
+  const ticks = arrivals.map((ids, m) => ({ nowMs: START_MS + (m + 1) * TICK_MS, uplinks: ids.map((i) => ({ dev: 0, rid: i, reading: reading(i) })) }));
+  const bin = createBinState({ stream: { devices: ['bin-000'], ticks, trueServices: [[2]] }, dev: 0, core: pkg, dedupOptions });
+  while (bin.step());
+  const v = bin.view();
+  assert.deepEqual(
+    v.lastReceivedFalls.map((f) => [f.minute, f.from.fill_pct, f.to.fill_pct, f.late, f.service, f.phantom]),
+    [[2, 80, 5, false, 2, false], [5, 90, 7, false, null, true]],
+  );
+  assert.equal(v.phantoms, 1);
+  bin.free();
+});
+
+test('in every scenario seed, "last received" counts no real service twice', () => {
+  for (let seed = 1; seed <= 40; seed++) {
+    const stream = simulate({ seed });
+    const bin = createBinState({ stream, dev: telltaleBin(stream), core: pkg, dedupOptions });
+    while (bin.step());
+    const real = bin.view().lastReceivedFalls.filter((f) => !f.phantom).map((f) => f.service);
+    assert.equal(new Set(real).size, real.length, `seed ${seed}: ${real}`);
+    bin.free();
+  }
+});
+
 test('a fall smaller than the threshold is none: at 95 points, no fall of this bin counts', () => {
   const bin = createBinState({ stream: handmade(), dev: 0, core: pkg, dedupOptions, thresholdPct: 95 });
   while (bin.step());
