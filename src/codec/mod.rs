@@ -96,20 +96,22 @@ pub fn history_port(codec: Codec) -> Option<u32> {
 /// The samples of one uplink's bytes, read by `codec` from a device whose sensor was
 /// set to send on `application_port` (`None`: the codec's own ports, as [`decode`]):
 /// a frame on that port is read as a frame on the codec's factory port
-/// ([`Codec::application_port`]).
+/// ([`Codec::application_port`]), and so is one on the factory port itself (where the
+/// sensor sends again once reset to its factory settings).
 ///
 /// ```
 /// use reconnect_dedupe::codec::{decode_on, Codec};
 /// let battery = [0x01, 0x75, 0x5C];
 /// let em310 = Codec::MilesightEm310Udl;
 /// assert!(decode_on(em310, Some(86), 86, &battery).is_ok());
-/// assert_eq!(decode_on(em310, Some(86), 85, &battery).unwrap_err().code(), "unsupported_port");
+/// assert!(decode_on(em310, Some(86), 85, &battery).is_ok());
+/// assert_eq!(decode_on(em310, Some(86), 87, &battery).unwrap_err().code(), "unsupported_port");
 /// assert_eq!(decode_on(Codec::DingtekDf703, Some(86), 86, &battery).unwrap_err().code(), "invalid_config");
 /// ```
 ///
 /// # Errors
 /// As [`decode`]; [`Error::NotApplicationPort`] for a frame on any other port than
-/// the one set; [`Error::InvalidConfig`] when `codec`'s sensor has no application port
+/// these two; [`Error::InvalidConfig`] when `codec`'s sensor has no application port
 /// to set.
 pub fn decode_on(
     codec: Codec,
@@ -121,9 +123,10 @@ pub fn decode_on(
         return decode(codec, f_port, bytes);
     };
     let factory = readings::settable_port(codec)?;
-    if f_port != set {
+    if f_port != set && f_port != factory {
         return Err(Error::NotApplicationPort {
             port: f_port,
+            factory,
             application_port: set,
         });
     }
@@ -243,7 +246,7 @@ mod tests {
     }
 
     #[test]
-    fn a_device_set_to_another_application_port_is_read_on_that_port_and_only_there() {
+    fn a_device_set_to_another_application_port_is_read_on_that_port_and_on_its_factory_port() {
         for codec in Codec::ALL {
             let settable = matches!(codec, Codec::MilesightEm310Udl | Codec::MilesightEm500Udl);
             assert_eq!(
@@ -265,12 +268,20 @@ mod tests {
                         "{}",
                         v.from
                     );
-                    // ... and 85 is then another port.
-                    let on_85 = decode_on(*codec, Some(set), v.f_port, &v.bytes).unwrap_err();
-                    assert_eq!(on_85.code(), "unsupported_port");
+                    // ... and still on 85, where a sensor reset to its factory settings sends.
                     assert_eq!(
-                        on_85.to_string(),
-                        format!("port {} carries no level data for this device: its configuration's application_port is {set}", v.f_port)
+                        decode_on(*codec, Some(set), v.f_port, &v.bytes),
+                        factory,
+                        "{}",
+                        v.from
+                    );
+                    // Any other port is neither.
+                    let other = 87; // neither 85 nor any `set` here
+                    let err = decode_on(*codec, Some(set), other, &v.bytes).unwrap_err();
+                    assert_eq!(err.code(), "unsupported_port");
+                    assert_eq!(
+                        err.to_string(),
+                        format!("port {other} carries no level data for this device: it sends on 85, or on its configuration's application_port {set}")
                     );
                 }
                 // Set to 85, or not set: the codec's own port.

@@ -68,9 +68,14 @@ pub enum Error {
     InvalidPayload(String),
     /// A port on which the codec's device sends no level data (`unsupported_port`).
     UnsupportedPort(u32),
-    /// A frame on another port than the one the device's configuration says its sensor
-    /// sends on (`application_port`): code `unsupported_port` too.
-    NotApplicationPort { port: u32, application_port: u32 },
+    /// A frame on another port than the two a device whose application port was set
+    /// sends on: the sensor's factory port and its configuration's `application_port`
+    /// (code `unsupported_port` too).
+    NotApplicationPort {
+        port: u32,
+        factory: u32,
+        application_port: u32,
+    },
     /// A sample without a level (a sentinel, an empty record), never turned into 0 % or
     /// 100 %: code `no_reading`, field `fill_pct`; the text is the codec's reason.
     NoReading(&'static str),
@@ -193,10 +198,11 @@ impl fmt::Display for Error {
             }
             Error::NotApplicationPort {
                 port,
+                factory,
                 application_port,
             } => write!(
                 f,
-                "port {port} carries no level data for this device: its configuration's application_port is {application_port}"
+                "port {port} carries no level data for this device: it sends on {factory}, or on its configuration's application_port {application_port}"
             ),
             Error::NoReading(why) => write!(f, "no level reading: {why}"),
             Error::MissingReportingPeriod => f.write_str(
@@ -271,7 +277,8 @@ mod tests {
             Error::InvalidPayload("short".into()),
             Error::UnsupportedPort(9),
             Error::NotApplicationPort {
-                port: 85,
+                port: 87,
+                factory: 85,
                 application_port: 86,
             },
             Error::NoReading("sentinel"),

@@ -35,9 +35,10 @@ function effectiveConfig(stored, raw) {
  * `raw` decoded for its device: `{readings, rejected, codec, counter_ref, schedule_phase_s}` as
  * readingsFromPayload answers (each rejection with the device id), with the
  * `reporting_period_s` and `application_port` it was decoded with (null: none), or `{parked:
- * {code, message}}` when the device has no usable configuration, or `{refused: {code,
- * message, codec}}` when the codec cannot read the payload (bytes it does not
- * understand, a port it does not read). `counterRef`, `schedulePhase`: the device's
+ * {code, message}}` when the device has no usable configuration (a Milesight's
+ * application port among it: `portToName`), or `{refused: {code, message, codec}}` when
+ * the codec cannot read the payload (bytes it does not understand, a port it does not
+ * read). `counterRef`, `schedulePhase`: the device's
  * stored application-counter reference and schedule phase, or null. Throws what else the core throws (a trap).
  */
 export function decodeRaw(raw, stored, counterRef, schedulePhase = null) {
@@ -52,7 +53,8 @@ export function decodeRaw(raw, stored, counterRef, schedulePhase = null) {
     return out;
   } catch (e) {
     if (e?.code === "missing_reporting_period") return { parked: notConfigured(raw.device_id, `reporting_period_s (${config.codec} times its readings by it)`) };
-    if (UNREADABLE.includes(e?.code)) return { refused: { code: e.code, message: `${config.codec}: ${e.message}${portHint(config, raw.f_port, e.code)}`, codec: config.codec } };
+    if (e?.code === "unsupported_port" && portToName(config, raw.f_port)) return { parked: portNotNamed(raw.device_id, config.codec, raw.f_port) };
+    if (UNREADABLE.includes(e?.code)) return { refused: { code: e.code, message: `${config.codec}: ${e.message}`, codec: config.codec } };
     throw e;
   }
 }
@@ -78,12 +80,22 @@ export function decodedView(raw, decoded, crossed = []) {
   return { codec: decoded.codec, f_port: raw.f_port, readings, rejected: decoded.rejected, cross_path };
 }
 
-/** For a port the codec does not read from a sensor whose application port can be set, and was not: how to read it. */
-function portHint(config, f_port, code) {
-  const factory = CODEC_INFO[config.codec]?.applicationPort ?? null;
-  const settable = f_port >= 1 && f_port <= 223; // LoRaWAN's application ports
-  if (code !== "unsupported_port" || factory === null || config.application_port !== null || !settable) return "";
-  return ` (its application port is ${factory} unless set to another; if this device's was set to ${f_port}, PUT application_port ${f_port} in its config)`;
+/**
+ * Whether an uplink on `f_port` that `config`'s codec does not read is the device's
+ * sensor sending on an application port its configuration does not name (the codec's
+ * sensor lets the port be set, and `f_port` is one of LoRaWAN's application ports): then
+ * it is kept until the configuration names it, as a network server does not send a
+ * refused uplink again.
+ */
+function portToName(config, f_port) {
+  return (CODEC_INFO[config.codec]?.applicationPort ?? null) !== null && f_port >= 1 && f_port <= 223;
+}
+
+function portNotNamed(device_id, codec, f_port) {
+  return {
+    code: NOT_CONFIGURED,
+    message: `device ${JSON.stringify(device_id)} sends on port ${f_port}, which ${codec} reads only as its configuration's application_port (its sensor sends on ${CODEC_INFO[codec].applicationPort} unless set to another): the uplink is kept undecoded, and decoded when PUT /v1/devices/{device_id}/config gives application_port ${f_port}`,
+  };
 }
 
 function notConfigured(device_id, what) {

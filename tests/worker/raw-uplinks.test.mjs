@@ -128,31 +128,34 @@ test("a sentinel is rejected no_reading, never 0 % or 100 %; a port the codec do
   assert.ok(logged("payload_not_decoded").some((l) => l.device_id === id && l.payload === hex && l.code === "unsupported_port"));
 });
 
-test("a Milesight set to another application port: refused there, saying how to read it, until its config names the port; then its parked uplink is decoded and 85 is the other port", async () => {
+test("a Milesight set to another application port: kept there until its config names the port, then decoded; 85 is still read, any other port kept", async () => {
   const fixed = raw("tts-no-version-ids.json"); // an EM310-UDL frame, 2116 mm
   const id = "A0B1C2D3E4F50086";
   const on = (f_port, f_cnt, received_at) => ({ ...fixed, end_device_ids: { ...fixed.end_device_ids, dev_eui: id, device_id: "bin-86" }, uplink_message: { ...fixed.uplink_message, f_port, f_cnt, received_at } });
+  const kept = (f_port) => `device "${id}" sends on port ${f_port}, which milesight-iot/em310-udl reads only as its configuration's application_port (its sensor sends on 85 unless set to another): the uplink is kept undecoded, and decoded when PUT /v1/devices/{device_id}/config gives application_port ${f_port}`;
   assert.equal((await send("ttn", on(86, 1, "2026-07-16T09:00:00Z"))).body.parked?.[0]?.code, "device_not_configured");
   // Configured as from the factory: the parked uplink stays parked (port 86 is not read) ...
   const factory = await configure(id, { codec: "milesight-iot/em310-udl", bin_depth_mm: 3000 });
   assert.deepEqual([factory.body.unparked.uplinks, factory.body.unparked.still_parked], [0, 1]);
-  // ... and a live uplink there is rejected with how to read it.
+  // ... and a live uplink there is kept too, saying how to read it (a network server
+  // does not send it again: refused, it would be lost).
   const live = await send("ttn", on(86, 2, "2026-07-16T09:10:00Z"));
   reconciles(live.body);
-  assert.deepEqual(live.body.rejected.map((r) => [r.field, r.code]), [["payload", "unsupported_port"]]);
-  assert.match(live.body.rejected[0].message, /^milesight-iot\/em310-udl: port 86 carries no level data for this sensor \(its application port is 85 unless set to another; if this device's was set to 86, PUT application_port 86 in its config\)$/);
-  // The port named: the parked uplink is decoded with it, and the live one sent again is read.
+  assert.deepEqual(live.body.parked.map((p) => [p.code, p.message]), [["device_not_configured", kept(86)]]);
+  assert.deepEqual([live.body.unique, live.body.rejected], [0, []]);
+  // The port named: both kept uplinks are decoded with it.
   const set = await configure(id, { codec: "milesight-iot/em310-udl", bin_depth_mm: 3000, application_port: 86 });
-  assert.deepEqual([set.body.application_port, set.body.unparked.uplinks, set.body.unparked.unique], [86, 1, 1]);
-  const again = await send("ttn", on(86, 2, "2026-07-16T09:10:00Z"));
-  reconciles(again.body);
-  assert.equal(again.body.unique, 1, JSON.stringify(again.body));
-  // Read as port 85's bytes are: 2116 mm in a 3000 mm bin.
-  assert.deepEqual((await ledger(id)).map((r) => [r.ts, r.fill_pct]).sort(), [["2026-07-16T09:00:00+00:00", 29.5], ["2026-07-16T09:10:00+00:00", 29.5]]);
-  // 85 is now another port, and the rejection names the one configured (no hint).
-  const factoryPort = await send("ttn", on(85, 3, "2026-07-16T09:20:00Z"));
-  reconciles(factoryPort.body);
-  assert.equal(factoryPort.body.rejected[0].message, "milesight-iot/em310-udl: port 85 carries no level data for this device: its configuration's application_port is 86");
+  assert.deepEqual([set.body.application_port, set.body.unparked.uplinks, set.body.unparked.unique, set.body.unparked.still_parked], [86, 2, 2, 0]);
+  // A sensor reset to its factory settings sends on 85 again: still read.
+  const reset = await send("ttn", on(85, 3, "2026-07-16T09:20:00Z"));
+  reconciles(reset.body);
+  assert.equal(reset.body.unique, 1, JSON.stringify(reset.body));
+  // Each read as port 85's bytes are: 2116 mm in a 3000 mm bin.
+  assert.deepEqual((await ledger(id)).map((r) => [r.ts, r.fill_pct]).sort(), [["2026-07-16T09:00:00+00:00", 29.5], ["2026-07-16T09:10:00+00:00", 29.5], ["2026-07-16T09:20:00+00:00", 29.5]]);
+  // Set to yet another port: kept, naming it.
+  const moved = await send("ttn", on(87, 4, "2026-07-16T09:30:00Z"));
+  reconciles(moved.body);
+  assert.deepEqual(moved.body.parked.map((p) => [p.code, p.message]), [["device_not_configured", kept(87)]]);
 });
 
 test("an unconfigured device's uplinks are parked, not lost, and decoded when it is configured", async () => {
