@@ -130,7 +130,8 @@ export function backfillStep(storage, cfg, now, { device, health, target, contex
   if (!enabled) return null;
   if (open) {
     if (open.state !== "queued" || open.next_attempt_at > now) return null;
-    return send(storage, cfg, now, open, target, context);
+    // Sent again to the port the configuration names now (the sensor's may have been set since).
+    return send(storage, cfg, now, { ...open, f_port }, target, context);
   }
   const last = sql.exec("SELECT MAX(created_at) AS at FROM backfill WHERE device_id = ?", device_id).one().at;
   if (last !== null && now - last < cfg.BACKFILL_INTERVAL_MS) return null;
@@ -220,7 +221,7 @@ function wanted(sql, device_id, cfg, now, { at, gaps }, oldest) {
 function send(storage, cfg, now, row, target, context) {
   const sql = storage.sql;
   const attempt = row.attempts + 1;
-  sql.exec("UPDATE backfill SET attempts = ?, next_attempt_at = ?, via = ? WHERE id = ?", attempt, now + cfg.ORIGIN_TIMEOUT_MS + 1000, target.via, row.id);
+  sql.exec("UPDATE backfill SET attempts = ?, next_attempt_at = ?, via = ?, f_port = ? WHERE id = ?", attempt, now + cfg.ORIGIN_TIMEOUT_MS + 1000, target.via, row.f_port, row.id);
   const line = { ...context, request: row.id, via: target.via, attempt, from: row.from_seq, to: row.to_seq, start_s: row.start_s, end_s: row.end_s, f_port: row.f_port, payload: row.payload };
   return post(cfg, target, context.device_id, row)
     .then(() => {

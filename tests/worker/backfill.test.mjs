@@ -210,6 +210,30 @@ test("ChirpStack: the request goes to CHIRPSTACK_API_URL's device queue with the
   assert.equal((await health(worker, eui)).backfill.recent[0].state, "answered");
 });
 
+test("a request waiting for its retry goes to the port the device's config names when it is sent again", async () => {
+  const eui = "A84041000000B087";
+  assert.equal((await putConfig(worker.call, eui, EM500)).status, 200);
+  let calls = 0;
+  answer = (r) => (r.path === ttsPath("bin-port-87") ? { status: calls++ === 0 ? 503 : 200 } : { status: 200 });
+  try {
+    await tts(worker, eui, "bin-port-87", history([0, 1, 2, 5]));
+    await tts(worker, eui, "bin-port-87", live(700));
+    await until(async () => (await health(worker, eui)).backfill.open?.last_error, "the failure recorded");
+    // The sensor was set to send on 87 meanwhile, and its configuration says so.
+    assert.equal((await putConfig(worker.call, eui, { ...EM500, application_port: 87 })).status, 200);
+    await tts(worker, eui, "bin-port-87", live(701), ttsHeaders("bin-port-87"), 87);
+    const sent = await until(() => to(ttsPath("bin-port-87")).length === 2 && to(ttsPath("bin-port-87")), "the retry");
+    assert.deepEqual(sent.map((r) => r.body.downlinks[0].f_port), [85, 87]);
+    const open = await until(async () => {
+      const o = (await health(worker, eui)).backfill.open;
+      return o?.state === "sent" && o;
+    }, "the retry accepted");
+    assert.equal(open.f_port, 87);
+  } finally {
+    answer = () => ({ status: 200 });
+  }
+});
+
 test("a refused push (401) is given up at once; a failed one (503) is retried at a later uplink", async () => {
   const refused = "A84041000000D001";
   const flaky = "A84041000000D002";
