@@ -15,6 +15,8 @@ export { checkReply };
 
 const root = new URL("../../", import.meta.url).pathname;
 export const TOKEN = "test-token";
+/** A time as the worker writes it (Python's isoformat in UTC): no fraction at a whole second, else six digits. */
+export const ISO_TIME = /^\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d(\.\d{6})?\+00:00$/;
 export const fixture = (name) => fs.readFileSync(path.join(root, "tests/fixtures/webhooks", name), "utf8");
 export const keyVectors = JSON.parse(fs.readFileSync(path.join(root, "tests/vectors/keys.json"), "utf8")).vectors;
 

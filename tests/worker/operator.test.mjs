@@ -7,7 +7,7 @@ import { test, after } from "node:test";
 import assert from "node:assert/strict";
 import fs from "node:fs";
 import path from "node:path";
-import { databases, fixture, get, logged, logSettled, origin, post, putConfig, readingsOf, start, tempDir, TOKEN, until } from "../support/harness.mjs";
+import { databases, fixture, get, ISO_TIME, logged, logSettled, origin, post, putConfig, readingsOf, start, tempDir, TOKEN, until } from "../support/harness.mjs";
 
 /** An admitted reading's arrival when it is its device's newest by device time (docs/bin-state.md). */
 const NEWEST = { arrival: "newest", late_by_ms: null };
@@ -28,7 +28,6 @@ const call = worker.call;
 const reading = (device_id, seq, fill_pct, ts = `2026-07-16T09:${String(seq % 60).padStart(2, "0")}:00Z`) => ({ device_id, seq, ts, fill_pct });
 const at = (id, route) => `/v1/devices/${encodeURIComponent(id)}/${route}`;
 // Python's isoformat: the fraction is left out at a whole second (1 time in 1 000 for a ms clock).
-const ISO = /^\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d(\.\d{6})?\+00:00$/;
 const objectFiles = () => (fs.existsSync(path.join(dir, "-GroupObject")) ? databases(dir, "GroupObject").length : 0);
 
 async function ingest(burst) {
@@ -60,7 +59,7 @@ test("forget: the same reading sent again is admitted again; its row stays in th
   const done = await forget(D, key);
   assert.equal(done.status, 200, JSON.stringify(done.body));
   assert.deepEqual({ ...done.body, admitted_at: undefined, forgotten_at: undefined }, { device_id: D, key, seq: 1, held: true, admitted_at: undefined, forgotten_at: undefined });
-  assert.match(done.body.forgotten_at, ISO);
+  assert.match(done.body.forgotten_at, ISO_TIME);
   // Nothing real is lost: the row is there, still to deliver, marked forgotten.
   const rows = await readingsOf(call, D);
   assert.deepEqual(rows.map((r) => [r.key, r.delivery, r.forgotten_at]), [
@@ -152,7 +151,7 @@ test("reset: every key forgotten, the sequence window and the codec counter gone
   const done = await reset(D);
   assert.equal(done.status, 200, JSON.stringify(done.body));
   assert.deepEqual({ ...done.body, reset_at: undefined }, { device_id: D, forgotten: 4, held: 4, seq_window: { highest: 5, missing: 2, gaps: 1 }, counter_ref: null, backfill_cancelled: false, bin_state: true, reset_at: undefined });
-  assert.match(done.body.reset_at, ISO);
+  assert.match(done.body.reset_at, ISO_TIME);
 
   // The window is gone, the configuration and the ledger stay.
   const gone = (await get(call, at(D, "gaps"))).body;
@@ -220,7 +219,7 @@ test("history: configuration changes, forgets and resets in order with their det
   assert.equal(all.body.next, null);
   const events = all.body.events;
   assert.deepEqual(events.map((e) => e.event), ["device_config", "key_forgotten", "device_reset", "device_config"]);
-  for (const e of events) assert.match(e.at, ISO);
+  for (const e of events) assert.match(e.at, ISO_TIME);
   assert.deepEqual(Object.keys(events[0].detail), ["before", "after"]);
   assert.equal(events[0].detail.before, null);
   assert.equal(events[0].detail.after.bin_depth_mm, 1000);
@@ -298,13 +297,13 @@ test("health: each device's counts and ratios from the roll-up, as JSON and as C
     return rows.size === 3 && [...rows].every(([id, r]) => r.received === expected[id].received) && body;
   }, "the devices' figures in the roll-up");
   assert.equal(page.next, null);
-  assert.match(page.as_of, ISO);
+  assert.match(page.as_of, ISO_TIME);
   assert.equal(page.stats_flush_ms, 10);
   for (const [id, row] of rowsOf(page.devices)) {
     assert.deepEqual(Object.keys(row), COLUMNS);
     const { device_id, flushed_at, ...figures } = row;
     assert.deepEqual(figures, expected[id], id);
-    assert.match(flushed_at, ISO);
+    assert.match(flushed_at, ISO_TIME);
     // The device's own view agrees: ledger rows, open and recovered seqs.
     const gaps = (await get(call, at(id, "gaps"))).body.totals;
     assert.deepEqual([(await readingsOf(call, id)).length, gaps.missing, gaps.recovered], [row.unique, row.missing_seqs, row.recovered_seqs], id);
@@ -312,7 +311,7 @@ test("health: each device's counts and ratios from the roll-up, as JSON and as C
     const one = (await get(call, at(id, "health"))).body;
     const { as_of, stats_flush_ms, flushed_at: later, ...same } = one;
     assert.deepEqual(same, { device_id, ...figures });
-    for (const t of [as_of, later]) assert.match(t, ISO);
+    for (const t of [as_of, later]) assert.match(t, ISO_TIME);
     assert.equal(stats_flush_ms, 10);
   }
 
@@ -330,7 +329,7 @@ test("health: each device's counts and ratios from the roll-up, as JSON and as C
     assert.equal(csvRows.size, 3);
     for (const [id, r] of csvRows) {
       assert.deepEqual(r.slice(0, -1), COLUMNS.slice(0, -1).map((c) => String(json.get(id)[c])), id);
-      assert.match(r.at(-1), ISO); // flushed_at (a later flush may have moved it)
+      assert.match(r.at(-1), ISO_TIME); // flushed_at (a later flush may have moved it)
     }
   }
   const oneCsv = await call(`${at(odd, "health")}?format=csv`, { headers: { authorization: `Bearer ${TOKEN}` } });
