@@ -7,9 +7,9 @@
 //! # Newest or late
 //! A reading whose `ts` is after the newest admitted one's is the **newest**: the bin's
 //! current state. One before it is **late**, by how much ([`Arrival::Late`]). A tie
-//! (the same `ts`) is not late: the later admission is the current state (two readings
-//! of one instant with different content are a seq reuse or two devices' readings under
-//! one id, which the seen-set reports); the newest reading itself admitted again (its
+//! (the same `ts`) is not late: the later admission is the current state (a coarse
+//! device clock gives two real readings one `ts`; with the same `seq` too, the seen-set
+//! reports them as a conflict); the newest reading itself admitted again (its
 //! key expired from the seen-set) changes nothing. A reading without a device time has
 //! the receive time as its `ts` (the plan's rule), so the same rule holds for it. The
 //! state only moves forwards: a late reading never changes it.

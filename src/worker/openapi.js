@@ -619,7 +619,7 @@ function openApi() {
             ["unknown_event", "400: a ChirpStack `event` it does not document, or given twice."],
             ["field_mask_incomplete", "400: a The Things Stack uplink whose field mask removed `end_device_ids`."],
             ["invalid_config_body", "400: a configuration body that is not an object of its members (a bulk body: not `{\"devices\": [...]}`)."],
-            ["invalid_csv", "400: a bulk configuration's CSV body that is not UTF-8 RFC 4180 with a header row of known columns, `device_id` among them."],
+            ["invalid_csv", "400: a bulk configuration's CSV body that is not UTF-8 RFC 4180 with a header row naming every column of a configuration, and no other."],
             ["invalid_forget_body", "400: a forget body that is not `{\"key\": \"<string>\"}`."],
             ["unknown_codec", "400: a configuration's `codec` the core does not decode."],
             ["invalid_bin_depth", "400: a configuration's `bin_depth_mm` out of range or not whole."],
