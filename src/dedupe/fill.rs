@@ -96,6 +96,14 @@ pub struct FillTracker {
     intervals: Vec<Micros>,
 }
 
+/// Whether the fill fell by more than `threshold` points from `from` to `to`. Fills are
+/// percentages of a few decimals, whose difference in binary floating point may land a
+/// hair above the threshold (30.3 − 30 > 0.3): a fall within `1e-9` of it is the
+/// threshold, not more.
+fn falls(from: &Sample, to: &Sample, threshold: f64) -> bool {
+    from.fill_pct - to.fill_pct - threshold > 1e-9
+}
+
 impl FillTracker {
     pub fn new() -> FillTracker {
         FillTracker::default()
@@ -132,7 +140,7 @@ impl FillTracker {
         }
         let (mut collection, mut glitch) = (None, false);
         if let Some(before) = self.suspect.take() {
-            if sample.fill_pct < before.fill_pct - threshold {
+            if falls(&before, &sample, threshold) {
                 collection = Some(Collection {
                     before,
                     after: newest.clone(),
@@ -140,7 +148,7 @@ impl FillTracker {
             } else {
                 glitch = true;
             }
-        } else if sample.fill_pct < newest.fill_pct - threshold {
+        } else if falls(newest, &sample, threshold) {
             self.suspect = Some(newest.clone());
         }
         if sample.ts > newest.ts {
@@ -393,6 +401,14 @@ mod tests {
         // A fall of exactly the threshold is not one.
         let (_, collections) = run(&mut t, &[at(30, 49.0), at(40, 48.0)]);
         assert!(collections.is_empty());
+        // Nor where the difference of two decimal fills rounds above it (30.3 − 0.3 is
+        // 30.000000000000004 in binary floating point).
+        let mut t = FillTracker::new();
+        run(&mut t, &[at(0, 30.3), at(10, 0.3)]);
+        assert_eq!(t.suspected(), None);
+        let mut t = FillTracker::new();
+        let (_, collections) = run(&mut t, &[at(0, 30.3), at(10, 0.1), at(20, 0.3)]);
+        assert!(collections.is_empty() && t.suspected().is_none());
     }
 
     #[test]
