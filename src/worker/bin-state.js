@@ -14,28 +14,64 @@ import { FillTracker, guarded, isoTime } from "./core.js";
 import { byCodePoint } from "./fleet.js";
 
 /**
+ * How far after its admission a reading's device time may be and still be taken for the
+ * bin's state: a day, beyond any device clock set to a time zone instead of UTC. One
+ * dated later (a clock gone wrong, a corrupted time) is `ahead`: stored and delivered,
+ * but were it the state, every real reading after it would be late until that date.
+ */
+export const AHEAD_LIMIT_MS = 86_400_000;
+
+/**
+ * The order a tracker takes readings in (`{ts, admitted_at}`, each with its `order`
+ * among the rows: body order, then admission): by admission, and the readings of one
+ * burst, which arrive together, by device time (a Tekelek sends its newest first).
+ * Used by the burst (`observeFill`) and by a restart's replay (figures.js), so both
+ * see the same order.
+ */
+export function trackerOrder(a, b) {
+  return a.admitted_at - b.admitted_at || Date.parse(a.ts) - Date.parse(b.ts) || a.order - b.order;
+}
+
+/**
+ * Feeds one reading (`{ts, fill_pct, key}`, admitted at `admitted_at`) to `tracker`, and
+ * returns what it makes of it: `{late_ms, collection}` (`late_ms` 0 for the newest, how
+ * much older than the newest for a late one, minus how far after its admission for one
+ * `ahead` (AHEAD_LIMIT_MS), which the tracker does not take; `collection` the tracker's
+ * `{before, after}` it confirmed, or null).
+ */
+export function observeOne(tracker, r, admitted_at) {
+  const ahead = Date.parse(r.ts) - admitted_at;
+  if (ahead > AHEAD_LIMIT_MS) return { late_ms: -ahead, collection: null };
+  const seen = guarded(() => tracker.observe(r.ts, r.fill_pct, r.key));
+  return { late_ms: seen.late_by_ms ?? 0, collection: seen.collection ?? null };
+}
+
+/**
  * Feeds the device's tracker with the readings a burst stores at `now` (`stored`: their
- * indexes in `readings`, in admission order), inside the burst's transaction, and returns
- * `{marks, fill}`: per stored index `{late_ms, collection, admitted_at}` (`late_ms` 0 for the
- * newest, else how much older than the newest, in ms; `collection` the JSON text of a
- * collection the reading confirmed, or null), and the tracker's new bytes with the
- * last collection (`fill`, for figures.js `setFill` once committed; null when nothing
- * was fed).
+ * indexes in `readings`, in admission order; taken in `trackerOrder`), inside the
+ * burst's transaction, and returns `{marks, fill}`: per stored index `{late_ms,
+ * collection, admitted_at}` (`late_ms` as `observeOne` gives it; `collection` the JSON
+ * text of a collection the reading confirmed, with its `confirmed_at`, or null), and the
+ * tracker's new bytes with the last collection and when its newest reading was admitted
+ * (`fill`, for figures.js `setFill` once committed; null when nothing was fed).
  */
 export function observeFill(device, readings, stored, now, cfg, context) {
   const marks = new Map();
   if (!stored.length) return { marks, fill: null };
-  const tracker = openTracker(device.group.figures.fill(device.id), cfg, context);
-  let collected = device.group.figures.collected(device.id);
+  const figures = device.group.figures;
+  const tracker = openTracker(figures.fill(device.id), cfg, context);
+  let collected = figures.collected(device.id);
+  let newest_at = figures.newestAt(device.id);
   try {
-    for (const i of stored) {
-      const r = readings[i];
-      const seen = guarded(() => tracker.observe(r.ts, r.fill_pct, r.key));
-      const collection = seen.collection ? JSON.stringify(seen.collection) : null;
+    const order = stored.map((i, k) => ({ i, ts: readings[i].ts, admitted_at: now, order: k })).sort(trackerOrder);
+    for (const { i } of order) {
+      const seen = observeOne(tracker, readings[i], now);
+      if (seen.late_ms === 0) newest_at = now;
       if (seen.collection) collected = collectionSummary(seen.collection);
-      marks.set(i, { late_ms: seen.late_by_ms ?? 0, collection, admitted_at: now });
+      const collection = seen.collection ? JSON.stringify({ ...seen.collection, confirmed_at: now }) : null;
+      marks.set(i, { late_ms: seen.late_ms, collection, admitted_at: now });
     }
-    return { marks, fill: { bytes: guarded(() => tracker.toBytes()), collected } };
+    return { marks, fill: { bytes: guarded(() => tracker.toBytes()), collected, newest_at } };
   } finally {
     tracker.free();
   }
@@ -64,10 +100,12 @@ export function collectionSummary({ before, after }) {
 
 /**
  * A reading's arrival as its row's `late_ms` says it (`late_ms` NULL: stored before
- * readings were marked): `{arrival: "newest" | "late" | null, late_by_ms}`.
+ * readings were marked; negative: ahead): `{arrival: "newest" | "late" | "ahead" |
+ * null, late_by_ms}`.
  */
 export function arrivalOf(late_ms) {
   if (late_ms === null || late_ms === undefined) return { arrival: null, late_by_ms: null };
+  if (late_ms < 0) return { arrival: "ahead", late_by_ms: null };
   return late_ms > 0 ? { arrival: "late", late_by_ms: late_ms } : { arrival: "newest", late_by_ms: null };
 }
 
@@ -79,20 +117,23 @@ export function arrivalOf(late_ms) {
 export function binState(device, cfg, now) {
   const figures = device.prepared ? device.group.figures : null;
   const configured = device.prepared ? device.sql.exec("SELECT reporting_period_s FROM config WHERE device_id = ?", device.id).toArray()[0] : undefined;
-  return stateOf(device.id, figures?.fill(device.id) ?? null, figures?.collected(device.id) ?? null, configured?.reporting_period_s ?? null, cfg, now);
+  return stateOf(device.id, figures?.fill(device.id) ?? null, figures?.collected(device.id) ?? null, figures?.newestAt(device.id) ?? null, configured?.reporting_period_s ?? null, cfg, now);
 }
 
 /**
- * One bin's state from its tracker's bytes (null: no reading yet), its last collection
- * and its configured reporting period, at `now`: `{device_id, newest, previous,
+ * One bin's state from its tracker's bytes (null: no reading yet), its last collection,
+ * when its newest reading was admitted (ms, null when unknown: a state of the release
+ * before) and its configured reporting period, at `now`: `{device_id, newest, previous,
  * period_s, period_source, stale, stale_after_s, suspected_collection,
  * last_collection}`. `newest` and `previous` are readings `{ts, fill_pct, key}`,
- * `newest` with its `age_s` (now − ts, negative for a device clock ahead). The period
- * is the one seen (the median interval of its newest readings), else the configured
- * one; the bin is stale when its newest reading is older than STALE_PERIODS periods,
- * or when it has none; without a period, staleness is unknown (null).
+ * `newest` with its `age_s` (now − ts, negative for a device clock ahead) and
+ * `admitted_at`. The period is the one seen (the median interval of its newest
+ * readings), else the configured one; the bin is stale when its newest reading was
+ * admitted more than STALE_PERIODS periods ago (by the worker's clock: a device clock
+ * behind or ahead does not make it so; without the admission time, by its `ts`), or
+ * when it has none; without a period, staleness is unknown (null).
  */
-export function stateOf(device_id, bytes, collected, configured_s, cfg, now) {
+export function stateOf(device_id, bytes, collected, newest_at, configured_s, cfg, now) {
   let state = { newest: null, previous: null, suspected: null, period_s: null };
   if (bytes !== null) {
     const tracker = openTracker(bytes, cfg, { device_id });
@@ -106,10 +147,11 @@ export function stateOf(device_id, bytes, collected, configured_s, cfg, now) {
   const period_source = state.period_s !== null ? "seen" : configured_s !== null ? "configured" : null;
   const stale_after_s = period_s === null ? null : period_s * cfg.STALE_PERIODS;
   const age_s = state.newest === null ? null : (now - Date.parse(state.newest.ts)) / 1000;
-  const stale = state.newest === null ? true : stale_after_s === null ? null : age_s > stale_after_s;
+  const quiet_s = newest_at === null ? age_s : (now - newest_at) / 1000;
+  const stale = state.newest === null ? true : stale_after_s === null ? null : quiet_s > stale_after_s;
   return {
     device_id,
-    newest: state.newest === null ? null : { ...state.newest, age_s },
+    newest: state.newest === null ? null : { ...state.newest, age_s, admitted_at: newest_at === null ? null : isoTime(newest_at) },
     previous: state.previous,
     period_s,
     period_source,
@@ -135,10 +177,14 @@ export function collections(device, { after = 0, limit }) {
   return { collections: rows.map(collectionOf), next: rows.length === limit ? rows[rows.length - 1].rowid : null };
 }
 
-/** A collection as every reply and the origin's body give it, from the row (`key`, `admitted_at`, `collection`) of the reading that confirmed it. */
+/**
+ * A collection as every reply and the origin's body give it, from the row (`key`,
+ * `admitted_at`, `collection`) of the reading that confirmed it.
+ */
 export function collectionOf(row) {
   const c = JSON.parse(row.collection);
-  return { ...collectionSummary(c), before: c.before, after: c.after, confirmed_by: row.key, confirmed_at: isoTime(row.admitted_at) };
+  // When it was confirmed: with it since it is kept (a row admitted again keeps it), else its row's admission.
+  return { ...collectionSummary(c), before: c.before, after: c.after, confirmed_by: row.key, confirmed_at: isoTime(c.confirmed_at ?? row.admitted_at) };
 }
 
 /**
@@ -154,6 +200,7 @@ export const BIN_COLUMNS = [
   "ts",
   "key",
   "age_s",
+  "admitted_at",
   "previous_fill_pct",
   "previous_ts",
   "period_s",
@@ -177,6 +224,7 @@ export function binRow(state, configured) {
     ts: newest?.ts ?? null,
     key: newest?.key ?? null,
     age_s: newest?.age_s ?? null,
+    admitted_at: newest?.admitted_at ?? null,
     previous_fill_pct: previous?.fill_pct ?? null,
     previous_ts: previous?.ts ?? null,
     period_s: state.period_s,
@@ -214,13 +262,42 @@ export function passes(row, { min_fill = null, stale = null, collected_since = n
  * their configured reporting periods from its `config` rows.
  */
 export function binsPage(group, { after, limit, filter }, cfg, now) {
-  const periods = new Map(group.sql.exec("SELECT device_id, reporting_period_s FROM config WHERE device_id > ?", after).toArray().map((r) => [r.device_id, r.reporting_period_s]));
   const figures = group.figures;
+  const configured = configuredAfter(group.sql, after, Math.min(limit + 1, CONFIG_CHUNK));
   const rows = [];
   for (const id of [...figures.devices.keys()].filter((id) => byCodePoint(id, after) > 0).sort(byCodePoint)) {
     if (rows.length >= limit) break;
-    const row = binRow(stateOf(id, figures.fill(id), figures.collected(id), periods.get(id) ?? null, cfg, now), periods.has(id));
+    const period = configured(id);
+    const row = binRow(stateOf(id, figures.fill(id), figures.collected(id), figures.newestAt(id), period?.reporting_period_s ?? null, cfg, now), period !== undefined);
     if (passes(row, filter)) rows.push(row);
   }
   return rows;
+}
+
+/** Configuration rows a bins page reads at a time, at most (a page of fewer bins, its size and one). */
+const CONFIG_CHUNK = 256;
+
+/**
+ * The `config` rows of the devices after `after`, read as a page asks for them (ids in
+ * ascending code point order, as SQLite orders them), `chunk` at a time: a page reads
+ * the rows of the ids it passes (and at most a chunk more), not every configured device
+ * of its group.
+ * Returns `(id) → {reporting_period_s} | undefined` (undefined: not configured).
+ */
+function configuredAfter(sql, after, size) {
+  let chunk = [];
+  let at = 0;
+  let last = after;
+  let done = false;
+  return (id) => {
+    for (;;) {
+      while (at < chunk.length && byCodePoint(chunk[at].device_id, id) < 0) at += 1;
+      if (at < chunk.length || done) break;
+      chunk = sql.exec("SELECT device_id, reporting_period_s FROM config WHERE device_id > ? ORDER BY device_id LIMIT ?", last, size).toArray();
+      at = 0;
+      done = chunk.length < size;
+      if (chunk.length) last = chunk[chunk.length - 1].device_id;
+    }
+    return at < chunk.length && chunk[at].device_id === id ? chunk[at] : undefined;
+  };
 }

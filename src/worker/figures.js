@@ -22,7 +22,7 @@
 //   and no bin state; it loses what a checkpoint had not written and no row holds: the
 //   duplicates, rejections and parked uplinks counted after the last checkpoint (at most
 //   STATS_FLUSH_MS of them), and the late-arrival counts of that time's seqs.
-import { collectionSummary, openTracker } from "./bin-state.js";
+import { collectionSummary, observeOne, openTracker, trackerOrder } from "./bin-state.js";
 import { guarded, SeqWindow } from "./core.js";
 import { BACKFILL, byCodePoint, COUNTERS, REJECTED } from "./fleet.js";
 
@@ -36,7 +36,7 @@ CREATE TABLE IF NOT EXISTS figure_log (
   id INTEGER PRIMARY KEY,
   through INTEGER NOT NULL,       -- the highest ledger rowid whose reading these counts include
   at INTEGER NOT NULL,            -- when it was written, ms since the epoch
-  devices TEXT NOT NULL           -- JSON: device id → {counters, window: base64 or null, missing, fill: base64 or null, collected}
+  devices TEXT NOT NULL           -- JSON: device id → {counters, window: base64 or null, missing, fill: base64 or null, collected, newest_at}
 );
 `;
 
@@ -57,7 +57,8 @@ export class Figures {
     /**
      * device id → {counters: {name: n}, window: Uint8Array | null, missing: n, fill:
      * Uint8Array | null (its FillTracker's bytes), collected: its last collection
-     * (bin-state.js `collectionSummary`) or null}.
+     * (bin-state.js `collectionSummary`) or null, newest_at: when its newest reading was
+     * admitted (ms) or null}.
      */
     this.devices = new Map();
     /** Devices changed since the last checkpoint. */
@@ -83,7 +84,7 @@ export class Figures {
     const sql = this.sql;
     sql.exec(SCHEMA);
     for (const r of sql.exec("SELECT device_id, counters, window, missing FROM devices")) {
-      this.devices.set(r.device_id, { counters: JSON.parse(r.counters), window: r.window == null ? null : new Uint8Array(r.window), missing: r.missing, fill: null, collected: null });
+      this.devices.set(r.device_id, { counters: JSON.parse(r.counters), window: r.window == null ? null : new Uint8Array(r.window), missing: r.missing, fill: null, collected: null, newest_at: null });
     }
     let through = null;
     /** Rows the log holds (a compaction starts at LOG_ROWS). */
@@ -91,9 +92,9 @@ export class Figures {
     for (const r of sql.exec("SELECT through, at, devices FROM figure_log ORDER BY id")) {
       this.logRows += 1;
       for (const [id, f] of Object.entries(JSON.parse(r.devices))) {
-        // A log row of the release before bin states has no `fill` nor `collected`.
+        // A log row of the release before bin states has no `fill` nor `collected`, nor one of before `newest_at`.
         const fill = f.fill == null ? null : fromBase64(f.fill);
-        this.devices.set(id, { counters: f.counters, window: f.window === null ? null : fromBase64(f.window), missing: f.missing, fill, collected: f.collected ?? null });
+        this.devices.set(id, { counters: f.counters, window: f.window === null ? null : fromBase64(f.window), missing: f.missing, fill, collected: f.collected ?? null, newest_at: f.newest_at ?? null });
       }
       through = r.through;
       this.checkpointedAt = r.at;
@@ -124,31 +125,42 @@ export class Figures {
    * Counts, and feeds to their windows and fill trackers, the readings admitted after
    * the checkpoint of `through` written `at` (`load`): rows above `through` admitted
    * since (a redriven or handed-over row is above it too, with its first admission's
-   * time: counted then).
+   * time: counted then), in admission order (a redriven row's rowid is not: its time
+   * is), each device's tracker in bin-state.js `trackerOrder`, as the bursts fed it.
    */
   replay(through, at, cfg) {
     const windows = new Map();
-    const trackers = new Map();
+    const fed = new Map();
+    const trackers = [];
     try {
-      for (const r of this.sql.exec("SELECT device_id, verdict, window_seq, admitted_at, key, ts, fill_pct FROM readings WHERE rowid > ? AND admitted_at >= ? ORDER BY rowid", through, at)) {
+      for (const r of this.sql.exec("SELECT device_id, verdict, window_seq, admitted_at, key, ts, fill_pct FROM readings WHERE rowid > ? AND admitted_at >= ? ORDER BY admitted_at, rowid", through, at)) {
         const f = this.devices.get(r.device_id);
         if (!f) continue;
         add(f.counters, "received", 1);
         add(f.counters, "unique", 1);
         if (r.verdict === "conflict") add(f.counters, "seq_reuses", 1);
         this.dirty.add(r.device_id);
-        if (!trackers.has(r.device_id)) trackers.set(r.device_id, openTracker(f.fill, cfg, { device_id: r.device_id }));
-        const seen = guarded(() => trackers.get(r.device_id).observe(r.ts, r.fill_pct, r.key));
-        if (seen.collection) f.collected = collectionSummary(seen.collection);
+        if (!fed.has(r.device_id)) fed.set(r.device_id, []);
+        fed.get(r.device_id).push({ ...r, order: fed.get(r.device_id).length });
         if (r.window_seq === null) continue;
         if (!windows.has(r.device_id)) windows.set(r.device_id, openWindow(f.window));
         guarded(() => windows.get(r.device_id).observe(r.window_seq, r.admitted_at));
       }
       for (const [id, w] of windows) this.setWindow(id, w);
-      for (const [id, t] of trackers) this.devices.get(id).fill = guarded(() => t.toBytes());
+      for (const [id, readings] of fed) {
+        const f = this.devices.get(id);
+        const tracker = openTracker(f.fill, cfg, { device_id: id });
+        trackers.push(tracker);
+        for (const r of readings.sort(trackerOrder)) {
+          const seen = observeOne(tracker, r, r.admitted_at);
+          if (seen.late_ms === 0) f.newest_at = r.admitted_at;
+          if (seen.collection) f.collected = collectionSummary(seen.collection);
+        }
+        f.fill = guarded(() => tracker.toBytes());
+      }
     } finally {
       for (const w of windows.values()) w.free();
-      for (const t of trackers.values()) t.free();
+      for (const t of trackers) t.free();
     }
   }
 
@@ -160,7 +172,7 @@ export class Figures {
   /** Takes a device that just registered (its `devices` row committed) with what it brings. */
   add(device_id, { counters = {}, window = null } = {}) {
     const bytes = window?.bytes == null ? null : new Uint8Array(window.bytes);
-    this.devices.set(device_id, { counters: { ...counters }, window: bytes, missing: window?.missing ?? 0, fill: null, collected: null });
+    this.devices.set(device_id, { counters: { ...counters }, window: bytes, missing: window?.missing ?? 0, fill: null, collected: null, newest_at: null });
     this.touch(device_id);
   }
 
@@ -215,11 +227,16 @@ export class Figures {
     return this.devices.get(device_id)?.collected ?? null;
   }
 
+  /** When the device's newest reading was admitted (ms), or null. */
+  newestAt(device_id) {
+    return this.devices.get(device_id)?.newest_at ?? null;
+  }
+
   /** Sets the device's bin state (bin-state.js `observeFill`'s `fill`). Call it once the write it follows committed. */
-  setFill(device_id, { bytes, collected }) {
+  setFill(device_id, { bytes, collected, newest_at }) {
     const f = this.devices.get(device_id);
     if (!f) return;
-    Object.assign(f, { fill: new Uint8Array(bytes), collected });
+    Object.assign(f, { fill: new Uint8Array(bytes), collected, newest_at });
     this.touch(device_id);
   }
 
@@ -227,7 +244,7 @@ export class Figures {
   forgetFill(device_id) {
     const f = this.devices.get(device_id);
     if (!f || (f.fill === null && f.collected === null)) return false;
-    Object.assign(f, { fill: null, collected: null });
+    Object.assign(f, { fill: null, collected: null, newest_at: null });
     this.touch(device_id);
     return true;
   }
@@ -287,7 +304,7 @@ export class Figures {
     const out = {};
     for (const id of ids) {
       const f = this.devices.get(id);
-      if (f) out[id] = { counters: f.counters, window: f.window === null ? null : toBase64(f.window), missing: f.missing, fill: f.fill === null ? null : toBase64(f.fill), collected: f.collected };
+      if (f) out[id] = { counters: f.counters, window: f.window === null ? null : toBase64(f.window), missing: f.missing, fill: f.fill === null ? null : toBase64(f.fill), collected: f.collected, newest_at: f.newest_at };
     }
     return JSON.stringify(out);
   }

@@ -90,8 +90,8 @@ CREATE TABLE IF NOT EXISTS readings (
   verdict TEXT NOT NULL DEFAULT 'admitted', -- admitted | conflict (admitted with a seq its seen-set held with other content)
   conflicts_with TEXT,            -- a conflict's: the key of the stored reading with its seq
   forgotten_at INTEGER,           -- forget(), reset(): NULL unless forgotten
-  late_ms REAL,                   -- 0: its device's newest reading by ts when admitted; else how much older than the newest (bin-state.js); NULL: stored before readings were marked
-  collection TEXT                 -- JSON: the collection this reading confirmed (bin-state.js), or NULL
+  late_ms REAL,                   -- 0: its device's newest reading by ts when admitted; > 0: how much older than the newest; < 0: ahead, by how much after its admission (bin-state.js); NULL: stored before readings were marked
+  collection TEXT                 -- JSON: the collection this reading confirmed, with its confirmed_at (bin-state.js), or NULL
 );
 -- A device's rows are found by its keys' prefix (stored.js OWN), the outbox and
 -- retention read the table in rowid order: no other index to write with every reading.

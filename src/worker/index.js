@@ -638,7 +638,7 @@ async function gaps(env, path) {
  */
 async function binStateOf(env, path) {
   const { device_id, device } = await knownDevice(env, path);
-  if (!device) return json(200, stateOf(device_id, null, null, null, config(env), Date.now()));
+  if (!device) return json(200, stateOf(device_id, null, null, null, null, config(env), Date.now()));
   return json(200, await fromDevice(() => device.binState({ device_id })));
 }
 

@@ -47,7 +47,11 @@ const schema = (name) => ({ $ref: `#/components/schemas/${name}` });
 const nullable = (s) => ({ oneOf: [s, { type: "null" }] });
 /** A stored reading's arrival by device time (docs/bin-state.md "Newest or late"). */
 const ARRIVAL = {
-  arrival: nullable({ type: "string", enum: ["newest", "late"], description: "Newest by device time when admitted, or late (older than one admitted before); null for a reading stored before arrivals were marked." }),
+  arrival: nullable({
+    type: "string",
+    enum: ["newest", "late", "ahead"],
+    description: "Newest by device time when admitted, late (older than one admitted before), or ahead (dated more than a day after its admission: never the bin's state); null for a reading stored before arrivals were marked.",
+  }),
   late_by_ms: nullable({ type: "number", exclusiveMinimum: 0, description: "How much older than the newest admitted reading (late only)." }),
 };
 const ARRIVAL_REQUIRED = Object.keys(ARRIVAL);
@@ -884,19 +888,20 @@ function openApi() {
             newest: nullable({
               type: "object",
               description: "The bin's state: its newest reading by device time.",
-              required: ["ts", "fill_pct", "key", "age_s"],
+              required: ["ts", "fill_pct", "key", "age_s", "admitted_at"],
               additionalProperties: false,
               properties: {
                 ts: schema("Time"),
                 fill_pct: { type: "number", minimum: 0, maximum: 100 },
                 key: schema("Key"),
                 age_s: { type: "number", description: "Seconds since its device time (negative: the device clock is ahead)." },
+                admitted_at: nullable({ ...schema("Time"), description: "When the worker admitted it (null: a state kept by a release before this was recorded); staleness is measured from it." }),
               },
             }),
             previous: nullable(schema("FillSample")),
             period_s: nullable({ type: "number", description: "The reporting period seen (the median interval of its newest readings), else the configured one." }),
             period_source: nullable({ type: "string", enum: ["seen", "configured"] }),
-            stale: nullable({ type: "boolean", description: "No reading for more than STALE_PERIODS periods (true without any reading); null without a period." }),
+            stale: nullable({ type: "boolean", description: "No newer reading admitted for more than STALE_PERIODS periods, by the worker's clock (true without any reading); null without a period." }),
             stale_after_s: nullable({ type: "number" }),
             suspected_collection: nullable({
               type: "object",
@@ -924,6 +929,7 @@ function openApi() {
             ts: nullable(schema("Time")),
             key: nullable(schema("Key")),
             age_s: nullable({ type: "number" }),
+            admitted_at: nullable(schema("Time")),
             previous_fill_pct: nullable({ type: "number" }),
             previous_ts: nullable(schema("Time")),
             period_s: nullable({ type: "number" }),

@@ -8,6 +8,7 @@
 import { test, after } from "node:test";
 import assert from "node:assert/strict";
 import { acrossRestart, databases, get, origin, post, putConfig, readingsOf, sqlite, start, TOKEN, until } from "../support/harness.mjs";
+import { groupAt, groupOf } from "../../src/worker/placement.js";
 
 const PERIOD_MS = 1_800_000;
 // The series ends within the last period, so that its bins are fresh (STALE_PERIODS 3).
@@ -180,6 +181,50 @@ test("a tie (two readings of one device time) is not late: the later admission i
   assert.deepEqual([s.newest.fill_pct, s.previous.fill_pct], [41, 40]);
 });
 
+test("a burst's readings are taken in device-time order, whatever their order in its body (a TEK766 sends its newest first)", async () => {
+  const fills = [90, 5, 6];
+  for (const [id, order] of [["body-asc", [1, 2]], ["body-desc", [2, 1]]]) {
+    const R = (k) => reading(id, LAST - 3 + k, fills[k]);
+    await send([R(0)]);
+    const out = await send(order.map(R));
+    // Arriving together, neither is late: the fall is to the first after it, confirmed by the second.
+    assert.deepEqual(out.verdicts.map((v) => [v.arrival, v.late_by_ms]), [["newest", null], ["newest", null]], id);
+    const confirmer = out.verdicts[order.indexOf(2)].key;
+    assert.deepEqual(
+      out.collections.map((c) => [c.from, c.to, c.fill_before, c.fill_after, c.confirmed_by]),
+      [[isoformat(at(LAST - 3)), isoformat(at(LAST - 2)), 90, 5, confirmer]],
+      id,
+    );
+    const s = await stateOf(id);
+    assert.deepEqual([s.newest.fill_pct, s.previous.fill_pct, s.last_collection.fill_after], [6, 5, 5], id);
+  }
+});
+
+test("the state's staleness is by the worker's clock: a device clock hours behind that reports every period is fresh", async () => {
+  const id = "clock-behind";
+  const behind = 4 * PERIOD_MS;
+  for (let i = 0; i < 4; i++) await send([{ device_id: id, seq: i, ts: iso(at(LAST - 3 + i) - behind), fill_pct: 10 + i }]);
+  const s = await stateOf(id);
+  assert.ok(s.newest.age_s > s.stale_after_s, JSON.stringify(s.newest)); // by its device time, older than 3 periods ...
+  assert.equal(s.stale, false); // ... but its newest reading came in just now
+  assert.ok(Math.abs(Date.parse(s.newest.admitted_at) - Date.now()) < 60_000, s.newest.admitted_at);
+});
+
+test("a reading dated more than a day after its admission is `ahead`: kept and delivered, never the state", async () => {
+  const id = "clock-ahead";
+  const outs = [];
+  outs.push(await send([reading(id, LAST - 3, 95)]));
+  outs.push(await send([{ device_id: id, seq: LAST - 2, ts: "2099-01-01T00:00:00Z", fill_pct: 96 }]));
+  outs.push(await send([reading(id, LAST - 1, 3)]));
+  outs.push(await send([reading(id, LAST, 4)]));
+  assert.deepEqual(outs.map((o) => [o.verdicts[0].verdict, o.verdicts[0].arrival, o.verdicts[0].late_by_ms]), [["admitted", "newest", null], ["admitted", "ahead", null], ["admitted", "newest", null], ["admitted", "newest", null]]);
+  // The bin's state goes on as if it had not come: emptied, and collected.
+  const s = await stateOf(id);
+  assert.deepEqual([s.newest.fill_pct, s.previous.fill_pct, s.last_collection?.fill_before, s.last_collection?.fill_after], [4, 3, 95, 3]);
+  const row = (await readingsOf(worker.call, id)).find((r) => r.seq === LAST - 2);
+  assert.deepEqual([row.arrival, row.late_by_ms], ["ahead", null]);
+});
+
 test("a device never seen has no state and no collections, and no object is asked", async () => {
   const s = await stateOf("bin-never");
   assert.deepEqual(s, { device_id: "bin-never", newest: null, previous: null, period_s: null, period_source: null, stale: true, stale_after_s: null, suspected_collection: null, last_collection: null });
@@ -211,6 +256,7 @@ test("GET /v1/bins: every bin, configured ones without a reading too, agreeing w
       fill_pct: s.newest?.fill_pct ?? null,
       ts: s.newest?.ts ?? null,
       key: s.newest?.key ?? null,
+      admitted_at: s.newest?.admitted_at ?? null,
       previous_fill_pct: s.previous?.fill_pct ?? null,
       previous_ts: s.previous?.ts ?? null,
       period_s: s.period_s,
@@ -310,4 +356,121 @@ test("a storage of an earlier release, without arrivals and collections, is brou
       assert.equal((await get(w.call, `/v1/devices/${id}/state`)).body.newest.fill_pct, 65);
     },
   });
+});
+
+test("a reading renewed in place (its row still to deliver) that confirms a collection keeps it on its row, and the origin is told", async () => {
+  // The origin down while the rows are admitted, then up: the rows wait in a batch.
+  let up = false;
+  const o2 = await origin({ answer: () => ({ status: up ? 200 : 503 }) });
+  const w = await start({ vars: { ORIGIN_URL: o2.url, STATS_FLUSH_MS: "20", RETRY_BASE_MS: "5", RETRY_MAX_MS: "20" } });
+  try {
+    const id = "renewed";
+    const [A, B, C] = [[LAST - 2, 90], [LAST - 1, 5], [LAST, 4]].map(([i, fill]) => reading(id, i, fill));
+    const sendTo = async (r) => (await post(w.call, "/v1/readings", [r])).json();
+    // B arrives last, late: no collection.
+    for (const r of [A, C, B]) await sendTo(r);
+    await until(() => o2.requests.some((r) => r.body?.readings?.some((x) => x.device_id === id)), "a batch of them tried");
+    assert.deepEqual((await get(w.call, `/v1/devices/${id}/collections`)).body.collections, []);
+    // The device's memory reset: the same readings come again, in order, each renewing its row.
+    const reset = await w.call(`/v1/devices/${id}/reset`, { method: "POST", headers: { authorization: `Bearer ${TOKEN}` } });
+    assert.equal(reset.status, 200);
+    const outs = [];
+    for (const r of [A, B, C]) outs.push(await sendTo(r));
+    assert.deepEqual(outs.map((out) => out.verdicts[0].verdict), ["admitted", "admitted", "admitted"]);
+    const [confirmed] = outs[2].collections;
+    assert.deepEqual([confirmed.fill_before, confirmed.fill_after, confirmed.confirmed_by], [90, 5, outs[2].verdicts[0].key]);
+    const { device_id, ...listed } = confirmed;
+    assert.deepEqual((await get(w.call, `/v1/devices/${id}/collections`)).body.collections, [listed]);
+    assert.deepEqual((await readingsOf(w.call, id)).find((r) => r.seq === LAST).collection, listed);
+    up = true;
+    const told = await until(() => {
+      const mine = o2.requests.filter((r) => r.ok).flatMap((r) => r.body.collections).filter((c) => c.device_id === id);
+      return mine.length && mine;
+    }, "the collection at the origin");
+    assert.deepEqual(told, [confirmed]);
+  } finally {
+    await w.mf.dispose();
+    await o2.close();
+  }
+});
+
+test("a confirming reading admitted again after its key expired keeps its collection as confirmed (the same confirmed_at)", async () => {
+  const w = await start({ vars: { TTL_MS: "1", STATS_FLUSH_MS: "20" } });
+  try {
+    const id = "readmitted";
+    const rs = [90, 5, 4, 90, 5, 4].map((fill, k) => reading(id, LAST - 5 + k, fill));
+    for (const r of rs) assert.equal((await post(w.call, "/v1/readings", [r])).status, 200);
+    const before = (await get(w.call, `/v1/devices/${id}/collections`)).body.collections;
+    assert.equal(before.length, 2);
+    // The first collection's confirming reading again, its key expired (TTL_MS 1): admitted, late.
+    const again = await (await post(w.call, "/v1/readings", [rs[2]])).json();
+    assert.deepEqual([again.verdicts[0].verdict, again.verdicts[0].arrival], ["admitted", "late"]);
+    const after = (await get(w.call, `/v1/devices/${id}/collections`)).body.collections;
+    const byKey = (list) => Object.fromEntries(list.map((c) => [c.confirmed_by, c]));
+    assert.deepEqual(byKey(after), byKey(before));
+  } finally {
+    await w.mf.dispose();
+  }
+});
+
+test("a refused reading re-driven, then a restart before the next checkpoint: the state is replayed in admission order", async () => {
+  const id = "redriven";
+  const R = (k, fill) => reading(id, LAST - 3 + k, fill);
+  let refusedOnce = false;
+  const o3 = await origin({
+    answer: (r) => {
+      if (!refusedOnce && r.body.readings.some((x) => x.device_id === id && x.seq === LAST - 2)) {
+        refusedOnce = true;
+        return { status: 422 };
+      }
+      return { status: 200 };
+    },
+  });
+  try {
+    await acrossRestart({
+      vars: { ORIGIN_URL: o3.url, STATS_FLUSH_MS: "3600000", RETRY_BASE_MS: "5", RETRY_MAX_MS: "20" },
+      before: async (w) => {
+        await post(w.call, "/v1/readings", [R(0, 90)]);
+        await until(() => o3.requests.some((r) => r.ok && r.body.readings.some((x) => x.device_id === id)), "the first delivered");
+        await post(w.call, "/v1/readings", [R(1, 5)]);
+        await until(async () => (await readingsOf(w.call, id)).some((x) => x.seq === LAST - 2 && x.delivery === "refused"), "the second refused");
+        const confirming = await (await post(w.call, "/v1/readings", [R(2, 4)])).json();
+        assert.equal(confirming.collections.length, 1);
+        const redrive = await w.call(`/v1/devices/${id}/redrive`, { method: "POST", headers: { authorization: `Bearer ${TOKEN}` } });
+        assert.equal((await redrive.json()).redriven, 1);
+      },
+      after: async (w) => {
+        const s = (await get(w.call, `/v1/devices/${id}/state`)).body;
+        assert.deepEqual([s.newest.fill_pct, s.previous.fill_pct, s.suspected_collection, s.last_collection], [4, 5, null, { from: isoformat(at(LAST - 3)), to: isoformat(at(LAST - 2)), fill_before: 90, fill_after: 5 }]);
+        // The next reading makes no second collection of the one emptying.
+        assert.equal((await (await post(w.call, "/v1/readings", [R(3, 3)])).json()).collections, undefined);
+        assert.equal((await get(w.call, `/v1/devices/${id}/collections`)).body.collections.length, 1);
+      },
+    });
+  } finally {
+    await o3.close();
+  }
+});
+
+test("GET /v1/bins reads the configuration rows of the bins a page passes, not every configured device of a group", async () => {
+  // 1 000 configured devices of group 0, the first a page asks: a page of 10 reads 11 of them.
+  const ids = [];
+  for (let n = 0; ids.length < 1000; n++) if (groupOf(`cfg-${n}`) === 0) ids.push(`cfg-${n}`);
+  const w = await start({ script: "benches/metered-worker.js" });
+  try {
+    const bulk = await post(w.call, "/v1/devices/config", { devices: ids.map((device_id) => ({ device_id, codec: "dingtek/df703", bin_depth_mm: 1000 })) });
+    assert.equal(bulk.status, 200, await bulk.text());
+    const calls = () => w.lines.filter((l) => l.startsWith('{"event":"meter"')).map((l) => JSON.parse(l));
+    const before = calls().length;
+    const page = await get(w.call, "/v1/bins?limit=10");
+    assert.deepEqual([page.status, page.body.bins.length, page.body.bins.every((b) => b.configured)], [200, 10, true]);
+    const asked = await until(() => {
+      const mine = calls().slice(before).filter((c) => c.name === groupAt(0) && c.kind === "rpc");
+      return mine.length && mine;
+    }, "the group's metered call");
+    assert.equal(asked.length, 1);
+    assert.ok(asked[0].rows_read <= 30, `rows read: ${asked[0].rows_read}`);
+  } finally {
+    await w.mf.dispose();
+  }
 });
