@@ -61,16 +61,23 @@ export function createBinState({ stream, dev, core, dedupOptions, thresholdPct =
     const mine = uplinks.filter((u) => u.dev === dev).map((u) => u.reading);
     if (mine.length) {
       const out = dedup.processBurst(mine, nowMs);
-      for (const a of out.unique) {
-        const r = a; // normalised, as admitted
-        admitted++;
-        const seen = tracker.observe(r.ts, r.fill_pct, a.key);
-        if (seen.arrival === 'late') late++;
+      // The tracker takes one burst's readings in device-time order, as the worker does
+      // (they arrive together); "last received" takes them as they came.
+      const seenOf = new Map();
+      for (const r of [...out.unique].sort((a, b) => Date.parse(a.ts) - Date.parse(b.ts))) {
+        const seen = tracker.observe(r.ts, r.fill_pct, r.key);
+        seenOf.set(r.key, seen);
         if (seen.glitch) glitches.push(minute);
         if (seen.collection) {
           const { before, after } = seen.collection;
           collections.push({ before, after, minute, service: serviceWithin(before.ts, after.ts) });
         }
+      }
+      for (const r of out.unique) {
+        // normalised, as admitted
+        const seen = seenOf.get(r.key);
+        admitted++;
+        if (seen.arrival === 'late') late++;
         if (last && last.fill_pct - r.fill_pct >= thresholdPct) {
           // A fall to a late reading is to an older level, never a new emptying; a fall
           // from one (a replayed level) may span a service an earlier fall showed already.
