@@ -10,7 +10,7 @@
 import { arrivalOf, collectionOf, observeFill } from "./bin-state.js";
 import { config } from "./config.js";
 import { ADMITTED, auditLine, CONFLICT, DUPLICATE, guarded, HttpError, isoTime, logNothingStored } from "./core.js";
-import { inFormedBatch, NEXT_ROWID, outboxThrough } from "./delivery.js";
+import { NEXT_ROWID, outboxThrough } from "./delivery.js";
 import { sumOf } from "./fleet.js";
 // Under another name: `crossPath` is also `admit`'s option saying whether to apply it.
 import { crossPath as matchCrossPath, reframe } from "./frames.js";
@@ -28,8 +28,8 @@ import { checkpointNow, logHealth } from "./window.js";
 // A renewal's arrival is the new admission's (late, or the newest admitted again); a
 // retried call's (`counted`) keeps the first call's. A collection the row's reading
 // confirmed stays on it (with when it was confirmed); one the renewal confirms is
-// written on it, and when the row is in a batch formed already (whose body does not
-// change), the row is replaced instead, so that a later batch tells the origin.
+// written on it (a row in a batch formed already keeps its place in it, as a batch's
+// rows and body never change: that batch, sent as it was, does not carry it).
 const INSERT = `INSERT INTO readings (rowid, key, device_id, seq, ts, fill_pct, admitted_at, burst_id, state, next_attempt_at, frame, verdict, conflicts_with, window_seq, late_ms, collection)
 VALUES (${NEXT_ROWID}, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`;
 const RENEW_IN_PLACE = `UPDATE readings SET admitted_at = ?, burst_id = ?, frame = ?, verdict = ?, conflicts_with = ?, forgotten_at = NULL, late_ms = COALESCE(?, late_ms), collection = COALESCE(?, collection) WHERE rowid = ?`;
@@ -189,8 +189,7 @@ function store(device, r, { device_id, now, burst_id, state, verdict, conflictsW
   // before the next checkpoint counts a row once, if it replays it (figures.js): the
   // admission it would not count wants the checkpoint now (`replayedRow`).
   const figures = device.group.figures;
-  const pending = old?.state === "pending" && old.rowid > through;
-  if (pending && !(mark?.collection && inFormedBatch(device.sql, old.rowid))) {
+  if (old?.state === "pending" && old.rowid > through) {
     device.sql.exec(RENEW_IN_PLACE, now, burst_id, r.frame ?? null, verdict, conflictsWith, mark?.late_ms ?? null, mark?.collection ?? null, old.rowid);
     // Renewed in place: counted by a replay only above the checkpoint, and then once for both admissions.
     if (!figures.replayedRow(old.rowid, now) || figures.replayedRow(old.rowid, old.admitted_at)) device.checkpointWanted = true;
@@ -202,7 +201,6 @@ function store(device, r, { device_id, now, burst_id, state, verdict, conflictsW
     device.sql.exec("DELETE FROM readings WHERE rowid = ?", old.rowid);
     moved.ledger_rows -= 1;
     if (old.state === "refused") moved.refused -= 1;
-    else if (pending) moved.pending -= 1;
     else if (old.state !== "stored") moved.delivered -= 1;
   }
   const late_ms = mark ? mark.late_ms : (old?.late_ms ?? null);

@@ -10,40 +10,53 @@
 // (figures.js) and written down by the checkpoint; a restart replays the rows stored
 // since into it. Read back by GET /v1/devices/{id}/state (`binState`), GET
 // .../collections (`collections`) and GET /v1/bins (the group's `binsPage`).
-import { FillTracker, guarded, isoTime } from "./core.js";
+import { FillTracker, guarded, isoTime, limits } from "./core.js";
 import { byCodePoint } from "./fleet.js";
 
 /**
  * How far after its admission a reading's device time may be and still be taken for the
- * bin's state: a day, beyond any device clock set to a time zone instead of UTC. One
- * dated later (a clock gone wrong, a corrupted time) is `ahead`: stored and delivered,
- * but were it the state, every real reading after it would be late until that date.
+ * bin's state: half the longest reporting period a configuration takes (a reading a
+ * codec dates by the device's schedule, a Tekelek's, is up to half a period after its
+ * receive time) and a day (a device clock set to a time zone instead of UTC): 4.5 days.
+ * One dated later (a clock gone wrong, a corrupted time) is `ahead`: stored and
+ * delivered, but were it the state, every real reading after it would be late until
+ * that date.
  */
-export const AHEAD_LIMIT_MS = 86_400_000;
+export const AHEAD_LIMIT_MS = (limits().deviceConfig.reporting_period_s.max / 2 + 86_400) * 1000;
 
 /**
- * The order a tracker takes readings in (`{ts, admitted_at}`, each with its `order`
- * among the rows: body order, then admission): by admission, and the readings of one
- * burst, which arrive together, by device time (a Tekelek sends its newest first).
- * Used by the burst (`observeFill`) and by a restart's replay (figures.js), so both
- * see the same order.
+ * The order a tracker takes readings in (`{ts, admitted_at, burst, order}`: `burst` the
+ * rank of its burst among those admitted at that time, `order` its place among the
+ * rows): by admission, burst by burst, and the readings of one burst, which arrive
+ * together, by device time (a Tekelek sends its newest first). Used by the burst
+ * (`observeFill`) and by a restart's replay (figures.js), so both see the same order.
+ * The core writes every `ts` alike (Python's isoformat in UTC, microseconds when it has
+ * any), so their text sorts as their times do, to the microsecond.
  */
 export function trackerOrder(a, b) {
-  return a.admitted_at - b.admitted_at || Date.parse(a.ts) - Date.parse(b.ts) || a.order - b.order;
+  return a.admitted_at - b.admitted_at || a.burst - b.burst || (a.ts < b.ts ? -1 : a.ts > b.ts ? 1 : 0) || a.order - b.order;
 }
 
 /**
- * Feeds one reading (`{ts, fill_pct, key}`, admitted at `admitted_at`) to `tracker`, and
- * returns what it makes of it: `{late_ms, collection}` (`late_ms` 0 for the newest, how
- * much older than the newest for a late one, minus how far after its admission for one
- * `ahead` (AHEAD_LIMIT_MS), which the tracker does not take; `collection` the tracker's
- * `{before, after}` it confirmed, or null).
+ * Feeds one reading (`{ts, fill_pct, key}`, admitted at `admitted_at`) to `tracker`,
+ * whose newest reading's key is `newestKey` (null: none), and returns what it makes of
+ * it: `{late_ms, collection, newest}` (`late_ms` 0 for the newest, how much older than
+ * the newest for a late one, minus how far after its admission for one `ahead`
+ * (AHEAD_LIMIT_MS), which the tracker does not take; `collection` the tracker's
+ * `{before, after}` it confirmed, or null; `newest` whether it is now the state: the
+ * newest reading admitted again is not a new one).
  */
-export function observeOne(tracker, r, admitted_at) {
+export function observeOne(tracker, r, admitted_at, newestKey) {
   const ahead = Date.parse(r.ts) - admitted_at;
-  if (ahead > AHEAD_LIMIT_MS) return { late_ms: -ahead, collection: null };
+  if (ahead > AHEAD_LIMIT_MS) return { late_ms: -ahead, collection: null, newest: false };
   const seen = guarded(() => tracker.observe(r.ts, r.fill_pct, r.key));
-  return { late_ms: seen.late_by_ms ?? 0, collection: seen.collection ?? null };
+  const late_ms = seen.late_by_ms ?? 0;
+  return { late_ms, collection: seen.collection ?? null, newest: late_ms === 0 && r.key !== newestKey };
+}
+
+/** The key of `tracker`'s newest reading, or null. */
+export function newestKeyOf(tracker) {
+  return guarded(() => tracker.state()).newest?.key ?? null;
 }
 
 /**
@@ -63,10 +76,11 @@ export function observeFill(device, readings, stored, now, cfg, context) {
   let collected = figures.collected(device.id);
   let newest_at = figures.newestAt(device.id);
   try {
-    const order = stored.map((i, k) => ({ i, ts: readings[i].ts, admitted_at: now, order: k })).sort(trackerOrder);
+    let newestKey = newestKeyOf(tracker);
+    const order = stored.map((i, k) => ({ i, ts: readings[i].ts, admitted_at: now, burst: 0, order: k })).sort(trackerOrder);
     for (const { i } of order) {
-      const seen = observeOne(tracker, readings[i], now);
-      if (seen.late_ms === 0) newest_at = now;
+      const seen = observeOne(tracker, readings[i], now, newestKey);
+      if (seen.newest) [newest_at, newestKey] = [now, readings[i].key];
       if (seen.collection) collected = collectionSummary(seen.collection);
       const collection = seen.collection ? JSON.stringify({ ...seen.collection, confirmed_at: now }) : null;
       marks.set(i, { late_ms: seen.late_ms, collection, admitted_at: now });

@@ -88,11 +88,6 @@ CREATE TABLE IF NOT EXISTS deliveries (first_rowid INTEGER PRIMARY KEY, last_row
  */
 export const NEXT_ROWID = "(SELECT MAX(COALESCE((SELECT MAX(rowid) FROM readings), 0), (SELECT through FROM outbox)) + 1)";
 
-/** Whether the row `rowid` is in a batch formed already (its body fixed until the origin takes it). */
-export function inFormedBatch(sql, rowid) {
-  return sql.exec("SELECT 1 FROM batches WHERE first_rowid <= ?1 AND last_rowid >= ?1 LIMIT 1", rowid).toArray().length > 0;
-}
-
 /** The outbox cursor: rows at or below it that are `pending` were delivered. */
 export function outboxThrough(sql) {
   return sql.exec("SELECT through FROM outbox").one().through;

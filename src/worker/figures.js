@@ -22,7 +22,7 @@
 //   and no bin state; it loses what a checkpoint had not written and no row holds: the
 //   duplicates, rejections and parked uplinks counted after the last checkpoint (at most
 //   STATS_FLUSH_MS of them), and the late-arrival counts of that time's seqs.
-import { collectionSummary, observeOne, openTracker, trackerOrder } from "./bin-state.js";
+import { collectionSummary, newestKeyOf, observeOne, openTracker, trackerOrder } from "./bin-state.js";
 import { guarded, SeqWindow } from "./core.js";
 import { BACKFILL, byCodePoint, COUNTERS, REJECTED } from "./fleet.js";
 
@@ -131,9 +131,10 @@ export class Figures {
   replay(through, at, cfg) {
     const windows = new Map();
     const fed = new Map();
+    const bursts = new Map(); // "admitted_at burst_id" → its rank among the bursts of that time
     const trackers = [];
     try {
-      for (const r of this.sql.exec("SELECT device_id, verdict, window_seq, admitted_at, key, ts, fill_pct FROM readings WHERE rowid > ? AND admitted_at >= ? ORDER BY admitted_at, rowid", through, at)) {
+      for (const r of this.sql.exec("SELECT device_id, verdict, window_seq, admitted_at, burst_id, key, ts, fill_pct FROM readings WHERE rowid > ? AND admitted_at >= ? ORDER BY admitted_at, rowid", through, at)) {
         const f = this.devices.get(r.device_id);
         if (!f) continue;
         add(f.counters, "received", 1);
@@ -141,7 +142,9 @@ export class Figures {
         if (r.verdict === "conflict") add(f.counters, "seq_reuses", 1);
         this.dirty.add(r.device_id);
         if (!fed.has(r.device_id)) fed.set(r.device_id, []);
-        fed.get(r.device_id).push({ ...r, order: fed.get(r.device_id).length });
+        const burst = `${r.admitted_at} ${r.burst_id}`;
+        if (!bursts.has(burst)) bursts.set(burst, bursts.size);
+        fed.get(r.device_id).push({ ...r, burst: bursts.get(burst), order: fed.get(r.device_id).length });
         if (r.window_seq === null) continue;
         if (!windows.has(r.device_id)) windows.set(r.device_id, openWindow(f.window));
         guarded(() => windows.get(r.device_id).observe(r.window_seq, r.admitted_at));
@@ -151,9 +154,10 @@ export class Figures {
         const f = this.devices.get(id);
         const tracker = openTracker(f.fill, cfg, { device_id: id });
         trackers.push(tracker);
+        let newestKey = newestKeyOf(tracker);
         for (const r of readings.sort(trackerOrder)) {
-          const seen = observeOne(tracker, r, r.admitted_at);
-          if (seen.late_ms === 0) f.newest_at = r.admitted_at;
+          const seen = observeOne(tracker, r, r.admitted_at, newestKey);
+          if (seen.newest) [f.newest_at, newestKey] = [r.admitted_at, r.key];
           if (seen.collection) f.collected = collectionSummary(seen.collection);
         }
         f.fill = guarded(() => tracker.toBytes());

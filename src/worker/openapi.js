@@ -50,7 +50,7 @@ const ARRIVAL = {
   arrival: nullable({
     type: "string",
     enum: ["newest", "late", "ahead"],
-    description: "Newest by device time when admitted, late (older than one admitted before), or ahead (dated more than a day after its admission: never the bin's state); null for a reading stored before arrivals were marked.",
+    description: "Newest by device time when admitted, late (older than one admitted before), or ahead (dated more than 4.5 days after its admission: never the bin's state); null for a reading stored before arrivals were marked.",
   }),
   late_by_ms: nullable({ type: "number", exclusiveMinimum: 0, description: "How much older than the newest admitted reading (late only)." }),
 };

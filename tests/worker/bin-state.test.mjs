@@ -210,11 +210,15 @@ test("the state's staleness is by the worker's clock: a device clock hours behin
   assert.ok(Math.abs(Date.parse(s.newest.admitted_at) - Date.now()) < 60_000, s.newest.admitted_at);
 });
 
-test("a reading dated more than a day after its admission is `ahead`: kept and delivered, never the state", async () => {
+test("a reading dated more than 4.5 days after its admission is `ahead`: kept and delivered, never the state", async () => {
+  // Up to 4.5 days ahead: a reading dated by a 7-day schedule (half a period) on a device set to a time zone.
+  const AHEAD_LIMIT_MS = 4.5 * 86_400_000;
+  const soon = await send([{ device_id: "clock-schedule", seq: 1, ts: iso(Date.now() + AHEAD_LIMIT_MS - 60_000), fill_pct: 20 }]);
+  assert.equal(soon.verdicts[0].arrival, "newest");
   const id = "clock-ahead";
   const outs = [];
   outs.push(await send([reading(id, LAST - 3, 95)]));
-  outs.push(await send([{ device_id: id, seq: LAST - 2, ts: "2099-01-01T00:00:00Z", fill_pct: 96 }]));
+  outs.push(await send([{ device_id: id, seq: LAST - 2, ts: iso(Date.now() + AHEAD_LIMIT_MS + 60_000), fill_pct: 96 }]));
   outs.push(await send([reading(id, LAST - 1, 3)]));
   outs.push(await send([reading(id, LAST, 4)]));
   assert.deepEqual(outs.map((o) => [o.verdicts[0].verdict, o.verdicts[0].arrival, o.verdicts[0].late_by_ms]), [["admitted", "newest", null], ["admitted", "ahead", null], ["admitted", "newest", null], ["admitted", "newest", null]]);
@@ -335,6 +339,22 @@ test("the bin state survives a restart (replayed from the rows since the checkpo
 const OLD_COLUMNS = ["key", "device_id", "seq", "ts", "fill_pct", "admitted_at", "burst_id", "state", "attempts", "next_attempt_at", "delivered_at", "last_error", "batch_id", "window_seq", "frame", "verdict", "conflicts_with", "forgotten_at"];
 const OLD_TYPES = { key: "TEXT PRIMARY KEY", device_id: "TEXT NOT NULL", seq: "INTEGER NOT NULL", ts: "TEXT NOT NULL", fill_pct: "REAL NOT NULL", admitted_at: "INTEGER NOT NULL", state: "TEXT NOT NULL", attempts: "INTEGER NOT NULL DEFAULT 0", verdict: "TEXT NOT NULL DEFAULT 'admitted'" };
 
+test("a restart replays bursts admitted in one millisecond burst by burst, as they were fed", async () => {
+  // Live: 90, then 88 (later by device time), then two late ones, 5 and 4, each a burst of its own.
+  const id = "one-ms";
+  const bursts = [[LAST - 3, 90], [LAST, 88], [LAST - 2, 5], [LAST - 1, 4]].map(([i, fill]) => [reading(id, i, fill)]);
+  const live = await acrossRestart({
+    vars: { STATS_FLUSH_MS: "3600000" },
+    before: async (w) => {
+      for (const b of bursts) assert.equal((await post(w.call, "/v1/readings", b)).status, 200);
+    },
+    // On Cloudflare the clock stands still between I/O: the bursts in one millisecond.
+    between: (dir) => sqlite(databases(dir, "GroupObject"), `UPDATE readings SET admitted_at = (SELECT MAX(admitted_at) FROM readings WHERE device_id = '${id}') WHERE device_id = '${id}';`),
+    after: async (w) => (await get(w.call, `/v1/devices/${id}/state`)).body,
+  });
+  assert.deepEqual([live.newest.fill_pct, live.previous.fill_pct, live.suspected_collection, live.last_collection], [88, 90, null, null]);
+});
+
 test("a storage of an earlier release, without arrivals and collections, is brought up to date", async () => {
   const id = "bin-old";
   await acrossRestart({
@@ -359,17 +379,18 @@ test("a storage of an earlier release, without arrivals and collections, is brou
 });
 
 test("a reading renewed in place (its row still to deliver) that confirms a collection keeps it on its row, and the origin is told", async () => {
-  // The origin down while the rows are admitted, then up: the rows wait in a batch.
+  // The origin down while the rows are admitted, then up: the first waits in a batch of
+  // one (DELIVERY_BATCH 1), the others behind it, renewed in place.
   let up = false;
   const o2 = await origin({ answer: () => ({ status: up ? 200 : 503 }) });
-  const w = await start({ vars: { ORIGIN_URL: o2.url, STATS_FLUSH_MS: "20", RETRY_BASE_MS: "5", RETRY_MAX_MS: "20" } });
+  const w = await start({ vars: { ORIGIN_URL: o2.url, STATS_FLUSH_MS: "20", RETRY_BASE_MS: "5", RETRY_MAX_MS: "20", DELIVERY_BATCH: "1" } });
   try {
     const id = "renewed";
     const [A, B, C] = [[LAST - 2, 90], [LAST - 1, 5], [LAST, 4]].map(([i, fill]) => reading(id, i, fill));
     const sendTo = async (r) => (await post(w.call, "/v1/readings", [r])).json();
     // B arrives last, late: no collection.
     for (const r of [A, C, B]) await sendTo(r);
-    await until(() => o2.requests.some((r) => r.body?.readings?.some((x) => x.device_id === id)), "a batch of them tried");
+    await until(() => o2.requests.some((r) => r.body?.readings?.some((x) => x.device_id === id)), "the first batch tried");
     assert.deepEqual((await get(w.call, `/v1/devices/${id}/collections`)).body.collections, []);
     // The device's memory reset: the same readings come again, in order, each renewing its row.
     const reset = await w.call(`/v1/devices/${id}/reset`, { method: "POST", headers: { authorization: `Bearer ${TOKEN}` } });
@@ -388,6 +409,12 @@ test("a reading renewed in place (its row still to deliver) that confirms a coll
       return mine.length && mine;
     }, "the collection at the origin");
     assert.deepEqual(told, [confirmed]);
+    // Renewed in place, not moved: each reading went once, in admission order.
+    const sent = await until(() => {
+      const keys = o2.requests.filter((r) => r.ok).flatMap((r) => r.body.readings).filter((x) => x.device_id === id).map((x) => x.seq);
+      return keys.length === 3 && keys;
+    }, "the three readings at the origin");
+    assert.deepEqual(sent, [A.seq, C.seq, B.seq]);
   } finally {
     await w.mf.dispose();
     await o2.close();

@@ -9,7 +9,8 @@ import { test } from "node:test";
 import assert from "node:assert/strict";
 import fs from "node:fs";
 import { execFileSync } from "node:child_process";
-import { start, post, get, origin, until, tempDir, databases, sqlite } from "../support/harness.mjs";
+import { start, post, get, origin, until, tempDir, databases, sqlite, TOKEN } from "../support/harness.mjs";
+import { groupOf } from "../../src/worker/placement.js";
 
 const reading = (device_id, seq, fill_pct) => ({ device_id, seq, ts: "2026-07-16T09:00:00Z", fill_pct });
 /** Small retry waits: a failed batch is retried within milliseconds. */
@@ -356,6 +357,41 @@ test("a reading re-admitted after its TTL while its batch is pending stays in th
     const rows = await allDelivered(w);
     assert.equal(rows.length, 1);
     assertContract(o.requests, keys, rows, keys);
+  } finally {
+    await w.mf.dispose();
+    await o.close();
+  }
+});
+
+test("a device reset while its readings wait in a batch, sent again (one confirming a collection), then the batch refused and split: nothing is skipped", async () => {
+  // Its readings renew their rows in place: the batch's rows never move, so its split
+  // by rows covers what its body holds, and the rows admitted after it wait for later batches.
+  const other = (() => {
+    for (let n = 0; ; n++) if (groupOf(`bin-D9-${n}`) === groupOf(DEV)) return `bin-D9-${n}`;
+  })();
+  let phase = "down";
+  const o = await origin({
+    answer: (r) => {
+      if (phase === "down") return { status: 503 };
+      if (phase === "refuse" && r.body.readings.length > 1) return { status: 422 };
+      return { status: 200 };
+    },
+  });
+  const w = await start({ vars: { ...FAST, ORIGIN_URL: o.url } });
+  try {
+    const at = (minutes) => new Date(Date.parse("2026-07-16T09:00:00Z") + minutes * 60_000).toISOString();
+    const burst = [90, 5, 4].map((fill_pct, i) => ({ device_id: DEV, seq: i + 1, ts: at(i * 30), fill_pct }));
+    const keys = await admit(w, burst);
+    await until(() => logged(w, "delivery_failed").length >= 1, "the batch formed and tried");
+    const later = await admit(w, [reading(other, 1, 50)]);
+    const reset = await w.call(`/v1/devices/${DEV}/reset`, { method: "POST", headers: { authorization: `Bearer ${TOKEN}` } });
+    assert.equal(reset.status, 200);
+    const again = await (await post(w.call, "/v1/readings", burst)).json();
+    assert.deepEqual([again.unique, again.collections?.length], [3, 1]);
+    phase = "refuse";
+    await allDelivered(w);
+    await allDelivered(w, other);
+    assertContract(o.requests, [...keys, ...later], [...(await ledger(w)), ...(await ledger(w, other))]);
   } finally {
     await w.mf.dispose();
     await o.close();
