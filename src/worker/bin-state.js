@@ -2,8 +2,9 @@
 // (src/dedupe/fill.rs gives the rules: the newest reading by `ts` is the state, an
 // older one is late, a fall of more than COLLECTION_DROP_PCT between consecutive
 // newest readings that the next one confirms is a collection, one it does not is a
-// glitch). The tracker is fed in the burst's transaction with the readings the burst
-// stores, in admission order (`observeFill`); what it makes of each is written on the
+// glitch; one dated far ahead of its admission is never taken). The tracker is fed in
+// the burst's transaction with the readings the burst stores, by device time within the
+// burst (`observeFill`, `trackerOrder`); what it makes of each is written on the
 // reading's row (`late_ms`; `collection` on the row of the reading that confirmed
 // one), so the ledger, the reply and the origin's body say it without a row of their
 // own. Its bytes are held in the group's figures beside the sequence window
@@ -293,10 +294,10 @@ const CONFIG_CHUNK = 256;
 
 /**
  * The `config` rows of the devices after `after`, read as a page asks for them (ids in
- * ascending code point order, as SQLite orders them), `chunk` at a time: a page reads
- * the rows of the ids it passes (and at most a chunk more), not every configured device
- * of its group.
- * Returns `(id) → {reporting_period_s} | undefined` (undefined: not configured).
+ * ascending code point order, as SQLite orders them), `size` at a time: a page reads
+ * the rows of the ids it passes (and at most `size` more), not every configured device
+ * of its group. Returns `(id) → {reporting_period_s} | undefined` (undefined: not
+ * configured).
  */
 function configuredAfter(sql, after, size) {
   let chunk = [];
