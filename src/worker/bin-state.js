@@ -26,17 +26,20 @@ import { byCodePoint } from "./fleet.js";
 export const AHEAD_LIMIT_MS = (limits().deviceConfig.reporting_period_s.max / 2 + 86_400) * 1000;
 
 /**
- * The order a tracker takes readings in (`{ts, admitted_at, burst, order}`: `burst` the
- * rank of its burst among those admitted at that time, `order` its place among the
- * rows): by admission, burst by burst, and the readings of one burst, which arrive
- * together, by device time (a Tekelek sends its newest first). Used by the burst
+ * The order a tracker takes readings in (`{admitted_at, burst, ts, seq, key}`: `burst`
+ * the rank of its burst among the device's admitted at that time): by admission, burst
+ * by burst, and the readings of one burst, which arrive together, by device time (a
+ * Tekelek sends its newest first), then seq and key (what the rows hold: a redriven
+ * row's place among them is not its place in its burst). Used by the burst
  * (`observeFill`) and by a restart's replay (figures.js), so both see the same order.
  * The core writes every `ts` alike (Python's isoformat in UTC, microseconds when it has
  * any), so their text sorts as their times do, to the microsecond.
  */
 export function trackerOrder(a, b) {
-  return a.admitted_at - b.admitted_at || a.burst - b.burst || (a.ts < b.ts ? -1 : a.ts > b.ts ? 1 : 0) || a.order - b.order;
+  return a.admitted_at - b.admitted_at || a.burst - b.burst || byText(a.ts, b.ts) || a.seq - b.seq || byText(a.key, b.key);
 }
+
+const byText = (a, b) => (a < b ? -1 : a > b ? 1 : 0);
 
 /**
  * Feeds one reading (`{ts, fill_pct, key}`, admitted at `admitted_at`) to `tracker`,
@@ -78,7 +81,7 @@ export function observeFill(device, readings, stored, now, cfg, context) {
   let newest_at = figures.newestAt(device.id);
   try {
     let newestKey = newestKeyOf(tracker);
-    const order = stored.map((i, k) => ({ i, ts: readings[i].ts, admitted_at: now, burst: 0, order: k })).sort(trackerOrder);
+    const order = stored.map((i) => ({ ...readings[i], i, admitted_at: now, burst: 0 })).sort(trackerOrder);
     for (const { i } of order) {
       const seen = observeOne(tracker, readings[i], now, newestKey);
       if (seen.newest) [newest_at, newestKey] = [now, readings[i].key];

@@ -131,10 +131,10 @@ export class Figures {
   replay(through, at, cfg) {
     const windows = new Map();
     const fed = new Map();
-    const bursts = new Map(); // "admitted_at burst_id" → its rank among the bursts of that time
+    const bursts = new Map(); // "device_id admitted_at burst_id" → its rank among the device's bursts of that time
     const trackers = [];
     try {
-      for (const r of this.sql.exec("SELECT device_id, verdict, window_seq, admitted_at, burst_id, key, ts, fill_pct FROM readings WHERE rowid > ? AND admitted_at >= ? ORDER BY admitted_at, rowid", through, at)) {
+      for (const r of this.sql.exec("SELECT device_id, verdict, window_seq, admitted_at, burst_id, key, seq, ts, fill_pct FROM readings WHERE rowid > ? AND admitted_at >= ? ORDER BY admitted_at, rowid", through, at)) {
         const f = this.devices.get(r.device_id);
         if (!f) continue;
         add(f.counters, "received", 1);
@@ -142,9 +142,9 @@ export class Figures {
         if (r.verdict === "conflict") add(f.counters, "seq_reuses", 1);
         this.dirty.add(r.device_id);
         if (!fed.has(r.device_id)) fed.set(r.device_id, []);
-        const burst = `${r.admitted_at} ${r.burst_id}`;
+        const burst = `${r.device_id} ${r.admitted_at} ${r.burst_id}`;
         if (!bursts.has(burst)) bursts.set(burst, bursts.size);
-        fed.get(r.device_id).push({ ...r, burst: bursts.get(burst), order: fed.get(r.device_id).length });
+        fed.get(r.device_id).push({ ...r, burst: bursts.get(burst) });
         if (r.window_seq === null) continue;
         if (!windows.has(r.device_id)) windows.set(r.device_id, openWindow(f.window));
         guarded(() => windows.get(r.device_id).observe(r.window_seq, r.admitted_at));

@@ -346,13 +346,46 @@ test("a restart replays bursts admitted in one millisecond burst by burst, as th
   const live = await acrossRestart({
     vars: { STATS_FLUSH_MS: "3600000" },
     before: async (w) => {
-      for (const b of bursts) assert.equal((await post(w.call, "/v1/readings", b)).status, 200);
+      // The first burst checkpointed (the first flush is due at once, the next in an hour): the others are replayed.
+      assert.equal((await post(w.call, "/v1/readings", bursts[0])).status, 200);
+      await until(async () => (await get(w.call, `/v1/devices/${id}/health`)).body.flushed_at !== null, "the first checkpoint");
+      for (const b of bursts.slice(1)) assert.equal((await post(w.call, "/v1/readings", b)).status, 200);
     },
     // On Cloudflare the clock stands still between I/O: the bursts in one millisecond.
     between: (dir) => sqlite(databases(dir, "GroupObject"), `UPDATE readings SET admitted_at = (SELECT MAX(admitted_at) FROM readings WHERE device_id = '${id}') WHERE device_id = '${id}';`),
     after: async (w) => (await get(w.call, `/v1/devices/${id}/state`)).body,
   });
   assert.deepEqual([live.newest.fill_pct, live.previous.fill_pct, live.suspected_collection, live.last_collection], [88, 90, null, null]);
+});
+
+test("two readings of one burst and one device time: the higher seq is the state, live and after a redrive and a restart", async () => {
+  const id = "tie-redriven";
+  const [P, X, Y] = [[LAST - 1, 1, 30], [LAST, 2, 40], [LAST, 3, 41]].map(([i, seq, fill_pct]) => ({ device_id: id, seq, ts: iso(at(i)), fill_pct }));
+  let refusing = true;
+  const o4 = await origin({ answer: (r) => (refusing && r.body.readings.some((x) => x.device_id === id && x.seq === X.seq) ? { status: 422 } : { status: 200 }) });
+  try {
+    let live;
+    const restarted = await acrossRestart({
+      vars: { ORIGIN_URL: o4.url, STATS_FLUSH_MS: "3600000", RETRY_BASE_MS: "5", RETRY_MAX_MS: "20" },
+      before: async (w) => {
+        assert.equal((await post(w.call, "/v1/readings", [P])).status, 200);
+        await until(async () => (await get(w.call, `/v1/devices/${id}/health`)).body.flushed_at !== null, "the first checkpoint");
+        // In the body the higher seq first: by seq, not by body order.
+        const out = await (await post(w.call, "/v1/readings", [Y, X])).json();
+        assert.deepEqual(out.verdicts.map((v) => v.arrival), ["newest", "newest"]);
+        await until(async () => (await readingsOf(w.call, id)).some((x) => x.seq === X.seq && x.delivery === "refused"), "X refused");
+        refusing = false;
+        const redrive = await w.call(`/v1/devices/${id}/redrive`, { method: "POST", headers: { authorization: `Bearer ${TOKEN}` } });
+        assert.equal((await redrive.json()).redriven, 1);
+        live = (await get(w.call, `/v1/devices/${id}/state`)).body;
+      },
+      after: async (w) => (await get(w.call, `/v1/devices/${id}/state`)).body,
+    });
+    assert.deepEqual([live.newest.fill_pct, live.previous.fill_pct], [41, 40]);
+    assert.deepEqual([restarted.newest.fill_pct, restarted.previous.fill_pct], [41, 40]);
+  } finally {
+    await o4.close();
+  }
 });
 
 test("a storage of an earlier release, without arrivals and collections, is brought up to date", async () => {
@@ -435,6 +468,13 @@ test("a confirming reading admitted again after its key expired keeps its collec
     const after = (await get(w.call, `/v1/devices/${id}/collections`)).body.collections;
     const byKey = (list) => Object.fromEntries(list.map((c) => [c.confirmed_by, c]));
     assert.deepEqual(byKey(after), byKey(before));
+    // The newest reading itself again: newest, and the state as it was, its admission time included.
+    const state = (await get(w.call, `/v1/devices/${id}/state`)).body;
+    const newest = await (await post(w.call, "/v1/readings", [rs[5]])).json();
+    assert.deepEqual([newest.verdicts[0].verdict, newest.verdicts[0].arrival], ["admitted", "newest"]);
+    const { age_s, ...unchanged } = state.newest;
+    const { age_s: later, ...now } = (await get(w.call, `/v1/devices/${id}/state`)).body.newest;
+    assert.deepEqual(now, unchanged);
   } finally {
     await w.mf.dispose();
   }
