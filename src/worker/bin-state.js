@@ -35,7 +35,7 @@ export const AHEAD_LIMIT_MS = (limits().deviceConfig.reporting_period_s.max / 2 
  * The core writes every `ts` alike (Python's isoformat in UTC, microseconds when it has
  * any), so their text sorts as their times do, to the microsecond.
  */
-export function trackerOrder(a, b) {
+function trackerOrder(a, b) {
   return a.admitted_at - b.admitted_at || a.burst - b.burst || byText(a.ts, b.ts) || a.seq - b.seq || byText(a.key, b.key);
 }
 
@@ -50,7 +50,7 @@ const byText = (a, b) => (a < b ? -1 : a > b ? 1 : 0);
  * `{before, after}` it confirmed, or null; `newest` whether it is now the state: the
  * newest reading admitted again is not a new one).
  */
-export function observeOne(tracker, r, admitted_at, newestKey) {
+function observeOne(tracker, r, admitted_at, newestKey) {
   const ahead = Date.parse(r.ts) - admitted_at;
   if (ahead > AHEAD_LIMIT_MS) return { late_ms: -ahead, collection: null, newest: false };
   const seen = guarded(() => tracker.observe(r.ts, r.fill_pct, r.key));
@@ -58,15 +58,34 @@ export function observeOne(tracker, r, admitted_at, newestKey) {
   return { late_ms, collection: seen.collection ?? null, newest: late_ms === 0 && r.key !== newestKey };
 }
 
-/** The key of `tracker`'s newest reading, or null. */
-export function newestKeyOf(tracker) {
-  return guarded(() => tracker.state()).newest?.key ?? null;
+/**
+ * Feeds `readings` (each `{ts, fill_pct, key, seq, admitted_at, burst}`, see
+ * `trackerOrder`) to a device's bin state `{fill, collected, newest_at}` (its figures:
+ * the tracker's bytes or null, its last collection, when its newest reading was
+ * admitted), in `trackerOrder`, calling `each(r, seen)` with what `observeOne` made of
+ * each. Returns the new state `{bytes, collected, newest_at}`. The burst's way
+ * (`observeFill`) and a restart's replay (figures.js) both go through here.
+ */
+export function feedFill({ fill, collected, newest_at }, readings, cfg, context, each = () => {}) {
+  const tracker = openTracker(fill, cfg, context);
+  try {
+    let newestKey = guarded(() => tracker.state()).newest?.key ?? null;
+    for (const r of [...readings].sort(trackerOrder)) {
+      const seen = observeOne(tracker, r, r.admitted_at, newestKey);
+      if (seen.newest) [newest_at, newestKey] = [r.admitted_at, r.key];
+      if (seen.collection) collected = collectionSummary(seen.collection);
+      each(r, seen);
+    }
+    return { bytes: guarded(() => tracker.toBytes()), collected, newest_at };
+  } finally {
+    tracker.free();
+  }
 }
 
 /**
  * Feeds the device's tracker with the readings a burst stores at `now` (`stored`: their
  * indexes in `readings`, in admission order; taken in `trackerOrder`), inside the
- * burst's transaction, and returns `{marks, fill}`: per stored index `{late_ms,
+ * burst's transaction (`feedFill`), and returns `{marks, fill}`: per stored index `{late_ms,
  * collection, admitted_at}` (`late_ms` as `observeOne` gives it; `collection` the JSON
  * text of a collection the reading confirmed, with its `confirmed_at`, or null), and the
  * tracker's new bytes with the last collection and when its newest reading was admitted
@@ -76,23 +95,13 @@ export function observeFill(device, readings, stored, now, cfg, context) {
   const marks = new Map();
   if (!stored.length) return { marks, fill: null };
   const figures = device.group.figures;
-  const tracker = openTracker(figures.fill(device.id), cfg, context);
-  let collected = figures.collected(device.id);
-  let newest_at = figures.newestAt(device.id);
-  try {
-    let newestKey = newestKeyOf(tracker);
-    const order = stored.map((i) => ({ ...readings[i], i, admitted_at: now, burst: 0 })).sort(trackerOrder);
-    for (const { i } of order) {
-      const seen = observeOne(tracker, readings[i], now, newestKey);
-      if (seen.newest) [newest_at, newestKey] = [now, readings[i].key];
-      if (seen.collection) collected = collectionSummary(seen.collection);
-      const collection = seen.collection ? JSON.stringify({ ...seen.collection, confirmed_at: now }) : null;
-      marks.set(i, { late_ms: seen.late_ms, collection, admitted_at: now });
-    }
-    return { marks, fill: { bytes: guarded(() => tracker.toBytes()), collected, newest_at } };
-  } finally {
-    tracker.free();
-  }
+  const prior = { fill: figures.fill(device.id), collected: figures.collected(device.id), newest_at: figures.newestAt(device.id) };
+  const fed = stored.map((i) => ({ ...readings[i], i, admitted_at: now, burst: 0 }));
+  const fill = feedFill(prior, fed, cfg, context, (r, seen) => {
+    const collection = seen.collection ? JSON.stringify({ ...seen.collection, confirmed_at: now }) : null;
+    marks.set(r.i, { late_ms: seen.late_ms, collection, admitted_at: now });
+  });
+  return { marks, fill };
 }
 
 /**

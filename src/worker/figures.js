@@ -22,7 +22,7 @@
 //   and no bin state; it loses what a checkpoint had not written and no row holds: the
 //   duplicates, rejections and parked uplinks counted after the last checkpoint (at most
 //   STATS_FLUSH_MS of them), and the late-arrival counts of that time's seqs.
-import { collectionSummary, newestKeyOf, observeOne, openTracker, trackerOrder } from "./bin-state.js";
+import { feedFill } from "./bin-state.js";
 import { guarded, SeqWindow } from "./core.js";
 import { BACKFILL, byCodePoint, COUNTERS, REJECTED } from "./fleet.js";
 
@@ -126,13 +126,12 @@ export class Figures {
    * the checkpoint of `through` written `at` (`load`): rows above `through` admitted
    * since (a redriven or handed-over row is above it too, with its first admission's
    * time: counted then), in admission order (a redriven row's rowid is not: its time
-   * is), each device's tracker in bin-state.js `trackerOrder`, as the bursts fed it.
+   * is), each device's bin state through bin-state.js `feedFill`, as the bursts fed it.
    */
   replay(through, at, cfg) {
     const windows = new Map();
     const fed = new Map();
     const bursts = new Map(); // "device_id admitted_at burst_id" → its rank among the device's bursts of that time
-    const trackers = [];
     try {
       for (const r of this.sql.exec("SELECT device_id, verdict, window_seq, admitted_at, burst_id, key, seq, ts, fill_pct FROM readings WHERE rowid > ? AND admitted_at >= ? ORDER BY admitted_at, rowid", through, at)) {
         const f = this.devices.get(r.device_id);
@@ -152,19 +151,11 @@ export class Figures {
       for (const [id, w] of windows) this.setWindow(id, w);
       for (const [id, readings] of fed) {
         const f = this.devices.get(id);
-        const tracker = openTracker(f.fill, cfg, { device_id: id });
-        trackers.push(tracker);
-        let newestKey = newestKeyOf(tracker);
-        for (const r of readings.sort(trackerOrder)) {
-          const seen = observeOne(tracker, r, r.admitted_at, newestKey);
-          if (seen.newest) [f.newest_at, newestKey] = [r.admitted_at, r.key];
-          if (seen.collection) f.collected = collectionSummary(seen.collection);
-        }
-        f.fill = guarded(() => tracker.toBytes());
+        const { bytes, collected, newest_at } = feedFill(f, readings, cfg, { device_id: id });
+        Object.assign(f, { fill: bytes, collected, newest_at });
       }
     } finally {
       for (const w of windows.values()) w.free();
-      for (const t of trackers) t.free();
     }
   }
 
